@@ -1,0 +1,16 @@
+//===- LoomDialect.cpp - The loom dialect -----------------------*- C++ -*-===//
+
+#include "ir/LoomDialect.h"
+#include "ir/LoomOps.h"
+
+using namespace mlir;
+using namespace mlir::loom;
+
+#include "ir/LoomDialect.cpp.inc"
+
+void LoomDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "ir/LoomOps.cpp.inc"
+      >();
+}

@@ -1,0 +1,323 @@
+//===- LoomOps.cpp - loom dialect operations --------------------*- C++ -*-===//
+//
+// Verifiers and result-type inference. Every op infers its result type from
+// its operands, so a pass that changes argument shapes (the data-parallel
+// partition shrinks the batch) can re-infer the whole function.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/LoomOps.h"
+
+#include "mlir/Dialect/Traits.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/Support/InterleavedRange.h"
+
+using namespace mlir;
+using namespace mlir::loom;
+
+#define GET_OP_CLASSES
+#include "ir/LoomOps.cpp.inc"
+
+static RankedTensorType f32Tensor(MLIRContext *ctx, ArrayRef<int64_t> shape) {
+  return RankedTensorType::get(shape, Float32Type::get(ctx));
+}
+
+static RankedTensorType rankedType(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+static LogicalResult emitInferError(std::optional<Location> loc,
+                                    const Twine &message) {
+  if (loc)
+    return emitError(*loc, message);
+  return failure();
+}
+
+//===----------------------------------------------------------------------===//
+// Helpers shared with passes
+//===----------------------------------------------------------------------===//
+
+FailureOr<SmallVector<int64_t>>
+mlir::loom::inferReshape(ArrayRef<int64_t> input, ArrayRef<int64_t> spec,
+                         std::string &why) {
+  int64_t total = 1;
+  for (int64_t d : input)
+    total *= d;
+  SmallVector<int64_t> out;
+  int64_t known = 1;
+  int inferAt = -1;
+  for (auto [i, entry] : llvm::enumerate(spec)) {
+    int64_t d = entry;
+    if (d == 0) {
+      if (i >= input.size()) {
+        why = "shape entry 0 at position " + std::to_string(i) +
+              " has no input dimension to copy";
+        return failure();
+      }
+      d = input[i];
+    } else if (d == -1) {
+      if (inferAt >= 0) {
+        why = "more than one -1 in the shape";
+        return failure();
+      }
+      inferAt = i;
+      out.push_back(-1);
+      continue;
+    } else if (d < 0) {
+      why = "negative shape entry " + std::to_string(d);
+      return failure();
+    }
+    known *= d;
+    out.push_back(d);
+  }
+  if (inferAt >= 0) {
+    if (known == 0 || total % known != 0) {
+      why = "cannot infer -1: " + std::to_string(total) +
+            " elements are not divisible by " + std::to_string(known);
+      return failure();
+    }
+    out[inferAt] = total / known;
+  } else if (known != total) {
+    why = "shape has " + std::to_string(known) + " elements but the input has " +
+          std::to_string(total);
+    return failure();
+  }
+  return out;
+}
+
+SmallVector<int64_t>
+mlir::loom::batchAgnosticReshapeSpec(ArrayRef<int64_t> input,
+                                     ArrayRef<int64_t> output) {
+  SmallVector<int64_t> spec(output.begin(), output.end());
+  size_t copied = 0;
+  while (copied < input.size() && copied < output.size() &&
+         input[copied] == output[copied])
+    spec[copied++] = 0;
+  // One remaining dimension may absorb a changed batch size.
+  if (copied < spec.size() && copied > 0)
+    spec[copied] = -1;
+  else if (copied == 0 && !spec.empty())
+    spec[0] = -1;
+  return spec;
+}
+
+//===----------------------------------------------------------------------===//
+// ConstantOp
+//===----------------------------------------------------------------------===//
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+
+//===----------------------------------------------------------------------===//
+// MatmulOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatmulOp::inferReturnTypes(
+    MLIRContext *ctx, std::optional<Location> loc, ValueRange operands,
+    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
+    SmallVectorImpl<Type> &inferred) {
+  Adaptor adaptor(operands, attributes, properties, regions);
+  auto lhs = rankedType(adaptor.getLhs()).getShape();
+  auto rhs = rankedType(adaptor.getRhs()).getShape();
+  if (lhs.size() < 2 || rhs.size() < 2)
+    return emitInferError(loc, "loom.matmul operands must have rank >= 2");
+  auto rows = [](ArrayRef<int64_t> s) {
+    int64_t r = 1;
+    for (int64_t d : s.drop_back())
+      r *= d;
+    return r;
+  };
+  bool ta = adaptor.getTransposeLhs(), tb = adaptor.getTransposeRhs();
+  int64_t k = ta ? rows(lhs) : lhs.back();
+  int64_t m = ta ? lhs.back() : rows(lhs);
+  int64_t rk = tb ? rhs.back() : rows(rhs);
+  int64_t n = tb ? rows(rhs) : rhs.back();
+  if (k != rk)
+    return emitInferError(loc, "loom.matmul contraction sizes differ: " +
+                                   Twine(k) + " vs " + Twine(rk));
+  SmallVector<int64_t> shape;
+  if (ta)
+    shape = {m, n};
+  else {
+    shape.assign(lhs.begin(), lhs.end() - 1);
+    shape.push_back(n);
+  }
+  inferred.push_back(f32Tensor(ctx, shape));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Element-wise ops
+//===----------------------------------------------------------------------===//
+
+static LogicalResult inferBroadcast(MLIRContext *ctx,
+                                    std::optional<Location> loc, Value lhs,
+                                    Value rhs, SmallVectorImpl<Type> &inferred) {
+  SmallVector<int64_t> shape;
+  if (!OpTrait::util::getBroadcastedShape(rankedType(lhs).getShape(),
+                                          rankedType(rhs).getShape(), shape))
+  {
+    std::string msg;
+    llvm::raw_string_ostream os(msg);
+    os << "operand shapes " << llvm::interleaved(rankedType(lhs).getShape(), "x")
+       << " and " << llvm::interleaved(rankedType(rhs).getShape(), "x")
+       << " do not broadcast";
+    return emitInferError(loc, msg);
+  }
+  inferred.push_back(f32Tensor(ctx, shape));
+  return success();
+}
+
+#define LOOM_BINARY_INFER(OP)                                                  \
+  LogicalResult OP::inferReturnTypes(                                          \
+      MLIRContext *ctx, std::optional<Location> loc, ValueRange operands,      \
+      DictionaryAttr, OpaqueProperties, RegionRange,                           \
+      SmallVectorImpl<Type> &inferred) {                                       \
+    return inferBroadcast(ctx, loc, operands[0], operands[1], inferred);       \
+  }
+LOOM_BINARY_INFER(AddOp)
+LOOM_BINARY_INFER(SubOp)
+LOOM_BINARY_INFER(MulOp)
+LOOM_BINARY_INFER(DivOp)
+#undef LOOM_BINARY_INFER
+
+// Ops whose result has the type of their first operand.
+#define LOOM_SAME_AS_FIRST_INFER(OP)                                           \
+  LogicalResult OP::inferReturnTypes(                                          \
+      MLIRContext *, std::optional<Location>, ValueRange operands,             \
+      DictionaryAttr, OpaqueProperties, RegionRange,                           \
+      SmallVectorImpl<Type> &inferred) {                                       \
+    inferred.push_back(operands[0].getType());                                 \
+    return success();                                                          \
+  }
+LOOM_SAME_AS_FIRST_INFER(CrossEntropyGradOp)
+#undef LOOM_SAME_AS_FIRST_INFER
+
+//===----------------------------------------------------------------------===//
+// ReshapeOp / SumToOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::inferReturnTypes(
+    MLIRContext *ctx, std::optional<Location> loc, ValueRange operands,
+    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
+    SmallVectorImpl<Type> &inferred) {
+  Adaptor adaptor(operands, attributes, properties, regions);
+  std::string why;
+  auto shape = inferReshape(rankedType(adaptor.getInput()).getShape(),
+                            adaptor.getShape(), why);
+  if (failed(shape))
+    return emitInferError(loc, "loom.reshape: " + why);
+  inferred.push_back(f32Tensor(ctx, *shape));
+  return success();
+}
+
+LogicalResult SumToOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                        ValueRange operands, DictionaryAttr,
+                                        OpaqueProperties, RegionRange,
+                                        SmallVectorImpl<Type> &inferred) {
+  inferred.push_back(operands[1].getType());
+  return success();
+}
+
+LogicalResult SumToOp::verify() {
+  SmallVector<int64_t> shape;
+  auto in = getInput().getType().getShape();
+  auto like = getLike().getType().getShape();
+  if (!OpTrait::util::getBroadcastedShape(in, like, shape) ||
+      ArrayRef<int64_t>(shape) != in)
+    return emitOpError("cannot sum a tensor of shape ")
+           << llvm::interleaved(in, "x") << " to shape "
+           << llvm::interleaved(like, "x")
+           << ": the latter does not broadcast to the former";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+static LogicalResult verifyClassTargets(Operation *op, RankedTensorType logits,
+                                        RankedTensorType target) {
+  if (logits.getRank() < 1 ||
+      target.getShape() != logits.getShape().drop_back())
+    return op->emitOpError("target shape ")
+           << llvm::interleaved(target.getShape(), "x")
+           << " must equal the logits shape "
+           << llvm::interleaved(logits.getShape(), "x")
+           << " without its last (class) dimension";
+  return success();
+}
+
+LogicalResult CrossEntropyOp::inferReturnTypes(
+    MLIRContext *ctx, std::optional<Location>, ValueRange, DictionaryAttr,
+    OpaqueProperties, RegionRange, SmallVectorImpl<Type> &inferred) {
+  inferred.push_back(f32Tensor(ctx, {}));
+  return success();
+}
+
+LogicalResult CrossEntropyOp::verify() {
+  return verifyClassTargets(*this, getLogits().getType(),
+                            getTarget().getType());
+}
+
+LogicalResult CrossEntropyGradOp::verify() {
+  return verifyClassTargets(*this, getLogits().getType(),
+                            getTarget().getType());
+}
+
+LogicalResult MseOp::inferReturnTypes(MLIRContext *ctx,
+                                      std::optional<Location>, ValueRange,
+                                      DictionaryAttr, OpaqueProperties,
+                                      RegionRange,
+                                      SmallVectorImpl<Type> &inferred) {
+  inferred.push_back(f32Tensor(ctx, {}));
+  return success();
+}
+
+
+//===----------------------------------------------------------------------===//
+// Optimizers
+//===----------------------------------------------------------------------===//
+
+LogicalResult SgdOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                      ValueRange operands, DictionaryAttr,
+                                      OpaqueProperties, RegionRange,
+                                      SmallVectorImpl<Type> &inferred) {
+  inferred.push_back(operands[0].getType());
+  if (operands.size() > 2)
+    inferred.push_back(operands[2].getType());
+  return success();
+}
+
+LogicalResult SgdOp::verify() {
+  if (getGrad().getType() != getParam().getType() ||
+      (getMomentumBuffer() &&
+       getMomentumBuffer().getType() != getParam().getType()))
+    return emitOpError("parameter, gradient and momentum buffer types differ");
+  bool hasBuffer = static_cast<bool>(getMomentumBuffer());
+  if (hasBuffer != (getMomentum().convertToDouble() != 0.0))
+    return emitOpError("a momentum buffer is required exactly when momentum "
+                       "is non-zero (momentum = ")
+           << getMomentum().convertToDouble() << ")";
+  if (getLr().convertToDouble() < 0)
+    return emitOpError("learning rate must be non-negative, got ")
+           << getLr().convertToDouble();
+  return success();
+}
+
+LogicalResult AdamwOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                        ValueRange operands, DictionaryAttr,
+                                        OpaqueProperties, RegionRange,
+                                        SmallVectorImpl<Type> &inferred) {
+  inferred.append(3, operands[0].getType());
+  return success();
+}
+
+LogicalResult AdamwOp::verify() {
+  double b1 = getBeta1().convertToDouble(), b2 = getBeta2().convertToDouble();
+  if (b1 < 0 || b1 >= 1 || b2 < 0 || b2 >= 1)
+    return emitOpError("betas must lie in [0, 1), got ") << b1 << ", " << b2;
+  if (getLr().convertToDouble() < 0 || getEps().convertToDouble() < 0)
+    return emitOpError("learning rate and eps must be non-negative");
+  return success();
+}

@@ -1,0 +1,44 @@
+//===- LoomOps.h - loom dialect operations ----------------------*- C++ -*-===//
+
+#ifndef LOOM_IR_LOOMOPS_H
+#define LOOM_IR_LOOMOPS_H
+
+#include "ir/LoomDialect.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#define GET_OP_CLASSES
+#include "ir/LoomOps.h.inc"
+
+namespace mlir::loom {
+
+/// Names of the argument and result attributes that give a value its role in
+/// a training step (see the dialect description).
+namespace attr {
+inline constexpr llvm::StringLiteral kParam = "loom.param";
+inline constexpr llvm::StringLiteral kInput = "loom.input";
+inline constexpr llvm::StringLiteral kTarget = "loom.target";
+inline constexpr llvm::StringLiteral kOutput = "loom.output";
+inline constexpr llvm::StringLiteral kLoss = "loom.loss";
+inline constexpr llvm::StringLiteral kGrad = "loom.grad";
+inline constexpr llvm::StringLiteral kState = "loom.state";
+} // namespace attr
+
+/// Shape of the result of a `loom.reshape` of `input` with the ONNX shape
+/// specification `spec` (`0` copies, one `-1` infers), or failure with a
+/// reason in `why`.
+FailureOr<SmallVector<int64_t>> inferReshape(ArrayRef<int64_t> input,
+                                             ArrayRef<int64_t> spec,
+                                             std::string &why);
+
+/// A specification equivalent to reshaping `input` to `output` that keeps
+/// leading dimensions equal in both as `0`, so the reshape still applies when
+/// the batch dimension changes.
+SmallVector<int64_t> batchAgnosticReshapeSpec(ArrayRef<int64_t> input,
+                                              ArrayRef<int64_t> output);
+
+} // namespace mlir::loom
+
+#endif // LOOM_IR_LOOMOPS_H

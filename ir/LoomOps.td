@@ -1,0 +1,264 @@
+//===- LoomOps.td - loom dialect operations ----------------*- tablegen -*-===//
+
+#ifndef LOOM_OPS_TD
+#define LOOM_OPS_TD
+
+include "ir/LoomDialect.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Loom_F32Tensor : RankedTensorOf<[F32]>;
+def Loom_IdTensor : RankedTensorOf<[I64]>;
+def Loom_ScalarF32 : 0DTensorOf<[F32]>;
+
+//===----------------------------------------------------------------------===//
+// Values
+//===----------------------------------------------------------------------===//
+
+def Loom_ConstantOp : Loom_Op<"constant", [ConstantLike, Pure,
+    AllTypesMatch<["value", "result"]>]> {
+  let summary = "A constant tensor";
+  let description = [{
+    ```mlir
+    %c = loom.constant dense<2.0> : tensor<f32>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra
+//===----------------------------------------------------------------------===//
+
+def Loom_MatmulOp : Loom_Op<"matmul", [Pure,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "Matrix product of operands viewed as 2-D matrices";
+  let description = [{
+    Each operand is viewed as a row-major matrix by collapsing all leading
+    dimensions into rows. The result is `op(lhs) * op(rhs)` where `op`
+    transposes when `transpose_lhs` / `transpose_rhs` is set. Without
+    `transpose_lhs`, the result keeps the leading dimensions of `lhs`
+    (`[..., M, K] x [K, N] -> [..., M, N]`); with it, the result is 2-D.
+
+    ```mlir
+    %y = loom.matmul %x, %w {transpose_rhs} : (tensor<64x784xf32>, tensor<512x784xf32>) -> tensor<64x512xf32>
+    ```
+  }];
+  let arguments = (ins Loom_F32Tensor:$lhs, Loom_F32Tensor:$rhs,
+                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
+  let results = (outs Loom_F32Tensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` `(` type($lhs) `,` type($rhs) `)` `->` type($result)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Element-wise
+//===----------------------------------------------------------------------===//
+
+class Loom_BinaryOp<string mnemonic, string desc>
+    : Loom_Op<mnemonic, [Pure, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = desc # " with NumPy broadcasting";
+  let arguments = (ins Loom_F32Tensor:$lhs, Loom_F32Tensor:$rhs);
+  let results = (outs Loom_F32Tensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` `(` type($lhs) `,` type($rhs) `)` `->` type($result)
+  }];
+}
+
+def Loom_AddOp : Loom_BinaryOp<"add", "Element-wise sum">;
+def Loom_SubOp : Loom_BinaryOp<"sub", "Element-wise difference">;
+def Loom_MulOp : Loom_BinaryOp<"mul", "Element-wise product">;
+def Loom_DivOp : Loom_BinaryOp<"div", "Element-wise quotient">;
+
+class Loom_UnaryOp<string mnemonic, string desc>
+    : Loom_Op<mnemonic, [Pure, SameOperandsAndResultType,
+                         DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = desc;
+  let arguments = (ins Loom_F32Tensor:$input);
+  let results = (outs Loom_F32Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Loom_ReluOp : Loom_UnaryOp<"relu", "Rectified linear unit">;
+def Loom_TanhOp : Loom_UnaryOp<"tanh", "Hyperbolic tangent">;
+def Loom_SigmoidOp : Loom_UnaryOp<"sigmoid", "Logistic sigmoid">;
+
+def Loom_ScaleOp : Loom_Op<"scale", [Pure, SameOperandsAndResultType,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "Multiplication by a compile-time factor";
+  let arguments = (ins Loom_F32Tensor:$input, F64Attr:$factor);
+  let results = (outs Loom_F32Tensor:$result);
+  let assemblyFormat = "$input `by` $factor attr-dict `:` type($input)";
+}
+
+class Loom_ActivationGradOp<string mnemonic, string desc>
+    : Loom_Op<mnemonic, [Pure, SameOperandsAndResultType,
+                         DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = desc;
+  let arguments = (ins Loom_F32Tensor:$grad, Loom_F32Tensor:$saved);
+  let results = (outs Loom_F32Tensor:$result);
+  let assemblyFormat = "$grad `,` $saved attr-dict `:` type($grad)";
+}
+
+def Loom_ReluGradOp : Loom_ActivationGradOp<"relu_grad",
+    "Backward of relu: `grad` where the forward input `saved` is positive">;
+def Loom_TanhGradOp : Loom_ActivationGradOp<"tanh_grad",
+    "Backward of tanh: `grad * (1 - saved^2)`, `saved` the forward output">;
+def Loom_SigmoidGradOp : Loom_ActivationGradOp<"sigmoid_grad",
+    "Backward of sigmoid: `grad * saved * (1 - saved)`, `saved` the forward output">;
+
+//===----------------------------------------------------------------------===//
+// Shapes
+//===----------------------------------------------------------------------===//
+
+def Loom_ReshapeOp : Loom_Op<"reshape", [Pure,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "Reshape with ONNX's shape specification";
+  let description = [{
+    `shape` follows ONNX `Reshape`: `0` copies the input's dimension at the
+    same position and one `-1` takes the remaining elements. Keeping `0` for
+    the batch dimension lets the op follow batch re-sizing under data
+    parallelism.
+
+    ```mlir
+    %y = loom.reshape %x [0, -1] : tensor<64x1x28x28xf32> -> tensor<64x784xf32>
+    ```
+  }];
+  let arguments = (ins Loom_F32Tensor:$input, DenseI64ArrayAttr:$shape);
+  let results = (outs Loom_F32Tensor:$result);
+  let assemblyFormat = "$input $shape attr-dict `:` type($input) `->` type($result)";
+}
+
+def Loom_SumToOp : Loom_Op<"sum_to", [Pure,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "Sum over broadcast dimensions down to the shape of `like`";
+  let description = [{
+    The backward of NumPy broadcasting: sums `input` over the dimensions that
+    broadcasting added or expanded to turn a tensor shaped like `like` into
+    one shaped like `input`. Only `like`'s shape is used.
+
+    ```mlir
+    %db = loom.sum_to %dy, %b : (tensor<64x512xf32>, tensor<512xf32>) -> tensor<512xf32>
+    ```
+  }];
+  let arguments = (ins Loom_F32Tensor:$input, Loom_F32Tensor:$like);
+  let results = (outs Loom_F32Tensor:$result);
+  let assemblyFormat = [{
+    $input `,` $like attr-dict `:` `(` type($input) `,` type($like) `)` `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+def Loom_CrossEntropyOp : Loom_Op<"cross_entropy", [Pure,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "Mean softmax cross-entropy over the last dimension";
+  let description = [{
+    `logits` is `[..., C]`, `target` holds class ids shaped like the leading
+    dimensions. The result is the mean over all rows of
+    `-log_softmax(logits)[target]`.
+
+    ```mlir
+    %l = loom.cross_entropy %logits, %t : (tensor<64x10xf32>, tensor<64xi64>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Loom_F32Tensor:$logits, Loom_IdTensor:$target);
+  let results = (outs Loom_ScalarF32:$result);
+  let assemblyFormat = [{
+    $logits `,` $target attr-dict `:` `(` type($logits) `,` type($target) `)` `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Loom_CrossEntropyGradOp : Loom_Op<"cross_entropy_grad", [Pure,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "Gradient of `loom.cross_entropy` with respect to the logits";
+  let description = [{
+    `(softmax(logits) - onehot(target)) / rows`.
+  }];
+  let arguments = (ins Loom_F32Tensor:$logits, Loom_IdTensor:$target);
+  let results = (outs Loom_F32Tensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $target attr-dict `:` `(` type($logits) `,` type($target) `)` `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Loom_MseOp : Loom_Op<"mse", [Pure, AllTypesMatch<["prediction", "target"]>,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "Mean squared error over all elements";
+  let arguments = (ins Loom_F32Tensor:$prediction, Loom_F32Tensor:$target);
+  let results = (outs Loom_ScalarF32:$result);
+  let assemblyFormat = [{
+    $prediction `,` $target attr-dict `:` type($prediction) `->` type($result)
+  }];
+}
+
+def Loom_MseGradOp : Loom_Op<"mse_grad", [Pure, AllTypesMatch<["prediction", "target", "result"]>,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "Gradient of `loom.mse`: `2 (prediction - target) / numel`";
+  let arguments = (ins Loom_F32Tensor:$prediction, Loom_F32Tensor:$target);
+  let results = (outs Loom_F32Tensor:$result);
+  let assemblyFormat = "$prediction `,` $target attr-dict `:` type($prediction)";
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizers
+//===----------------------------------------------------------------------===//
+
+def Loom_SgdOp : Loom_Op<"sgd", [Pure, AllTypesMatch<["param", "grad"]>,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "One step of PyTorch's SGD on one parameter";
+  let description = [{
+    Returns the updated parameter and, when `momentum` is non-zero, the
+    updated momentum buffer (which must then be given). The runtime performs
+    the update in place.
+
+    ```mlir
+    %p2 = loom.sgd %p, %g {lr = 0.1 : f64, momentum = 0.0 : f64, weight_decay = 0.0 : f64, dampening = 0.0 : f64} : tensor<10xf32>
+    ```
+  }];
+  let arguments = (ins Loom_F32Tensor:$param, Loom_F32Tensor:$grad,
+                       Optional<Loom_F32Tensor>:$momentum_buffer,
+                       F64Attr:$lr, F64Attr:$momentum, F64Attr:$weight_decay,
+                       F64Attr:$dampening, UnitAttr:$nesterov);
+  let results = (outs Variadic<Loom_F32Tensor>:$results);
+  let assemblyFormat = [{
+    $param `,` $grad (`,` $momentum_buffer^ `:` type($momentum_buffer))? attr-dict `:` type($param)
+  }];
+  let hasVerifier = 1;
+}
+
+def Loom_AdamwOp : Loom_Op<"adamw", [Pure,
+    AllTypesMatch<["param", "grad", "exp_avg", "exp_avg_sq"]>,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "One step of PyTorch's AdamW on one parameter";
+  let description = [{
+    Returns the updated parameter, first and second moment. The step count
+    for bias correction is the runtime's (1-based) step number. The runtime
+    performs the update in place.
+
+    ```mlir
+    %p2, %m2, %v2 = loom.adamw %p, %g, %m, %v {lr = 1.0e-3 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64} : tensor<10xf32>
+    ```
+  }];
+  let arguments = (ins Loom_F32Tensor:$param, Loom_F32Tensor:$grad,
+                       Loom_F32Tensor:$exp_avg, Loom_F32Tensor:$exp_avg_sq,
+                       F64Attr:$lr, F64Attr:$beta1, F64Attr:$beta2,
+                       F64Attr:$eps, F64Attr:$weight_decay);
+  let results = (outs Loom_F32Tensor:$new_param, Loom_F32Tensor:$new_exp_avg,
+                      Loom_F32Tensor:$new_exp_avg_sq);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $exp_avg `,` $exp_avg_sq attr-dict `:` type($param)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // LOOM_OPS_TD

@@ -1,0 +1,81 @@
+//===- ChooseMesh.cpp - Pick the device mesh shape --------------*- C++ -*-===//
+
+#include "ir/LoomOps.h"
+#include "passes/MeshUtils.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/IR/Builders.h"
+
+namespace mlir::loom {
+#define GEN_PASS_DEF_LOOMCHOOSEMESHPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::loom
+
+using namespace mlir;
+using namespace mlir::loom;
+
+namespace {
+
+struct ChooseMeshPass
+    : public loom::impl::LoomChooseMeshPassBase<ChooseMeshPass> {
+  using LoomChooseMeshPassBase::LoomChooseMeshPassBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto func = module.lookupSymbol<func::FuncOp>("main");
+    if (!func) {
+      module.emitError("loom-choose-mesh: no function @main");
+      return signalPassFailure();
+    }
+    if (lookupMesh(module)) {
+      module.emitError("loom-choose-mesh: the module already has a mesh");
+      return signalPassFailure();
+    }
+    int64_t nDevices = devices, nTp = tp, nPp = pp, nDp = dp;
+    if (nDevices < 1) {
+      module.emitError("number of devices must be positive, got ") << nDevices;
+      return signalPassFailure();
+    }
+    if (nTp != 1 || nPp != 1) {
+      module.emitError("tensor and pipeline parallelism are not supported "
+                       "yet (tp = ")
+          << nTp << ", pp = " << nPp << "); use tp=1,pp=1";
+      return signalPassFailure();
+    }
+    if (nDp == 0)
+      nDp = nDevices / (nTp * nPp);
+    if (nDp * nTp * nPp != nDevices) {
+      module.emitError("mesh dp=")
+          << nDp << " x tp=" << nTp << " x pp=" << nPp << " needs "
+          << nDp * nTp * nPp << " devices but the cluster has " << nDevices;
+      return signalPassFailure();
+    }
+
+    for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+      if (!func.getArgAttr(i, attr::kInput) && !func.getArgAttr(i, attr::kTarget))
+        continue;
+      auto type = cast<RankedTensorType>(func.getArgument(i).getType());
+      if (type.getRank() == 0) {
+        func.emitError("data argument #") << i << " has no batch dimension";
+        return signalPassFailure();
+      }
+      int64_t batch = type.getDimSize(0);
+      if (batch % nDp != 0) {
+        func.emitError("global batch ")
+            << batch << " of " << describeDataArg(func, i)
+            << " is not divisible by dp = " << nDp
+            << "; use a global batch that is a multiple of " << nDp;
+        return signalPassFailure();
+      }
+    }
+
+    OpBuilder b(module.getBodyRegion());
+    auto grid = shard::GridOp::create(b, module.getLoc(), kMeshName,
+                                      ArrayRef<int64_t>{nPp, nDp, nTp});
+    grid->setAttr(kMeshAxesAttr,
+                  b.getStrArrayAttr({"pp", "dp", "tp"}));
+  }
+};
+
+} // namespace

@@ -1,0 +1,76 @@
+//===- Passes.cpp - Pass and pipeline registration --------------*- C++ -*-===//
+
+#include "passes/Passes.h"
+
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+using namespace mlir::loom;
+
+void mlir::loom::buildLoomTrainPipeline(OpPassManager &pm,
+                                        const TrainPipelineOptions &options) {
+  LoomAppendLossPassOptions loss;
+  loss.loss = options.loss;
+  loss.outputName = options.outputName;
+  pm.addNestedPass<func::FuncOp>(createLoomAppendLossPass(loss));
+  pm.addNestedPass<func::FuncOp>(createLoomAutodiffPass());
+  LoomAppendOptimizerPassOptions opt;
+  opt.optimizer = options.optimizer;
+  opt.lr = options.lr;
+  opt.weightDecay = options.weightDecay;
+  opt.momentum = options.momentum;
+  pm.addNestedPass<func::FuncOp>(createLoomAppendOptimizerPass(opt));
+  pm.addPass(createCSEPass());
+}
+
+void mlir::loom::buildLoomPlanPipeline(OpPassManager &pm,
+                                       const PlanPipelineOptions &options) {
+  LoomChooseMeshPassOptions mesh;
+  mesh.devices = options.devices;
+  mesh.dp = options.dp;
+  mesh.tp = options.tp;
+  mesh.pp = options.pp;
+  pm.addPass(createLoomChooseMeshPass(mesh));
+  pm.addPass(createLoomPartitionDataParallelPass());
+}
+
+namespace {
+struct TrainPipelineCLOptions
+    : public PassPipelineOptions<TrainPipelineCLOptions> {
+  Option<std::string> loss{*this, "loss", llvm::cl::init("cross_entropy"),
+                           llvm::cl::desc("cross_entropy | mse | output")};
+  Option<std::string> optimizer{*this, "optimizer", llvm::cl::init("adamw"),
+                                llvm::cl::desc("adamw | sgd")};
+  Option<double> lr{*this, "lr", llvm::cl::init(1e-3),
+                    llvm::cl::desc("learning rate")};
+  Option<double> momentum{*this, "momentum", llvm::cl::init(0.0),
+                          llvm::cl::desc("SGD momentum")};
+};
+
+struct PlanPipelineCLOptions
+    : public PassPipelineOptions<PlanPipelineCLOptions> {
+  Option<int64_t> devices{*this, "devices", llvm::cl::init(1),
+                          llvm::cl::desc("number of devices")};
+};
+} // namespace
+
+void mlir::loom::registerLoomPipelines() {
+  PassPipelineRegistration<TrainPipelineCLOptions>(
+      "loom-train", "Turn a forward function into a training step",
+      [](OpPassManager &pm, const TrainPipelineCLOptions &cl) {
+        TrainPipelineOptions options;
+        options.loss = cl.loss;
+        options.optimizer = cl.optimizer;
+        options.lr = cl.lr;
+        options.momentum = cl.momentum;
+        buildLoomTrainPipeline(pm, options);
+      });
+  PassPipelineRegistration<PlanPipelineCLOptions>(
+      "loom-plan", "Plan the mesh and partition the training step",
+      [](OpPassManager &pm, const PlanPipelineCLOptions &cl) {
+        PlanPipelineOptions options;
+        options.devices = cl.devices;
+        buildLoomPlanPipeline(pm, options);
+      });
+}

@@ -1,0 +1,54 @@
+//===- Passes.h - Loom passes and pipelines ---------------------*- C++ -*-===//
+
+#ifndef LOOM_PASSES_PASSES_H
+#define LOOM_PASSES_PASSES_H
+
+#include "ir/LoomDialect.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <memory>
+#include <string>
+
+namespace mlir::loom {
+
+#define GEN_PASS_DECL
+#include "passes/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "passes/Passes.h.inc"
+
+/// Options of the pipeline that turns an imported forward function into a
+/// training step.
+struct TrainPipelineOptions {
+  std::string loss = "cross_entropy";
+  std::string outputName;
+  std::string optimizer = "adamw";
+  double lr = 1e-3;
+  double weightDecay = -1; // optimizer default
+  double momentum = 0;
+};
+
+/// Appends loss, autodiff and optimizer passes on `@main`.
+void buildLoomTrainPipeline(OpPassManager &pm,
+                            const TrainPipelineOptions &options);
+
+/// Options of the planning + lowering pipeline.
+struct PlanPipelineOptions {
+  int64_t devices = 1;
+  int64_t dp = 0, tp = 1, pp = 1;
+};
+
+/// Chooses the mesh and partitions the step into per-rank programs.
+void buildLoomPlanPipeline(OpPassManager &pm,
+                           const PlanPipelineOptions &options);
+
+/// Registers the pipelines `loom-train` and `loom-plan` (the passes
+/// themselves are registered by the generated `registerLoomPasses()`).
+void registerLoomPipelines();
+
+} // namespace mlir::loom
+
+#endif // LOOM_PASSES_PASSES_H

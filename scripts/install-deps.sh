@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs every package Loom needs to build and test, on Debian 12, as root.
+# Idempotent: does nothing when all packages are present.
+set -euo pipefail
+
+PKGS=(
+  cmake ninja-build g++ make pkg-config
+  libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
+  libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
+  libopenmpi-dev openmpi-bin
+  libopenblas-dev
+  coinor-libcbc-dev
+  libgtest-dev
+  python3-numpy python3-torch python3-onnx
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps: missing packages: ${missing[*]}; run as root (or: sudo $0)" >&2
+  exit 1
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
