@@ -11,7 +11,7 @@ PKGS=(
   libopenblas-dev
   coinor-libcbc-dev
   libgtest-dev
-  python3-numpy python3-torch python3-onnx
+  python3-numpy python3-torch python3-onnx python3-sklearn
 )
 
 missing=()
