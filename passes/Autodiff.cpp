@@ -209,13 +209,16 @@ struct AutodiffPass : public loom::impl::LoomAutodiffPassBase<AutodiffPass> {
 
     OpBuilder b(ret);
     GradientBuilder grads(b, needsGrad);
-    grads.seed(loss, ConstantOp::create(
-                         b, ret.getLoc(),
-                         DenseElementsAttr::get(
-                             cast<ShapedType>(loss.getType()), 1.0f)));
+    auto seed = ConstantOp::create(
+        b, ret.getLoc(),
+        DenseElementsAttr::get(cast<ShapedType>(loss.getType()), 1.0f));
+    grads.seed(loss, seed);
     for (Operation *op : llvm::reverse(forward))
       if (failed(grads.backward(op)))
         return signalPassFailure();
+
+    if (seed->use_empty()) // losses fold the unit seed away
+      seed->erase();
 
     SmallVector<Value> results{loss};
     SmallVector<DictionaryAttr> resultAttrs{func.getResultAttrDict(0)};

@@ -1,0 +1,427 @@
+//===- Loomc.cpp - The loomc compiler driver --------------------*- C++ -*-===//
+//
+// ONNX model + cluster + training options -> plan file and summaries:
+// import, build the training step, plan the mesh, partition, emit.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Loomc.h"
+#include "compiler/Cluster.h"
+#include "compiler/Summary.h"
+#include "emit/PlanEmitter.h"
+#include "frontend/OnnxImporter.h"
+#include "ir/LoomDialect.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/Format.h"
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <google/protobuf/text_format.h>
+
+#include <chrono>
+
+using namespace mlir;
+using namespace mlir::loom;
+namespace cl = llvm::cl;
+
+namespace {
+
+enum class EmitKind { Plan, Import, Train, Planned, Lowered };
+
+struct Options {
+  cl::OptionCategory cat{"loomc options"};
+  cl::opt<std::string> model{cl::Positional, cl::desc("<model.onnx | model.onnxtext>"),
+                             cl::cat(cat)};
+  cl::opt<std::string> modelSpec{
+      "model-spec", cl::desc("built-in model spec (gpt:l=..,h=..) - not available yet"),
+      cl::cat(cat)};
+  cl::opt<std::string> cluster{"cluster", cl::init("cpu:1"),
+                               cl::desc("cluster: cpu:N, a100-80g:NxG, h100:NxG, "
+                                        "h200:NxG or a JSON file"),
+                               cl::cat(cat)};
+  cl::opt<int64_t> globalBatch{"global-batch", cl::init(0),
+                               cl::desc("samples per training step (all ranks)"),
+                               cl::cat(cat)};
+  cl::opt<int64_t> microBatch{"micro-batch", cl::init(0),
+                              cl::desc("samples per rank per micro-batch "
+                                       "(default: global batch / dp)"),
+                              cl::cat(cat)};
+  cl::opt<std::string> loss{"loss", cl::init("cross_entropy"),
+                            cl::desc("cross_entropy | mse | output:NAME"),
+                            cl::cat(cat)};
+  cl::opt<std::string> output{"output", cl::init(""),
+                              cl::desc("graph output the loss applies to "
+                                       "(default: the first)"),
+                              cl::cat(cat)};
+  cl::opt<std::string> optimizer{"optimizer", cl::init("adamw"),
+                                 cl::desc("adamw | sgd"), cl::cat(cat)};
+  cl::opt<double> lr{"lr", cl::init(1e-3), cl::desc("learning rate"),
+                     cl::cat(cat)};
+  cl::opt<double> weightDecay{"weight-decay", cl::init(-1),
+                              cl::desc("weight decay (default 0.01 for adamw, "
+                                       "0 for sgd)"),
+                              cl::cat(cat)};
+  cl::opt<double> momentum{"momentum", cl::init(0), cl::desc("SGD momentum"),
+                           cl::cat(cat)};
+  cl::opt<std::string> precision{"precision", cl::init("fp32"),
+                                 cl::desc("fp32 (bf16: not available yet)"),
+                                 cl::cat(cat)};
+  cl::opt<std::string> force{"force", cl::init(""),
+                             cl::desc("force plan choices: dp=N,tp=N,pp=N,micro=N,"
+                                      "zero=N,remat=none,schedule=1f1b"),
+                             cl::cat(cat)};
+  cl::opt<std::string> outputFile{"o", cl::desc("plan file to write"),
+                                  cl::value_desc("PLAN"), cl::cat(cat)};
+  cl::opt<std::string> summaryJson{"summary-json",
+                                   cl::desc("write the machine summary here"),
+                                   cl::value_desc("FILE"), cl::cat(cat)};
+  cl::opt<std::string> report{"report", cl::desc("HTML report - not available yet"),
+                              cl::value_desc("FILE.html"), cl::cat(cat)};
+  cl::opt<EmitKind> emit{
+      "emit", cl::init(EmitKind::Plan), cl::desc("what to write"),
+      cl::values(clEnumValN(EmitKind::Plan, "plan", "the plan (default)"),
+                 clEnumValN(EmitKind::Import, "mlir-import", "imported forward IR"),
+                 clEnumValN(EmitKind::Train, "mlir-train", "training-step IR"),
+                 clEnumValN(EmitKind::Planned, "mlir-planned", "IR with the plan annotated"),
+                 clEnumValN(EmitKind::Lowered, "mlir-lowered", "one rank's IR")),
+      cl::cat(cat)};
+  cl::opt<bool> dumpPlan{"dump-plan",
+                         cl::desc("print the plan as protobuf text to stdout"),
+                         cl::cat(cat)};
+  cl::opt<bool> planOnly{"plan-only",
+                         cl::desc("plan and summarise without writing a plan file"),
+                         cl::cat(cat)};
+  cl::opt<bool> forwardOnly{"forward-only",
+                            cl::desc("compile the forward pass only (for "
+                                     "loom-run --forward)"),
+                            cl::cat(cat)};
+  cl::list<std::string> inputShapes{"input-shape",
+                                    cl::desc("static shape of a graph input: "
+                                             "NAME=D0xD1x..."),
+                                    cl::cat(cat)};
+  cl::opt<bool> listOps{"list-ops", cl::desc("list the supported ONNX ops and exit"),
+                        cl::cat(cat)};
+  cl::opt<bool> quiet{"quiet", cl::desc("do not print the summary"),
+                      cl::cat(cat)};
+};
+
+/// Forced plan choices from `--force`.
+struct Forced {
+  int64_t dp = 0, tp = 1, pp = 1, micro = 0, zero = 0;
+  std::string remat = "none", schedule = "1f1b";
+};
+
+int fail(const llvm::Twine &message) {
+  llvm::errs() << "loomc: error: " << message << "\n";
+  return 1;
+}
+
+llvm::Expected<Forced> parseForce(llvm::StringRef text) {
+  Forced f;
+  llvm::SmallVector<llvm::StringRef> items;
+  text.split(items, ',', -1, false);
+  for (llvm::StringRef item : items) {
+    auto [key, value] = item.split('=');
+    auto bad = [&](const llvm::Twine &why) {
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "bad --force item '" + item + "': " + why);
+    };
+    if (key == "remat") {
+      if (value != "none")
+        return bad("only remat=none is available yet");
+      f.remat = value.str();
+      continue;
+    }
+    if (key == "schedule") {
+      if (value != "1f1b" && value != "interleaved")
+        return bad("expected schedule=1f1b or schedule=interleaved");
+      f.schedule = value.str();
+      continue;
+    }
+    int64_t v;
+    if (value.getAsInteger(10, v) || v < 0)
+      return bad("expected a non-negative integer");
+    if (key == "dp")
+      f.dp = v;
+    else if (key == "tp")
+      f.tp = v;
+    else if (key == "pp")
+      f.pp = v;
+    else if (key == "micro")
+      f.micro = v;
+    else if (key == "zero") {
+      if (v != 0)
+        return bad("ZeRO sharding is not available yet; use zero=0");
+      f.zero = v;
+    } else
+      return bad("unknown key; expected dp, tp, pp, micro, zero, remat, "
+                 "schedule");
+  }
+  return f;
+}
+
+LogicalResult parseInputShapes(const cl::list<std::string> &items,
+                               OnnxImportOptions &options) {
+  for (const std::string &item : items) {
+    auto [name, dims] = llvm::StringRef(item).split('=');
+    llvm::SmallVector<llvm::StringRef> parts;
+    dims.split(parts, 'x', -1, false);
+    SmallVector<int64_t> shape;
+    for (llvm::StringRef p : parts) {
+      int64_t d;
+      if (p.getAsInteger(10, d) || d <= 0) {
+        fail("bad --input-shape '" + item + "': expected NAME=D0xD1x... with "
+             "positive dimensions");
+        return failure();
+      }
+      shape.push_back(d);
+    }
+    if (name.empty() || dims.empty()) {
+      fail("bad --input-shape '" + item + "': expected NAME=D0xD1x...");
+      return failure();
+    }
+    options.inputShapes[name] = shape;
+  }
+  return success();
+}
+
+LogicalResult printModule(ModuleOp module, const std::string &path) {
+  std::string error;
+  auto out = openOutputFile(path.empty() ? "-" : path, &error);
+  if (!out) {
+    fail(error);
+    return failure();
+  }
+  module.print(out->os());
+  out->os() << "\n";
+  out->keep();
+  return success();
+}
+
+int64_t batchOf(ModuleOp module) {
+  auto func = module.lookupSymbol<func::FuncOp>("main");
+  for (BlockArgument arg : func.getArguments())
+    if (func.getArgAttr(arg.getArgNumber(), "loom.input"))
+      if (auto t = dyn_cast<RankedTensorType>(arg.getType()))
+        if (t.getRank() > 0)
+          return t.getDimSize(0);
+  return 0;
+}
+
+int run(Options &o) {
+  auto start = std::chrono::steady_clock::now();
+  if (o.listOps) {
+    llvm::outs() << listSupportedOnnxOps();
+    return 0;
+  }
+  if (!o.modelSpec.empty())
+    return fail("--model-spec is not available yet; give an ONNX model");
+  if (o.model.empty())
+    return fail("no model given; usage: loomc MODEL.onnx --cluster SPEC "
+                "--global-batch B -o PLAN (see --help)");
+  if (o.precision != "fp32")
+    return fail("--precision " + o.precision +
+                " is not available yet; use --precision fp32");
+  if (!o.report.empty())
+    return fail("--report is not available yet");
+  bool training = !o.forwardOnly;
+  bool wantsPlan = o.emit == EmitKind::Plan;
+  if (wantsPlan && o.outputFile.empty() && !o.dumpPlan && !o.planOnly &&
+      o.summaryJson.empty())
+    return fail("no output: give -o PLAN, --plan-only, --summary-json FILE "
+                "or --dump-plan");
+
+  llvm::Expected<Cluster> cluster = parseCluster(o.cluster);
+  if (!cluster)
+    return fail(llvm::toString(cluster.takeError()));
+  llvm::Expected<Forced> forced = parseForce(o.force);
+  if (!forced)
+    return fail(llvm::toString(forced.takeError()));
+
+  std::string loss = o.loss, lossOutput = o.output;
+  if (llvm::StringRef(loss).starts_with("output:")) {
+    lossOutput = loss.substr(7);
+    loss = "output";
+  } else if (loss != "cross_entropy" && loss != "mse") {
+    return fail("unknown --loss '" + loss +
+                "'; expected cross_entropy, mse or output:NAME");
+  }
+  if (o.optimizer != "adamw" && o.optimizer != "sgd")
+    return fail("unknown --optimizer '" + o.optimizer +
+                "'; expected adamw or sgd");
+  if (training && o.globalBatch <= 0)
+    return fail("--global-batch is required for training and must be "
+                "positive");
+
+  DialectRegistry registry;
+  registry.insert<LoomDialect, func::FuncDialect, shard::ShardDialect>();
+  MLIRContext ctx(registry);
+  ctx.loadAllAvailableDialects();
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler diagHandler(sourceMgr, &ctx);
+
+  OnnxImportOptions importOptions;
+  if (training)
+    importOptions.batchSize = o.globalBatch.getValue();
+  if (failed(parseInputShapes(o.inputShapes, importOptions)))
+    return 1;
+  OwningOpRef<ModuleOp> module = importOnnxFile(&ctx, o.model, importOptions);
+  if (!module)
+    return 1;
+  if (o.emit == EmitKind::Import)
+    return failed(printModule(*module, o.outputFile)) ? 1 : 0;
+
+  int64_t dp = forced->dp ? forced->dp
+                          : cluster->numDevices() / (forced->tp * forced->pp);
+  PassManager pm(&ctx);
+  if (training) {
+    TrainPipelineOptions train;
+    train.loss = loss;
+    train.outputName = lossOutput;
+    train.optimizer = o.optimizer;
+    train.lr = o.lr;
+    train.weightDecay = o.weightDecay;
+    train.momentum = o.momentum;
+    buildLoomTrainPipeline(pm, train);
+    if (failed(pm.run(*module)))
+      return 1;
+    if (o.emit == EmitKind::Train)
+      return failed(printModule(*module, o.outputFile)) ? 1 : 0;
+
+    if (o.microBatch > 0 && dp > 0 && o.microBatch * dp != o.globalBatch)
+      return fail("--micro-batch " + llvm::Twine(o.microBatch.getValue()) +
+                  " x dp " + llvm::Twine(dp) + " != --global-batch " +
+                  llvm::Twine(o.globalBatch.getValue()) +
+                  ": gradient accumulation over micro-batches is not "
+                  "available yet");
+    if (forced->micro > 1)
+      return fail("--force micro=" + llvm::Twine(forced->micro) +
+                  ": micro-batching is not available yet; use micro=1");
+    pm.clear();
+    PlanPipelineOptions planOptions;
+    planOptions.devices = cluster->numDevices();
+    planOptions.dp = forced->dp;
+    planOptions.tp = forced->tp;
+    planOptions.pp = forced->pp;
+    LoomChooseMeshPassOptions mesh;
+    mesh.devices = planOptions.devices;
+    mesh.dp = planOptions.dp;
+    mesh.tp = planOptions.tp;
+    mesh.pp = planOptions.pp;
+    pm.addPass(createLoomChooseMeshPass(mesh));
+    if (failed(pm.run(*module)))
+      return 1;
+    if (o.emit == EmitKind::Planned)
+      return failed(printModule(*module, o.outputFile)) ? 1 : 0;
+    pm.clear();
+    pm.addPass(createLoomPartitionDataParallelPass());
+    if (failed(pm.run(*module)))
+      return 1;
+  } else if (cluster->numDevices() != 1) {
+    return fail("--forward-only plans run on one device; use --cluster cpu:1");
+  }
+  if (o.emit == EmitKind::Lowered)
+    return failed(printModule(*module, o.outputFile)) ? 1 : 0;
+
+  EmitOptions emitOptions;
+  if (auto path = (*module)->getAttrOfType<StringAttr>("loom.model_path"))
+    emitOptions.modelPath = path.str();
+  emitOptions.producer = "loomc 0.1";
+  plan::Training &t = emitOptions.training;
+  if (training) {
+    t.set_loss(o.loss);
+    t.set_optimizer(o.optimizer);
+    t.set_lr(o.lr);
+    bool adamw = o.optimizer == "adamw";
+    t.set_beta1(adamw ? 0.9 : 0);
+    t.set_beta2(adamw ? 0.999 : 0);
+    t.set_eps(adamw ? 1e-8 : 0);
+    t.set_weight_decay(o.weightDecay >= 0 ? o.weightDecay.getValue()
+                                          : (adamw ? 0.01 : 0.0));
+    t.set_momentum(o.momentum);
+    t.set_global_batch(o.globalBatch);
+    t.set_micro_batch(dp > 0 ? o.globalBatch / dp : o.globalBatch);
+    t.set_num_micro_batches(1);
+  } else {
+    t.set_global_batch(batchOf(*module));
+    t.set_micro_batch(t.global_batch());
+    t.set_num_micro_batches(1);
+  }
+  t.set_tokens_per_sample(1);
+
+  MemoryBreakdown memory;
+  FailureOr<plan::Plan> plan = emitPlan(*module, emitOptions, &memory);
+  if (failed(plan))
+    return 1;
+  Prediction prediction = predictStep(*plan, *cluster);
+  std::string summary = summaryText(*plan, *cluster, memory, prediction);
+  plan->set_summary(summary);
+
+  for (const plan::Program &prog : plan->programs())
+    if (prog.arena_bytes() > cluster->memoryBytes())
+      return fail(llvm::formatv("the plan needs {0:F2} GiB per device but {1} "
+                                "has {2:F1} GiB; use more devices or a "
+                                "smaller batch",
+                                prog.arena_bytes() / (1024.0 * 1024 * 1024),
+                                cluster->deviceName, cluster->memoryGiB)
+                      .str());
+
+  double seconds = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - start)
+                       .count();
+  if (!o.summaryJson.empty()) {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(o.summaryJson, ec);
+    if (ec)
+      return fail("cannot write '" + o.summaryJson + "': " + ec.message());
+    os << llvm::formatv(
+        "{0:2}\n", llvm::json::Value(summaryJson(*plan, *cluster, memory,
+                                                 prediction, seconds)));
+  }
+  if (o.dumpPlan) {
+    std::string text;
+    google::protobuf::TextFormat::PrintToString(*plan, &text);
+    llvm::outs() << text;
+  }
+  if (!o.outputFile.empty() && !o.planOnly) {
+    std::string bytes;
+    if (!plan->SerializeToString(&bytes))
+      return fail("cannot serialize the plan");
+    std::error_code ec;
+    llvm::raw_fd_ostream os(o.outputFile, ec, llvm::sys::fs::OF_None);
+    if (ec)
+      return fail("cannot write '" + o.outputFile + "': " + ec.message());
+    os << bytes;
+  }
+  if (!o.quiet && !o.dumpPlan && training)
+    llvm::outs() << summary;
+  return 0;
+}
+
+} // namespace
+
+int mlir::loom::loomcMain(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  Options options;
+  cl::HideUnrelatedOptions(options.cat);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "loomc - compile an ONNX model into a distributed training plan\n\n"
+      "  loomc MODEL.onnx --cluster cpu:4 --global-batch 64 --loss "
+      "cross_entropy --optimizer adamw --lr 1e-3 -o model.loomplan\n\n"
+      "See docs/loomc.md.\n");
+  return run(options);
+}

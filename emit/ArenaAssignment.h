@@ -1,0 +1,28 @@
+//===- ArenaAssignment.h - Static arena offsets from live ranges -*- C++ -*-===//
+
+#ifndef LOOM_EMIT_ARENAASSIGNMENT_H
+#define LOOM_EMIT_ARENAASSIGNMENT_H
+
+#include <cstdint>
+#include <vector>
+
+namespace mlir::loom {
+
+/// A buffer to place: it occupies `size` bytes from instruction `start` to
+/// instruction `end` inclusive (persistent buffers span everything).
+struct LiveRange {
+  int64_t size = 0;
+  int64_t start = 0, end = 0;
+};
+
+inline constexpr int64_t kArenaAlignment = 64;
+
+/// Assigns each range a `kArenaAlignment`-aligned offset so that ranges that
+/// are live at the same time never overlap; returns the offsets and sets
+/// `arenaBytes`. Greedy first fit, largest buffers first.
+std::vector<int64_t> assignArenaOffsets(const std::vector<LiveRange> &ranges,
+                                        int64_t &arenaBytes);
+
+} // namespace mlir::loom
+
+#endif // LOOM_EMIT_ARENAASSIGNMENT_H

@@ -1,0 +1,425 @@
+//===- PlanEmitter.cpp - Lowered IR to the serialized plan ------*- C++ -*-===//
+//
+// Walks one rank's lowered `@main` in program order: every SSA value becomes
+// a buffer, every op an instruction (constants become initialised buffers,
+// optimizer updates write their parameter and state buffers in place), and
+// buffers get static arena offsets from their live ranges.
+//
+//===----------------------------------------------------------------------===//
+
+#include "emit/PlanEmitter.h"
+#include "emit/ArenaAssignment.h"
+#include "ir/LoomOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::loom;
+
+namespace {
+
+constexpr int64_t kForever = std::numeric_limits<int64_t>::max() / 2;
+
+std::string describeLoc(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return name.getName().str();
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location inner : fused.getLocations())
+      if (auto name = dyn_cast<NameLoc>(inner))
+        return name.getName().str();
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  loc.print(os);
+  return s;
+}
+
+class Emitter {
+public:
+  Emitter(func::FuncOp func, MemoryBreakdown &memory)
+      : func(func), memory(memory) {}
+
+  LogicalResult run(plan::Program &program);
+
+private:
+  FailureOr<int> newBuffer(Type t, plan::Role role, Location loc);
+  FailureOr<int> newBuffer(Value v, plan::Role role, Location loc) {
+    FailureOr<int> id = newBuffer(v.getType(), role, loc);
+    if (succeeded(id))
+      buffers[v] = *id;
+    return id;
+  }
+  int bufferOf(Value v) { return buffers.lookup(v); }
+  LogicalResult emitArguments();
+  LogicalResult emitOp(Operation *op);
+  LogicalResult emitReturn(func::ReturnOp ret);
+  plan::Instruction &addInstruction(StringRef name, ArrayRef<Value> inputs,
+                                    ArrayRef<int> outputs, Location loc);
+  void use(int buffer) {
+    ranges[buffer].start = std::min(ranges[buffer].start, step());
+    ranges[buffer].end = std::max(ranges[buffer].end, step());
+  }
+  int64_t step() const { return program->instructions_size(); }
+
+  func::FuncOp func;
+  MemoryBreakdown &memory;
+  plan::Program *program = nullptr;
+  DenseMap<Value, int> buffers;
+  std::vector<LiveRange> ranges;
+};
+
+FailureOr<int> Emitter::newBuffer(Type t, plan::Role role, Location loc) {
+  auto type = dyn_cast<RankedTensorType>(t);
+  if (!type || !type.hasStaticShape())
+    return emitError(loc, "cannot emit a buffer for a value of type ")
+           << t << ": a static-shaped tensor is required";
+  plan::Buffer *buf = program->add_buffers();
+  int id = program->buffers_size() - 1;
+  buf->set_id(id);
+  int64_t elemBytes;
+  if (type.getElementType().isF32()) {
+    buf->set_dtype(plan::F32);
+    elemBytes = 4;
+  } else if (type.getElementType().isInteger(64)) {
+    buf->set_dtype(plan::I64);
+    elemBytes = 8;
+  } else {
+    return emitError(loc, "cannot emit a buffer of element type ")
+           << type.getElementType() << "; f32 and i64 are supported";
+  }
+  for (int64_t d : type.getShape())
+    buf->add_shape(d);
+  buf->set_size_bytes(type.getNumElements() * elemBytes);
+  buf->set_role(role);
+  bool persistent = role == plan::PARAMETER || role == plan::OPTIMIZER_STATE ||
+                    role == plan::CONSTANT;
+  bool data = role == plan::INPUT || role == plan::TARGET;
+  LiveRange range;
+  range.size = buf->size_bytes();
+  range.start = (persistent || data) ? 0 : kForever;
+  range.end = persistent ? kForever : 0;
+  ranges.push_back(range);
+  return id;
+}
+
+LogicalResult Emitter::emitArguments() {
+  for (BlockArgument arg : func.getArguments()) {
+    unsigned i = arg.getArgNumber();
+    auto param = func.getArgAttrOfType<StringAttr>(i, attr::kParam);
+    auto state = func.getArgAttrOfType<StringAttr>(i, attr::kState);
+    auto input = func.getArgAttrOfType<StringAttr>(i, attr::kInput);
+    plan::Role role;
+    if (state && param)
+      role = plan::OPTIMIZER_STATE;
+    else if (param)
+      role = plan::PARAMETER;
+    else if (input)
+      role = plan::INPUT;
+    else if (func.getArgAttr(i, attr::kTarget))
+      role = plan::TARGET;
+    else
+      return func.emitError("argument #")
+             << i << " has no role (loom.param, loom.input or loom.target)";
+    FailureOr<int> id = newBuffer(arg, role, arg.getLoc());
+    if (failed(id))
+      return failure();
+    plan::Buffer *buf = program->mutable_buffers(*id);
+    switch (role) {
+    case plan::PARAMETER:
+      buf->set_name(param.str());
+      buf->set_binding(param.str());
+      buf->set_onnx_initializer(param.str());
+      memory.parameters += buf->size_bytes();
+      memory.numParameters +=
+          cast<RankedTensorType>(arg.getType()).getNumElements();
+      break;
+    case plan::OPTIMIZER_STATE:
+      buf->set_name(param.str() + "." + state.str());
+      buf->set_binding(param.str());
+      buf->set_state(state.str());
+      buf->set_zeros(true);
+      memory.optimizerState += buf->size_bytes();
+      break;
+    case plan::INPUT:
+      buf->set_name(input.str());
+      buf->set_binding(input.str());
+      memory.data += buf->size_bytes();
+      break;
+    default:
+      buf->set_name("target");
+      buf->set_binding("target");
+      memory.data += buf->size_bytes();
+      break;
+    }
+    for (int64_t d : buf->shape()) {
+      buf->add_global_shape(d);
+      buf->add_shard_offset(0);
+    }
+  }
+  return success();
+}
+
+plan::Instruction &Emitter::addInstruction(StringRef name,
+                                           ArrayRef<Value> inputs,
+                                           ArrayRef<int> outputs,
+                                           Location loc) {
+  for (Value v : inputs)
+    use(bufferOf(v));
+  for (int id : outputs)
+    use(id);
+  plan::Instruction *inst = program->add_instructions();
+  inst->set_op(name.str());
+  for (Value v : inputs)
+    inst->add_inputs(bufferOf(v));
+  for (int id : outputs)
+    inst->add_outputs(id);
+  inst->set_loc(describeLoc(loc));
+  return *inst;
+}
+
+static void setF(plan::Instruction &inst, StringRef name, APFloat v) {
+  (*inst.mutable_attrs())[name.str()].set_f(v.convertToDouble());
+}
+static void setI(plan::Instruction &inst, StringRef name, int64_t v) {
+  (*inst.mutable_attrs())[name.str()].set_i(v);
+}
+
+LogicalResult Emitter::emitOp(Operation *op) {
+  Location loc = op->getLoc();
+  // Updates write their parameter and state buffers in place.
+  if (auto adamw = dyn_cast<AdamwOp>(op)) {
+    SmallVector<int> outs{bufferOf(adamw.getParam()),
+                          bufferOf(adamw.getExpAvg()),
+                          bufferOf(adamw.getExpAvgSq())};
+    plan::Instruction &inst =
+        addInstruction("adamw", SmallVector<Value>(op->getOperands()), outs, loc);
+    setF(inst, "lr", adamw.getLr());
+    setF(inst, "beta1", adamw.getBeta1());
+    setF(inst, "beta2", adamw.getBeta2());
+    setF(inst, "eps", adamw.getEps());
+    setF(inst, "weight_decay", adamw.getWeightDecay());
+    for (auto [result, id] : llvm::zip(op->getResults(), outs))
+      buffers[result] = id;
+    return success();
+  }
+  if (auto sgd = dyn_cast<SgdOp>(op)) {
+    SmallVector<int> outs{bufferOf(sgd.getParam())};
+    if (sgd.getMomentumBuffer())
+      outs.push_back(bufferOf(sgd.getMomentumBuffer()));
+    plan::Instruction &inst =
+        addInstruction("sgd", SmallVector<Value>(op->getOperands()), outs, loc);
+    setF(inst, "lr", sgd.getLr());
+    setF(inst, "momentum", sgd.getMomentum());
+    setF(inst, "weight_decay", sgd.getWeightDecay());
+    setF(inst, "dampening", sgd.getDampening());
+    setI(inst, "nesterov", sgd.getNesterov() ? 1 : 0);
+    for (auto [result, id] : llvm::zip(op->getResults(), outs))
+      buffers[result] = id;
+    return success();
+  }
+  if (auto cst = dyn_cast<ConstantOp>(op)) {
+    FailureOr<int> id = newBuffer(cst.getResult(), plan::CONSTANT, loc);
+    if (failed(id))
+      return failure();
+    auto dense = dyn_cast<DenseElementsAttr>(cst.getValue());
+    if (!dense || !dense.getElementType().isF32())
+      return op->emitError("only dense f32 constants can be emitted");
+    std::string bytes;
+    bytes.reserve(dense.getNumElements() * 4);
+    for (float f : dense.getValues<float>())
+      bytes.append(reinterpret_cast<const char *>(&f), sizeof(float));
+    plan::Buffer *buf = program->mutable_buffers(*id);
+    buf->set_data(bytes);
+    buf->set_name(describeLoc(loc));
+    return success();
+  }
+
+  StringRef name;
+  if (isa<shard::AllReduceOp>(op))
+    name = "all_reduce";
+  else if (isa<ReshapeOp>(op))
+    name = "copy";
+  else if (isa<MatmulOp, AddOp, SubOp, MulOp, DivOp, ReluOp, TanhOp, SigmoidOp,
+               ScaleOp, SumToOp, ReluGradOp, TanhGradOp, SigmoidGradOp, CrossEntropyOp,
+               CrossEntropyGradOp, MseOp, MseGradOp>(op))
+    name = op->getName().stripDialect();
+  else
+    return op->emitError("cannot emit '")
+           << op->getName() << "' into a plan: no runtime instruction for it";
+
+  SmallVector<int> outs;
+  for (Value result : op->getResults()) {
+    FailureOr<int> id = newBuffer(result, plan::TEMPORARY, loc);
+    if (failed(id))
+      return failure();
+    program->mutable_buffers(*id)->set_name(describeLoc(loc));
+    outs.push_back(*id);
+  }
+  SmallVector<Value> ins(op->getOperands());
+  if (isa<SumToOp>(op))
+    ins.resize(1); // `like` only gives the shape
+  plan::Instruction &inst = addInstruction(name, ins, outs, loc);
+  if (auto mm = dyn_cast<MatmulOp>(op)) {
+    setI(inst, "transpose_a", mm.getTransposeLhs() ? 1 : 0);
+    setI(inst, "transpose_b", mm.getTransposeRhs() ? 1 : 0);
+  } else if (auto scale = dyn_cast<ScaleOp>(op)) {
+    setF(inst, "factor", scale.getFactor());
+  } else if (auto ar = dyn_cast<shard::AllReduceOp>(op)) {
+    if (ar.getReduction() != shard::ReductionKind::Sum)
+      return op->emitError("only sum all-reduces can be emitted");
+    plan::Attr &axes = (*inst.mutable_attrs())["axes"];
+    for (int16_t axis : ar.getGridAxes())
+      axes.mutable_ints()->add_values(axis);
+    (*inst.mutable_attrs())["reduction"].set_s("sum");
+  }
+  return success();
+}
+
+LogicalResult Emitter::emitReturn(func::ReturnOp ret) {
+  bool training = func.getNumResults() > 0 && func.getResultAttr(0, attr::kLoss);
+  for (unsigned r = 0; r < ret.getNumOperands(); ++r) {
+    Value v = ret.getOperand(r);
+    int id = bufferOf(v);
+    plan::Buffer *buf = program->mutable_buffers(id);
+    if (training && r == 0) {
+      if (buf->role() != plan::TEMPORARY)
+        return ret.emitError("the loss must be computed, not an argument");
+      buf->set_role(plan::LOSS);
+      buf->set_name("loss");
+      ranges[id].end = kForever;
+      program->set_loss_buffer(id);
+      continue;
+    }
+    if (training) {
+      // Updated parameters and states must already live in their argument's
+      // buffer (the optimizer updates in place).
+      DictionaryAttr attrs = func.getResultAttrDict(r);
+      bool found = false;
+      for (BlockArgument arg : func.getArguments())
+        if (func.getArgAttrDict(arg.getArgNumber()) == attrs) {
+          found = bufferOf(arg) == id;
+          break;
+        }
+      if (!found)
+        return ret.emitError("result #")
+               << r << " is not updated in place of its argument " << attrs;
+      continue;
+    }
+    auto name = func.getResultAttrOfType<StringAttr>(r, attr::kOutput);
+    if (!name)
+      return ret.emitError("result #") << r << " has no loom.output name";
+    if (buf->role() != plan::TEMPORARY) {
+      // An output that is an input, a weight or another output: copy it out.
+      FailureOr<int> out = newBuffer(v.getType(), plan::OUTPUT, ret.getLoc());
+      if (failed(out))
+        return failure();
+      addInstruction("copy", {v}, {*out}, ret.getLoc());
+      id = *out;
+      buf = program->mutable_buffers(id);
+    }
+    buf->set_role(plan::OUTPUT);
+    buf->set_name(name.str());
+    buf->set_binding(name.str());
+    ranges[id].end = kForever;
+  }
+  return success();
+}
+
+LogicalResult Emitter::run(plan::Program &prog) {
+  program = &prog;
+  program->set_loss_buffer(-1);
+  if (failed(emitArguments()))
+    return failure();
+  for (Operation &op : func.getBody().front()) {
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      if (failed(emitReturn(ret)))
+        return failure();
+      continue;
+    }
+    if (failed(emitOp(&op)))
+      return failure();
+  }
+  for (Operation &op : func.getBody().front())
+    if (auto update = dyn_cast<AdamwOp>(op))
+      memory.gradients +=
+          program->buffers(bufferOf(update.getGrad())).size_bytes();
+    else if (auto update = dyn_cast<SgdOp>(op))
+      memory.gradients +=
+          program->buffers(bufferOf(update.getGrad())).size_bytes();
+
+  // Buffers never touched by an instruction still need a place.
+  for (LiveRange &r : ranges)
+    if (r.start > r.end)
+      r.start = r.end = 0;
+  int64_t arena = 0;
+  std::vector<int64_t> offsets = assignArenaOffsets(ranges, arena);
+  for (auto [i, off] : llvm::enumerate(offsets))
+    program->mutable_buffers(i)->set_offset(off);
+  program->set_arena_bytes(arena);
+  memory.arena = arena;
+  memory.activations = std::max<int64_t>(
+      0, arena - memory.parameters - memory.optimizerState - memory.gradients);
+  return success();
+}
+
+} // namespace
+
+FailureOr<plan::Plan> mlir::loom::emitPlan(ModuleOp module,
+                                           const EmitOptions &options,
+                                           MemoryBreakdown *memoryOut) {
+  auto func = module.lookupSymbol<func::FuncOp>("main");
+  if (!func || func.isExternal() || !func.getBody().hasOneBlock())
+    return module.emitError("cannot emit a plan: no single-block @main"),
+           failure();
+
+  SmallVector<int64_t> meshShape{1, 1, 1};
+  SmallVector<std::string> axisNames{"pp", "dp", "tp"};
+  if (auto grid = module.lookupSymbol<shard::GridOp>("mesh")) {
+    if (grid.getRank() != 3 || !grid.getShape().size())
+      return grid.emitError("expected a pp x dp x tp mesh"), failure();
+    meshShape.assign(grid.getShape().begin(), grid.getShape().end());
+    if (llvm::any_of(meshShape, [](int64_t d) { return d <= 0; }))
+      return grid.emitError("the mesh must have static positive sizes"),
+             failure();
+  }
+
+  MemoryBreakdown memory;
+  plan::Program program;
+  Emitter emitter(func, memory);
+  if (failed(emitter.run(program)))
+    return failure();
+
+  plan::Plan plan;
+  plan.set_format_version(1);
+  plan.set_producer(options.producer);
+  int64_t world = meshShape[0] * meshShape[1] * meshShape[2];
+  plan.set_world_size(world);
+  for (auto [name, size] : llvm::zip(axisNames, meshShape)) {
+    plan::MeshAxis *axis = plan.add_mesh();
+    axis->set_name(name);
+    axis->set_size(size);
+  }
+  plan.set_model_path(options.modelPath);
+  plan.set_is_training(program.loss_buffer() >= 0);
+  *plan.mutable_training() = options.training;
+
+  // Data-parallel ranks run the same code on different samples: one program
+  // a rank, differing in the data buffers' `sample_offset`.
+  int64_t dp = meshShape[1], tp = meshShape[2];
+  for (int64_t rank = 0; rank < world; ++rank) {
+    plan::Program *p = plan.add_programs();
+    *p = program;
+    p->add_ranks(rank);
+    int64_t dpCoord = (rank / tp) % dp;
+    for (plan::Buffer &buf : *p->mutable_buffers())
+      if (buf.role() == plan::INPUT || buf.role() == plan::TARGET)
+        buf.set_sample_offset(dpCoord * buf.shape(0));
+  }
+  if (memoryOut)
+    *memoryOut = memory;
+  return plan;
+}
