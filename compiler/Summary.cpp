@@ -133,7 +133,7 @@ std::string mlir::loom::summaryText(const plan::Plan &plan,
      << t.global_batch() << " samples, gradients all-reduced)\n";
   if (plan.is_training())
     os << "  training    loss " << t.loss() << ", optimizer " << t.optimizer()
-       << " (lr " << t.lr() << ", weight decay " << t.weight_decay()
+       << llvm::format(" (lr %g, weight decay %g", t.lr(), t.weight_decay())
        << "), zero 0, remat none\n";
   os << "  parameters  " << memory.numParameters << " ("
      << mib(memory.parameters) << ")\n";

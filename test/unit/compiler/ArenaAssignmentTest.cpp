@@ -1,0 +1,58 @@
+//===- ArenaAssignmentTest.cpp - Static arena offsets ---------------------===//
+
+#include "emit/ArenaAssignment.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+using namespace mlir::loom;
+
+namespace {
+
+bool overlapInTime(const LiveRange &a, const LiveRange &b) {
+  return a.start <= b.end && b.start <= a.end;
+}
+
+TEST(ArenaAssignment, BuffersWithDisjointLifetimesShareBytes) {
+  std::vector<LiveRange> ranges{{1000, 0, 1}, {1000, 2, 3}, {1000, 4, 5}};
+  int64_t arena = 0;
+  std::vector<int64_t> offsets = assignArenaOffsets(ranges, arena);
+  EXPECT_EQ(arena, 1024);
+  EXPECT_EQ(offsets[0], 0);
+  EXPECT_EQ(offsets[1], 0);
+  EXPECT_EQ(offsets[2], 0);
+}
+
+TEST(ArenaAssignment, SimultaneousBuffersDoNotOverlapAndAreAligned) {
+  std::vector<LiveRange> ranges{{100, 0, 5}, {10, 1, 2}, {64, 2, 4}};
+  int64_t arena = 0;
+  std::vector<int64_t> offsets = assignArenaOffsets(ranges, arena);
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    EXPECT_EQ(offsets[i] % kArenaAlignment, 0);
+    EXPECT_LE(offsets[i] + ranges[i].size, arena);
+  }
+  EXPECT_EQ(arena, 128 + 64 + 64);
+}
+
+TEST(ArenaAssignment, RandomRangesNeverCollide) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 50; ++trial) {
+    std::vector<LiveRange> ranges;
+    for (int i = 0; i < 40; ++i) {
+      int64_t start = rng() % 30;
+      ranges.push_back({1 + int64_t(rng() % 5000), start,
+                        start + int64_t(rng() % 10)});
+    }
+    int64_t arena = 0;
+    std::vector<int64_t> off = assignArenaOffsets(ranges, arena);
+    for (size_t i = 0; i < ranges.size(); ++i)
+      for (size_t j = i + 1; j < ranges.size(); ++j)
+        if (overlapInTime(ranges[i], ranges[j]))
+          EXPECT_TRUE(off[i] + ranges[i].size <= off[j] ||
+                      off[j] + ranges[j].size <= off[i])
+              << "buffers " << i << " and " << j << " collide";
+  }
+}
+
+} // namespace

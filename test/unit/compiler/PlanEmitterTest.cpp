@@ -1,0 +1,150 @@
+//===- PlanEmitterTest.cpp - Lowered IR to plans --------------------------===//
+
+#include "emit/PlanEmitter.h"
+#include "ir/LoomDialect.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+
+#include <gtest/gtest.h>
+
+using namespace mlir;
+using namespace mlir::loom;
+
+namespace {
+
+class PlanEmitterTest : public ::testing::Test {
+protected:
+  PlanEmitterTest() {
+    registry.insert<LoomDialect, func::FuncDialect, shard::ShardDialect>();
+    ctx.appendDialectRegistry(registry);
+    ctx.loadAllAvailableDialects();
+  }
+
+  /// Parses `forward`, builds the training step and partitions it over
+  /// `devices` ranks.
+  OwningOpRef<ModuleOp> trainStep(llvm::StringRef forward, int64_t devices) {
+    OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(forward, &ctx);
+    if (!module)
+      return nullptr;
+    PassManager pm(&ctx);
+    buildLoomTrainPipeline(pm, TrainPipelineOptions());
+    PlanPipelineOptions plan;
+    plan.devices = devices;
+    buildLoomPlanPipeline(pm, plan);
+    if (failed(pm.run(*module)))
+      return nullptr;
+    return module;
+  }
+
+  DialectRegistry registry;
+  MLIRContext ctx;
+};
+
+constexpr llvm::StringLiteral kMlp = R"(
+func.func @main(%x: tensor<8x4xf32> {loom.input = "x"}, %w: tensor<3x4xf32> {loom.param = "w"},
+                %b: tensor<3xf32> {loom.param = "b"}) -> (tensor<8x3xf32> {loom.output = "y"}) {
+  %0 = loom.matmul %x, %w {transpose_rhs} : (tensor<8x4xf32>, tensor<3x4xf32>) -> tensor<8x3xf32>
+  %1 = loom.add %0, %b : (tensor<8x3xf32>, tensor<3xf32>) -> tensor<8x3xf32>
+  %2 = loom.tanh %1 : tensor<8x3xf32>
+  return %2 : tensor<8x3xf32>
+}
+)";
+
+const ::loom::plan::Buffer *findBuffer(const ::loom::plan::Program &p,
+                                     ::loom::plan::Role role,
+                                     llvm::StringRef binding,
+                                     llvm::StringRef state = "") {
+  for (const ::loom::plan::Buffer &b : p.buffers())
+    if (b.role() == role && b.binding() == binding && b.state() == state)
+      return &b;
+  return nullptr;
+}
+
+TEST_F(PlanEmitterTest, TrainingStepRolesAndInPlaceUpdates) {
+  OwningOpRef<ModuleOp> module = trainStep(kMlp, 2);
+  ASSERT_TRUE(module);
+  EmitOptions options;
+  options.modelPath = "/m.onnx";
+  MemoryBreakdown memory;
+  FailureOr<::loom::plan::Plan> plan = emitPlan(*module, options, &memory);
+  ASSERT_TRUE(succeeded(plan));
+  EXPECT_EQ(plan->world_size(), 2);
+  EXPECT_TRUE(plan->is_training());
+  ASSERT_EQ(plan->programs_size(), 2);
+  const ::loom::plan::Program &p0 = plan->programs(0);
+  const ::loom::plan::Program &p1 = plan->programs(1);
+
+  // The batch of 8 splits into 4 + 4; rank 1 starts at sample 4.
+  const auto *x0 = findBuffer(p0, ::loom::plan::INPUT, "x");
+  const auto *x1 = findBuffer(p1, ::loom::plan::INPUT, "x");
+  ASSERT_TRUE(x0 && x1);
+  EXPECT_EQ(x0->shape(0), 4);
+  EXPECT_EQ(x0->sample_offset(), 0);
+  EXPECT_EQ(x1->sample_offset(), 4);
+
+  const auto *w = findBuffer(p0, ::loom::plan::PARAMETER, "w");
+  const auto *m = findBuffer(p0, ::loom::plan::OPTIMIZER_STATE, "w", "exp_avg");
+  const auto *v = findBuffer(p0, ::loom::plan::OPTIMIZER_STATE, "w", "exp_avg_sq");
+  ASSERT_TRUE(w && m && v);
+  EXPECT_EQ(w->onnx_initializer(), "w");
+  EXPECT_TRUE(m->zeros());
+  EXPECT_EQ(memory.numParameters, 15);
+
+  // adamw writes the parameter and both states in place.
+  int adamw = 0, allReduce = 0;
+  for (const auto &inst : p0.instructions()) {
+    if (inst.op() == "adamw" && inst.inputs(0) == w->id()) {
+      ++adamw;
+      ASSERT_EQ(inst.outputs_size(), 3);
+      EXPECT_EQ(inst.outputs(0), w->id());
+      EXPECT_EQ(inst.outputs(1), m->id());
+      EXPECT_EQ(inst.outputs(2), v->id());
+    }
+    if (inst.op() == "all_reduce")
+      ++allReduce;
+  }
+  EXPECT_EQ(adamw, 1);
+  EXPECT_EQ(allReduce, 3); // two gradients and the loss
+  ASSERT_GE(p0.loss_buffer(), 0);
+  EXPECT_EQ(p0.buffers(p0.loss_buffer()).role(), ::loom::plan::LOSS);
+
+  // Every buffer lies inside the arena, 64-byte aligned.
+  for (const auto &b : p0.buffers()) {
+    EXPECT_EQ(b.offset() % 64, 0);
+    EXPECT_LE(b.offset() + b.size_bytes(), p0.arena_bytes());
+  }
+}
+
+TEST_F(PlanEmitterTest, ForwardPlanBindsOutputs) {
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(kMlp, &ctx);
+  ASSERT_TRUE(module);
+  FailureOr<::loom::plan::Plan> plan = emitPlan(*module, EmitOptions());
+  ASSERT_TRUE(succeeded(plan));
+  EXPECT_FALSE(plan->is_training());
+  EXPECT_EQ(plan->world_size(), 1);
+  const ::loom::plan::Program &p = plan->programs(0);
+  EXPECT_EQ(p.loss_buffer(), -1);
+  const auto *y = findBuffer(p, ::loom::plan::OUTPUT, "y");
+  ASSERT_TRUE(y);
+  EXPECT_EQ(y->shape(0), 8);
+  EXPECT_EQ(p.instructions(p.instructions_size() - 1).op(), "tanh");
+}
+
+TEST_F(PlanEmitterTest, OutputThatIsAnInputIsCopied) {
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(R"(
+    func.func @main(%x: tensor<2xf32> {loom.input = "x"}) -> (tensor<2xf32> {loom.output = "y"}) {
+      return %x : tensor<2xf32>
+    })", &ctx);
+  ASSERT_TRUE(module);
+  FailureOr<::loom::plan::Plan> plan = emitPlan(*module, EmitOptions());
+  ASSERT_TRUE(succeeded(plan));
+  const ::loom::plan::Program &p = plan->programs(0);
+  ASSERT_EQ(p.instructions_size(), 1);
+  EXPECT_EQ(p.instructions(0).op(), "copy");
+  EXPECT_NE(findBuffer(p, ::loom::plan::OUTPUT, "y"), nullptr);
+}
+
+} // namespace
