@@ -262,9 +262,9 @@ int run(Options &o) {
   if (o.optimizer != "adamw" && o.optimizer != "sgd")
     return fail("unknown --optimizer '" + o.optimizer +
                 "'; expected adamw or sgd");
-  if (training && o.globalBatch <= 0)
-    return fail("--global-batch is required for training and must be "
-                "positive");
+  if (o.globalBatch < 0)
+    return fail("--global-batch must be positive, got " +
+                llvm::Twine(o.globalBatch.getValue()));
 
   DialectRegistry registry;
   registry.insert<LoomDialect, func::FuncDialect, shard::ShardDialect>();
@@ -274,7 +274,7 @@ int run(Options &o) {
   SourceMgrDiagnosticHandler diagHandler(sourceMgr, &ctx);
 
   OnnxImportOptions importOptions;
-  if (training)
+  if (training && o.globalBatch > 0)
     importOptions.batchSize = o.globalBatch.getValue();
   if (failed(parseInputShapes(o.inputShapes, importOptions)))
     return 1;
@@ -284,6 +284,11 @@ int run(Options &o) {
   if (o.emit == EmitKind::Import)
     return failed(printModule(*module, o.outputFile)) ? 1 : 0;
 
+  // Without --global-batch, the model's own static batch is the global one.
+  int64_t globalBatch = o.globalBatch > 0 ? o.globalBatch : batchOf(*module);
+  if (training && globalBatch <= 0)
+    return fail("the model has no batch dimension to train over; give "
+                "--global-batch");
   int64_t dp = forced->dp ? forced->dp
                           : cluster->numDevices() / (forced->tp * forced->pp);
   PassManager pm(&ctx);
@@ -301,10 +306,10 @@ int run(Options &o) {
     if (o.emit == EmitKind::Train)
       return failed(printModule(*module, o.outputFile)) ? 1 : 0;
 
-    if (o.microBatch > 0 && dp > 0 && o.microBatch * dp != o.globalBatch)
+    if (o.microBatch > 0 && dp > 0 && o.microBatch * dp != globalBatch)
       return fail("--micro-batch " + llvm::Twine(o.microBatch.getValue()) +
-                  " x dp " + llvm::Twine(dp) + " != --global-batch " +
-                  llvm::Twine(o.globalBatch.getValue()) +
+                  " x dp " + llvm::Twine(dp) + " != global batch " +
+                  llvm::Twine(globalBatch) +
                   ": gradient accumulation over micro-batches is not "
                   "available yet");
     if (forced->micro > 1)
@@ -352,8 +357,8 @@ int run(Options &o) {
     t.set_weight_decay(o.weightDecay >= 0 ? o.weightDecay.getValue()
                                           : (adamw ? 0.01 : 0.0));
     t.set_momentum(o.momentum);
-    t.set_global_batch(o.globalBatch);
-    t.set_micro_batch(dp > 0 ? o.globalBatch / dp : o.globalBatch);
+    t.set_global_batch(globalBatch);
+    t.set_micro_batch(dp > 0 ? globalBatch / dp : globalBatch);
     t.set_num_micro_batches(1);
   } else {
     t.set_global_batch(batchOf(*module));

@@ -294,7 +294,8 @@ LogicalResult Emitter::emitReturn(func::ReturnOp ret) {
       program->set_loss_buffer(id);
       continue;
     }
-    if (training) {
+    auto gradOf = func.getResultAttrOfType<StringAttr>(r, attr::kGrad);
+    if (training && !gradOf) {
       // Updated parameters and states must already live in their argument's
       // buffer (the optimizer updates in place).
       DictionaryAttr attrs = func.getResultAttrDict(r);
@@ -309,8 +310,14 @@ LogicalResult Emitter::emitReturn(func::ReturnOp ret) {
                << r << " is not updated in place of its argument " << attrs;
       continue;
     }
-    auto name = func.getResultAttrOfType<StringAttr>(r, attr::kOutput);
-    if (!name)
+    // Graph outputs, and gradients of a step without optimizer (bound as
+    // `grad:NAME`, for gradient checks).
+    std::string name;
+    if (gradOf)
+      name = "grad:" + gradOf.str();
+    else if (auto out = func.getResultAttrOfType<StringAttr>(r, attr::kOutput))
+      name = out.str();
+    else
       return ret.emitError("result #") << r << " has no loom.output name";
     if (buf->role() != plan::TEMPORARY) {
       // An output that is an input, a weight or another output: copy it out.
@@ -322,8 +329,8 @@ LogicalResult Emitter::emitReturn(func::ReturnOp ret) {
       buf = program->mutable_buffers(id);
     }
     buf->set_role(plan::OUTPUT);
-    buf->set_name(name.str());
-    buf->set_binding(name.str());
+    buf->set_name(name);
+    buf->set_binding(name);
     ranges[id].end = kForever;
   }
   return success();

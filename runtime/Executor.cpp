@@ -1,0 +1,267 @@
+//===- Executor.cpp - Run one rank's program ---------------------*- C++ -*-===//
+
+#include "runtime/Executor.h"
+
+#include "runtime/onnx/OnnxWeights.h"
+
+#include <cstring>
+#include <algorithm>
+#include <set>
+
+namespace loom::runtime {
+
+class Executor::Binder final : public BindContext {
+public:
+  explicit Binder(Executor &exec) : exec(exec) {}
+  uint8_t *arena() override { return exec.arena.data(); }
+  Communicator *commForAxes(const std::vector<int64_t> &axes) override {
+    auto it = exec.axisComms.find(axes);
+    return it == exec.axisComms.end() ? nullptr : it->second.get();
+  }
+
+private:
+  Executor &exec;
+};
+
+Executor::Executor(const plan::Plan &plan, int rank, std::string planPath)
+    : thePlan(plan), myRank(rank), planPath(std::move(planPath)) {}
+Executor::~Executor() = default;
+
+std::string Executor::where(int index) const {
+  const plan::Instruction &inst = theProgram->instructions(index);
+  return planPath + ": rank " + std::to_string(myRank) + ": instruction " +
+         std::to_string(index) + " '" + inst.op() + "'" +
+         (inst.loc().empty() ? "" : " at '" + inst.loc() + "'");
+}
+
+StatusOr<std::unique_ptr<Executor>>
+Executor::create(const plan::Plan &plan, Communicator &world,
+                 const std::string &planPath) {
+  if (world.size() != plan.world_size())
+    return makeError("%s: plan is for %d rank(s) but %d were launched; run "
+                     "with mpirun -np %d",
+                     planPath.c_str(), plan.world_size(), world.size(),
+                     plan.world_size());
+  std::unique_ptr<Executor> exec(new Executor(plan, world.rank(), planPath));
+  int index = findProgramIndex(plan, world.rank());
+  if (index < 0)
+    return makeError("%s: rank %d is in no program", planPath.c_str(),
+                     world.rank());
+  exec->theProgram = &plan.programs(index);
+
+  // Every rank creates the same communicators in the same order (the set
+  // comes from all programs), so the collective splits match up.
+  std::set<std::vector<int64_t>> axisSets;
+  for (const plan::Program &program : plan.programs())
+    for (const plan::Instruction &inst : program.instructions()) {
+      if (inst.op() != "all_reduce")
+        continue;
+      auto it = inst.attrs().find("axes");
+      if (it == inst.attrs().end())
+        continue;
+      std::vector<int64_t> axes(it->second.ints().values().begin(),
+                                it->second.ints().values().end());
+      std::sort(axes.begin(), axes.end());
+      axisSets.insert(axes);
+    }
+  std::vector<int64_t> sizes = meshSizes(plan);
+  for (const std::vector<int64_t> &axes : axisSets) {
+    LOOM_ASSIGN_OR_RETURN(auto comm,
+                          createAxesCommunicator(world, sizes, axes));
+    exec->axisComms[axes] = std::move(comm);
+  }
+
+  LOOM_ASSIGN_OR_RETURN(exec->arena,
+                        Arena::allocate(exec->theProgram->arena_bytes()));
+  LOOM_RETURN_IF_ERROR(exec->initializeBuffers());
+
+  std::map<int32_t, const plan::Buffer *> byId;
+  for (const plan::Buffer &b : exec->theProgram->buffers())
+    byId[b.id()] = &b;
+  Binder binder(*exec);
+  for (int i = 0; i < exec->theProgram->instructions_size(); ++i) {
+    const plan::Instruction &inst = exec->theProgram->instructions(i);
+    const KernelDef *kernel = findKernel(inst.op());
+    if (!kernel)
+      return makeError("%s: unknown op", exec->where(i).c_str());
+    OpView view{plan, inst, {}, {}};
+    for (int32_t id : inst.inputs())
+      view.inputs.push_back(byId.at(id));
+    for (int32_t id : inst.outputs())
+      view.outputs.push_back(byId.at(id));
+    StatusOr<KernelFn> fn = kernel->bind(view, binder);
+    if (!fn.isOk())
+      return fn.status().withContext(exec->where(i));
+    exec->calls.push_back({std::move(fn).value(), i});
+  }
+  return exec;
+}
+
+namespace {
+
+/// Copies the block of `local` shape at `offset` out of the C-order array
+/// `src` of shape `global` into `dst`.
+void copyShard(const uint8_t *src, const std::vector<int64_t> &global,
+               const std::vector<int64_t> &offset,
+               const std::vector<int64_t> &local, int64_t elem, uint8_t *dst) {
+  int64_t n = numElements(local);
+  if (n == 0)
+    return;
+  size_t rank = local.size();
+  int64_t inner = local.back() * elem;
+  int64_t rows = n / local.back();
+  std::vector<int64_t> globalStride(rank, 1);
+  for (int d = static_cast<int>(rank) - 2; d >= 0; --d)
+    globalStride[d] = globalStride[d + 1] * global[d + 1];
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t rem = r, srcIndex = offset.back();
+    for (int d = static_cast<int>(rank) - 2; d >= 0; --d) {
+      int64_t idx = rem % local[d];
+      rem /= local[d];
+      srcIndex += (idx + offset[d]) * globalStride[d];
+    }
+    std::memcpy(dst + r * inner, src + srcIndex * elem, inner);
+  }
+}
+
+} // namespace
+
+Status Executor::initializeBuffers() {
+  std::unique_ptr<OnnxWeights> weights;
+  for (const plan::Buffer &b : theProgram->buffers()) {
+    uint8_t *dst = bufferData(b);
+    std::string what = planPath + ": buffer " + std::to_string(b.id()) +
+                       " '" + b.name() + "'";
+    switch (b.init_case()) {
+    case plan::Buffer::kZeros:
+      std::memset(dst, 0, b.size_bytes());
+      break;
+    case plan::Buffer::kData:
+      std::memcpy(dst, b.data().data(), b.size_bytes());
+      break;
+    case plan::Buffer::kOnnxInitializer: {
+      if (!weights) {
+        auto loaded = OnnxWeights::load(thePlan.model_path());
+        if (!loaded.isOk())
+          return loaded.status().withContext(what);
+        weights = std::move(loaded).value();
+      }
+      ElemType type = b.dtype() == plan::I64 ? ElemType::I64 : ElemType::F32;
+      StatusOr<HostTensor> value = weights->get(b.onnx_initializer(), type);
+      if (!value.isOk())
+        return value.status().withContext(what);
+      std::vector<int64_t> local = bufferShape(b);
+      if (b.global_shape_size() != 0) {
+        std::vector<int64_t> global(b.global_shape().begin(),
+                                    b.global_shape().end());
+        std::vector<int64_t> offset(b.shard_offset().begin(),
+                                    b.shard_offset().end());
+        if (value->numel() != numElements(global))
+          return makeError("%s: initializer '%s' has shape %s, expected the "
+                           "global shape %s",
+                           what.c_str(), b.onnx_initializer().c_str(),
+                           shapeToString(value->shape).c_str(),
+                           shapeToString(global).c_str());
+        copyShard(value->bytes.data(), global, offset, local,
+                  dtypeSize(b.dtype()), dst);
+      } else {
+        if (value->numel() != numElements(local))
+          return makeError("%s: initializer '%s' has shape %s, expected %s",
+                           what.c_str(), b.onnx_initializer().c_str(),
+                           shapeToString(value->shape).c_str(),
+                           shapeToString(local).c_str());
+        std::memcpy(dst, value->bytes.data(), b.size_bytes());
+      }
+      break;
+    }
+    default:
+      break;
+    }
+  }
+  return Status::ok();
+}
+
+Status Executor::runStep(int64_t step) {
+  StepContext ctx;
+  ctx.step = step;
+  for (const Call &call : calls) {
+    Status s = call.fn(ctx);
+    if (!s.isOk())
+      return s.withContext(where(call.index));
+  }
+  return Status::ok();
+}
+
+const plan::Buffer *Executor::findBuffer(int32_t id) const {
+  for (const plan::Buffer &b : theProgram->buffers())
+    if (b.id() == id)
+      return &b;
+  return nullptr;
+}
+
+const plan::Buffer *
+Executor::findBufferByName(const std::string &name) const {
+  for (const plan::Buffer &b : theProgram->buffers())
+    if (b.name() == name)
+      return &b;
+  return nullptr;
+}
+
+std::vector<const plan::Buffer *>
+Executor::findBound(plan::Role role, const std::string &binding) const {
+  std::vector<const plan::Buffer *> found;
+  for (const plan::Buffer &b : theProgram->buffers())
+    if (b.role() == role && b.binding() == binding)
+      found.push_back(&b);
+  return found;
+}
+
+HostTensor Executor::readBuffer(const plan::Buffer &b) const {
+  HostTensor t(b.dtype() == plan::I64 ? ElemType::I64 : ElemType::F32,
+               bufferShape(b));
+  std::memcpy(t.bytes.data(), bufferData(b), b.size_bytes());
+  return t;
+}
+
+Status Executor::writeBuffer(const plan::Buffer &b, const HostTensor &value) {
+  int64_t n = numElements(bufferShape(b));
+  if (value.numel() != n)
+    return makeError("buffer '%s' has shape %s but the value has shape %s",
+                     b.name().c_str(), shapeToString(bufferShape(b)).c_str(),
+                     shapeToString(value.shape).c_str());
+  uint8_t *dst = bufferData(b);
+  if (b.dtype() == plan::F32) {
+    float *out = reinterpret_cast<float *>(dst);
+    if (value.type == ElemType::F32)
+      std::memcpy(out, value.bytes.data(), n * sizeof(float));
+    else if (value.type == ElemType::F64)
+      for (int64_t i = 0; i < n; ++i)
+        out[i] = static_cast<float>(value.data<double>()[i]);
+    else
+      return makeError("buffer '%s' is f32 but the value is %s",
+                       b.name().c_str(), elemTypeName(value.type));
+    return Status::ok();
+  }
+  int64_t *out = reinterpret_cast<int64_t *>(dst);
+  if (value.type == ElemType::I64)
+    std::memcpy(out, value.bytes.data(), n * sizeof(int64_t));
+  else if (value.type == ElemType::I32)
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = value.data<int32_t>()[i];
+  else
+    return makeError("buffer '%s' is i64 but the value is %s",
+                     b.name().c_str(), elemTypeName(value.type));
+  return Status::ok();
+}
+
+StatusOr<float> Executor::loss() const {
+  const plan::Buffer *b = findBuffer(theProgram->loss_buffer());
+  if (theProgram->loss_buffer() < 0 || !b || b->role() != plan::LOSS)
+    return makeError("%s: rank %d's program has no loss buffer",
+                     planPath.c_str(), myRank);
+  float value;
+  std::memcpy(&value, bufferData(*b), sizeof(float));
+  return value;
+}
+
+} // namespace loom::runtime

@@ -1,0 +1,91 @@
+//===- Executor.h - Run one rank's program --------------------------*- C++ -*-===//
+//
+// The executor owns a rank's arena and the prepared kernel calls of its
+// program. `runStep` walks a vector of prepared calls; nothing is allocated
+// or looked up per step.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_RUNTIME_EXECUTOR_H
+#define LOOM_RUNTIME_EXECUTOR_H
+
+#include "runtime/Arena.h"
+#include "runtime/Plan.h"
+#include "runtime/comm/Communicator.h"
+#include "runtime/kernels/Kernel.h"
+#include "runtime/support/HostTensor.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace loom::runtime {
+
+class Executor {
+public:
+  ~Executor();
+
+  /// Prepares the program `world.rank()` runs in `plan` (which must be
+  /// validated and must outlive the executor): creates the communicators of
+  /// every mesh-axis set the plan's `all_reduce` ops name (collective: every
+  /// rank of `world` must call `create`), allocates the arena, initialises
+  /// PARAMETER / OPTIMIZER_STATE / CONSTANT buffers (ONNX initializers are
+  /// read from `plan.model_path()`), and binds every instruction's kernel.
+  /// `planPath` prefixes errors.
+  static StatusOr<std::unique_ptr<Executor>>
+  create(const plan::Plan &plan, Communicator &world,
+         const std::string &planPath = "plan");
+
+  /// Runs every instruction once. `step` is 0-based; AdamW uses t = step+1
+  /// and SGD initialises its momentum buffer at step 0.
+  Status runStep(int64_t step);
+
+  const plan::Plan &plan() const { return thePlan; }
+  const plan::Program &program() const { return *theProgram; }
+  int rank() const { return myRank; }
+  int64_t arenaBytes() const { return theProgram->arena_bytes(); }
+
+  /// The buffer with `id`, or null.
+  const plan::Buffer *findBuffer(int32_t id) const;
+  /// The first buffer named `name`, or null.
+  const plan::Buffer *findBufferByName(const std::string &name) const;
+  /// The buffers of `role` bound to `binding` (several under sharding).
+  std::vector<const plan::Buffer *> findBound(plan::Role role,
+                                              const std::string &binding) const;
+
+  uint8_t *bufferData(const plan::Buffer &b) { return arena.data() + b.offset(); }
+  const uint8_t *bufferData(const plan::Buffer &b) const {
+    return arena.data() + b.offset();
+  }
+  /// A copy of `b`'s contents (F32 or I64).
+  HostTensor readBuffer(const plan::Buffer &b) const;
+  /// Overwrites `b` with `value` (same element count; converted from F64 to
+  /// F32 or from I32 to I64 as needed).
+  Status writeBuffer(const plan::Buffer &b, const HostTensor &value);
+  /// The value of the program's LOSS buffer.
+  StatusOr<float> loss() const;
+
+private:
+  class Binder;
+  struct Call {
+    KernelFn fn;
+    int index; // instruction index, for errors
+  };
+
+  Executor(const plan::Plan &plan, int rank, std::string planPath);
+  Status initializeBuffers();
+  std::string where(int index) const;
+
+  const plan::Plan &thePlan;
+  const plan::Program *theProgram = nullptr;
+  int myRank;
+  std::string planPath;
+  Arena arena;
+  std::map<std::vector<int64_t>, std::unique_ptr<Communicator>> axisComms;
+  std::vector<Call> calls;
+};
+
+} // namespace loom::runtime
+
+#endif // LOOM_RUNTIME_EXECUTOR_H

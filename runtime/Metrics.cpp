@@ -1,0 +1,57 @@
+//===- Metrics.cpp - Per-step metrics as JSON lines --------------*- C++ -*-===//
+
+#include "runtime/Metrics.h"
+
+#include <cerrno>
+#include <cinttypes>
+#include <cmath>
+#include <cstring>
+
+namespace loom::runtime {
+
+namespace {
+
+std::string number(double v, const char *fmt) {
+  if (!std::isfinite(v))
+    return "null";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), fmt, v);
+  return buf;
+}
+
+} // namespace
+
+std::string formatMetrics(const StepMetrics &m) {
+  return "{\"step\":" + std::to_string(m.step) +
+         ",\"loss\":" + number(m.loss, "%.9g") +
+         ",\"step_time_s\":" + number(m.stepTimeS, "%.6g") +
+         ",\"tokens_per_s\":" + number(m.tokensPerS, "%.6g") +
+         ",\"samples_per_s\":" + number(m.samplesPerS, "%.6g") +
+         ",\"peak_memory_bytes\":" + std::to_string(m.peakMemoryBytes) + "}";
+}
+
+StatusOr<std::unique_ptr<MetricsWriter>>
+MetricsWriter::open(const std::string &path) {
+  std::unique_ptr<MetricsWriter> w(new MetricsWriter());
+  w->path = path;
+  w->file = std::fopen(path.c_str(), "w");
+  if (!w->file)
+    return makeError("cannot create metrics file '%s': %s", path.c_str(),
+                     std::strerror(errno));
+  return w;
+}
+
+MetricsWriter::~MetricsWriter() {
+  if (file)
+    std::fclose(file);
+}
+
+Status MetricsWriter::write(const StepMetrics &m) {
+  std::string line = formatMetrics(m) + "\n";
+  if (std::fputs(line.c_str(), file) < 0 || std::fflush(file) != 0)
+    return makeError("cannot write metrics file '%s': %s", path.c_str(),
+                     std::strerror(errno));
+  return Status::ok();
+}
+
+} // namespace loom::runtime

@@ -1,0 +1,43 @@
+//===- Metrics.h - Per-step metrics as JSON lines -------------------*- C++ -*-===//
+
+#ifndef LOOM_RUNTIME_METRICS_H
+#define LOOM_RUNTIME_METRICS_H
+
+#include "runtime/support/Status.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+namespace loom::runtime {
+
+struct StepMetrics {
+  int64_t step = 0; // 1-based
+  float loss = 0;
+  double stepTimeS = 0;
+  double tokensPerS = 0;
+  double samplesPerS = 0;
+  int64_t peakMemoryBytes = 0;
+};
+
+/// `{"step":1,"loss":...,...}` without a newline; the loss is printed with
+/// %.9g (a float round-trips), NaN/inf as null.
+std::string formatMetrics(const StepMetrics &m);
+
+/// Writes one JSON object a line, flushed after every step.
+class MetricsWriter {
+public:
+  static StatusOr<std::unique_ptr<MetricsWriter>> open(const std::string &path);
+  ~MetricsWriter();
+  Status write(const StepMetrics &m);
+
+private:
+  MetricsWriter() = default;
+  std::string path;
+  FILE *file = nullptr;
+};
+
+} // namespace loom::runtime
+
+#endif // LOOM_RUNTIME_METRICS_H

@@ -1,0 +1,109 @@
+//===- Session.cpp - The in-process training API -----------------*- C++ -*-===//
+
+#include "runtime/Session.h"
+
+#include "runtime/data/DataFeeder.h"
+#include "runtime/onnx/OnnxWeights.h"
+
+#include <algorithm>
+
+namespace loom::runtime {
+
+StatusOr<std::unique_ptr<Session>>
+Session::create(plan::Plan plan, Communicator &world,
+                const std::string &planPath) {
+  LOOM_RETURN_IF_ERROR(validatePlan(plan, planPath));
+  std::unique_ptr<Session> s(new Session());
+  s->thePlan = std::make_unique<plan::Plan>(std::move(plan));
+  s->planPath = planPath;
+  LOOM_ASSIGN_OR_RETURN(s->exec,
+                        Executor::create(*s->thePlan, world, planPath));
+  return s;
+}
+
+Status Session::attachData(const std::string &binding, HostTensor value) {
+  LOOM_RETURN_IF_ERROR(checkBindingData(*thePlan, binding, value));
+  data[binding] = std::move(value);
+  return Status::ok();
+}
+
+Status Session::setInput(const std::string &binding, const HostTensor &value) {
+  std::vector<const plan::Buffer *> buffers =
+      exec->findBound(plan::INPUT, binding);
+  for (const plan::Buffer *b : exec->findBound(plan::TARGET, binding))
+    buffers.push_back(b);
+  if (buffers.empty())
+    return makeError("rank %d's program has no input or target named '%s'",
+                     exec->rank(), binding.c_str());
+  for (const plan::Buffer *b : buffers)
+    LOOM_RETURN_IF_ERROR(exec->writeBuffer(*b, value));
+  data.erase(binding);
+  return Status::ok();
+}
+
+Status Session::runStep(int64_t step) {
+  for (const plan::Buffer &b : exec->program().buffers()) {
+    if (b.role() != plan::INPUT && b.role() != plan::TARGET)
+      continue;
+    auto it = data.find(b.binding());
+    if (it != data.end())
+      feedSamples(*thePlan, b, it->second, step, exec->bufferData(b));
+  }
+  return exec->runStep(step);
+}
+
+StatusOr<float> Session::loss() const { return exec->loss(); }
+
+StatusOr<HostTensor>
+Session::readBuffer(const std::string &nameOrBinding) const {
+  if (const plan::Buffer *b = exec->findBufferByName(nameOrBinding))
+    return exec->readBuffer(*b);
+  for (plan::Role role :
+       {plan::PARAMETER, plan::OUTPUT, plan::INPUT, plan::TARGET}) {
+    auto found = exec->findBound(role, nameOrBinding);
+    if (!found.empty())
+      return exec->readBuffer(*found.front());
+  }
+  return makeError("rank %d's program has no buffer named or bound to '%s'",
+                   exec->rank(), nameOrBinding.c_str());
+}
+
+std::map<std::string, HostTensor> Session::outputs() const {
+  std::map<std::string, HostTensor> out;
+  for (const plan::Buffer &b : exec->program().buffers())
+    if (b.role() == plan::OUTPUT)
+      out[b.binding()] = exec->readBuffer(b);
+  return out;
+}
+
+StatusOr<std::map<std::string, HostTensor>> Session::parameters() const {
+  std::map<std::string, HostTensor> params;
+  for (const plan::Buffer &b : exec->program().buffers()) {
+    if (b.role() != plan::PARAMETER)
+      continue;
+    std::string name = !b.binding().empty()          ? b.binding()
+                       : !b.onnx_initializer().empty() ? b.onnx_initializer()
+                                                       : b.name();
+    if (b.global_shape_size() != 0 &&
+        !std::equal(b.global_shape().begin(), b.global_shape().end(),
+                    b.shape().begin(), b.shape().end()))
+      return makeError("parameter '%s' is sharded (%s of %s); gathering "
+                       "sharded parameters is not supported yet",
+                       name.c_str(), shapeToString(bufferShape(b)).c_str(),
+                       shapeToString({b.global_shape().begin(),
+                                      b.global_shape().end()})
+                           .c_str());
+    params[name] = exec->readBuffer(b);
+  }
+  return params;
+}
+
+Status Session::exportOnnx(const std::string &outPath) const {
+  if (thePlan->model_path().empty())
+    return makeError("%s: the plan names no ONNX model to export",
+                     planPath.c_str());
+  LOOM_ASSIGN_OR_RETURN(auto params, parameters());
+  return exportOnnxWithWeights(thePlan->model_path(), params, outPath);
+}
+
+} // namespace loom::runtime

@@ -1,0 +1,80 @@
+//===- Session.h - The in-process training API ----------------------*- C++ -*-===//
+//
+// A `Session` is one rank's view of a run: it owns the plan and the executor,
+// holds the data arrays and feeds each step's slice into the INPUT/TARGET
+// buffers. It works with a `LocalCommunicator` (one rank, no MPI) and with
+// MPI across N ranks. `loom-run` is a thin layer over it.
+//
+// Example (one rank):
+//   LocalCommunicator world;
+//   auto session = Session::create(std::move(plan), world);
+//   (*session)->attachData("x", x);
+//   (*session)->attachData("target", y);
+//   for (int64_t i = 0; i < steps; ++i) (*session)->runStep(i);
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_RUNTIME_SESSION_H
+#define LOOM_RUNTIME_SESSION_H
+
+#include "runtime/Executor.h"
+
+#include <map>
+#include <memory>
+#include <string>
+
+namespace loom::runtime {
+
+class Session {
+public:
+  /// Validates `plan` and prepares this rank's executor (collective over
+  /// `world`, see `Executor::create`). `planPath` prefixes errors.
+  static StatusOr<std::unique_ptr<Session>>
+  create(plan::Plan plan, Communicator &world,
+         const std::string &planPath = "plan");
+
+  /// Supplies the array `binding` (an INPUT's graph input name or "target")
+  /// reads from; dim 0 indexes samples. Checked with `checkBindingData`.
+  Status attachData(const std::string &binding, HostTensor data);
+
+  /// Writes `value` into this rank's INPUT/TARGET buffers bound to
+  /// `binding` now (same element count as the buffer); data attached for
+  /// the binding is detached so the next step keeps this value.
+  Status setInput(const std::string &binding, const HostTensor &value);
+
+  /// Feeds this step's slice of every attached array, then runs the program.
+  Status runStep(int64_t step);
+
+  /// The loss of the last step (already averaged over ranks by the plan).
+  StatusOr<float> loss() const;
+
+  /// A copy of the buffer named `nameOrBinding`, or else of the PARAMETER,
+  /// OUTPUT, INPUT or TARGET buffer bound to it.
+  StatusOr<HostTensor> readBuffer(const std::string &nameOrBinding) const;
+
+  /// Every OUTPUT buffer of this rank, by binding.
+  std::map<std::string, HostTensor> outputs() const;
+
+  /// The trained value of every PARAMETER buffer, by parameter name
+  /// (binding, else onnx_initializer, else buffer name). Errors for sharded
+  /// parameters (not gathered yet).
+  StatusOr<std::map<std::string, HostTensor>> parameters() const;
+
+  /// Writes a copy of the plan's ONNX model with the trained parameters.
+  Status exportOnnx(const std::string &outPath) const;
+
+  const plan::Plan &plan() const { return *thePlan; }
+  Executor &executor() { return *exec; }
+  const Executor &executor() const { return *exec; }
+
+private:
+  Session() = default;
+  std::unique_ptr<plan::Plan> thePlan;
+  std::string planPath;
+  std::unique_ptr<Executor> exec;
+  std::map<std::string, HostTensor> data;
+};
+
+} // namespace loom::runtime
+
+#endif // LOOM_RUNTIME_SESSION_H

@@ -1,0 +1,121 @@
+//===- MpiCommunicator.cpp - Communicator over MPI ---------------*- C++ -*-===//
+
+#include "runtime/comm/MpiCommunicator.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <string>
+
+namespace loom::runtime {
+
+namespace {
+
+Status mpiError(const char *what, int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  if (MPI_Error_string(code, text, &len) != MPI_SUCCESS)
+    len = 0;
+  return makeError("%s failed: %.*s", what, len, text);
+}
+
+class MpiCommunicator final : public Communicator {
+public:
+  MpiCommunicator(MPI_Comm comm, bool owned) : comm(comm), owned(owned) {
+    MPI_Comm_rank(comm, &myRank);
+    MPI_Comm_size(comm, &mySize);
+  }
+  ~MpiCommunicator() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (owned && !finalized)
+      MPI_Comm_free(&comm);
+  }
+
+  int rank() const override { return myRank; }
+  int size() const override { return mySize; }
+
+  Status allReduceSum(float *data, int64_t count) override {
+    if (mySize == 1)
+      return Status::ok();
+    // MPI counts are ints: reduce in chunks.
+    while (count > 0) {
+      int chunk = static_cast<int>(std::min<int64_t>(count, INT_MAX / 2));
+      int rc = MPI_Allreduce(MPI_IN_PLACE, data, chunk, MPI_FLOAT, MPI_SUM,
+                             comm);
+      if (rc != MPI_SUCCESS)
+        return mpiError("MPI_Allreduce", rc);
+      data += chunk;
+      count -= chunk;
+    }
+    return Status::ok();
+  }
+
+  StatusOr<int> allReduceMin(int value) override {
+    int out = value;
+    int rc = MPI_Allreduce(&value, &out, 1, MPI_INT, MPI_MIN, comm);
+    if (rc != MPI_SUCCESS)
+      return mpiError("MPI_Allreduce", rc);
+    return out;
+  }
+
+  Status barrier() override {
+    int rc = MPI_Barrier(comm);
+    if (rc != MPI_SUCCESS)
+      return mpiError("MPI_Barrier", rc);
+    return Status::ok();
+  }
+
+  StatusOr<std::unique_ptr<Communicator>> split(int color, int key) override {
+    MPI_Comm sub;
+    int rc = MPI_Comm_split(comm, color, key, &sub);
+    if (rc != MPI_SUCCESS)
+      return mpiError("MPI_Comm_split", rc);
+    MPI_Comm_set_errhandler(sub, MPI_ERRORS_RETURN);
+    return std::unique_ptr<Communicator>(new MpiCommunicator(sub, true));
+  }
+
+private:
+  MPI_Comm comm;
+  bool owned;
+  int myRank = 0, mySize = 1;
+};
+
+} // namespace
+
+bool launchedUnderMpi() {
+  for (const char *var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK",
+                          "PMI_RANK", "MPI_LOCALNRANKS"})
+    if (std::getenv(var))
+      return true;
+  return false;
+}
+
+Status initializeMpi(int *argc, char ***argv) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (initialized)
+    return Status::ok();
+  int rc = MPI_Init(argc, argv);
+  if (rc != MPI_SUCCESS)
+    return makeError("MPI_Init failed (code %d)", rc);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  return Status::ok();
+}
+
+void finalizeMpi() {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized)
+    MPI_Finalize();
+}
+
+std::unique_ptr<Communicator> createMpiWorld() {
+  return std::unique_ptr<Communicator>(
+      new MpiCommunicator(MPI_COMM_WORLD, false));
+}
+
+} // namespace loom::runtime

@@ -1,0 +1,213 @@
+//===- Npy.cpp - Read and write NumPy .npy files -----------------*- C++ -*-===//
+
+#include "runtime/data/Npy.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace loom::runtime {
+
+namespace {
+
+const char kMagic[] = "\x93NUMPY";
+
+/// Finds `'key':` in the header dict and returns the text after the colon.
+bool findKey(const std::string &header, const std::string &key,
+             std::string &rest) {
+  for (char quote : {'\'', '"'}) {
+    std::string pattern = std::string(1, quote) + key + quote;
+    size_t pos = header.find(pattern);
+    if (pos == std::string::npos)
+      continue;
+    pos = header.find(':', pos + pattern.size());
+    if (pos == std::string::npos)
+      return false;
+    rest = header.substr(pos + 1);
+    size_t start = rest.find_first_not_of(" \t");
+    rest = start == std::string::npos ? "" : rest.substr(start);
+    return true;
+  }
+  return false;
+}
+
+Status parseHeader(const std::string &header, const std::string &what,
+                   std::string &descr, bool &fortran,
+                   std::vector<int64_t> &shape) {
+  std::string rest;
+  if (!findKey(header, "descr", rest) || rest.empty() ||
+      (rest[0] != '\'' && rest[0] != '"'))
+    return makeError("%s: malformed .npy header (no 'descr')", what.c_str());
+  size_t end = rest.find(rest[0], 1);
+  if (end == std::string::npos)
+    return makeError("%s: malformed .npy header (bad 'descr')", what.c_str());
+  descr = rest.substr(1, end - 1);
+
+  if (!findKey(header, "fortran_order", rest))
+    return makeError("%s: malformed .npy header (no 'fortran_order')",
+                     what.c_str());
+  if (rest.compare(0, 4, "True") == 0)
+    fortran = true;
+  else if (rest.compare(0, 5, "False") == 0)
+    fortran = false;
+  else
+    return makeError("%s: malformed .npy header (bad 'fortran_order')",
+                     what.c_str());
+
+  if (!findKey(header, "shape", rest) || rest.empty() || rest[0] != '(')
+    return makeError("%s: malformed .npy header (no 'shape')", what.c_str());
+  end = rest.find(')');
+  if (end == std::string::npos)
+    return makeError("%s: malformed .npy header (bad 'shape')", what.c_str());
+  std::string dims = rest.substr(1, end - 1);
+  shape.clear();
+  std::stringstream ss(dims);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    size_t b = item.find_first_not_of(" \t");
+    if (b == std::string::npos)
+      continue;
+    size_t e = item.find_last_not_of(" \tL");
+    std::string num = item.substr(b, e - b + 1);
+    char *endp = nullptr;
+    errno = 0;
+    long long v = std::strtoll(num.c_str(), &endp, 10);
+    if (errno || endp == num.c_str() || *endp != '\0' || v < 0)
+      return makeError("%s: malformed .npy header (bad dimension '%s')",
+                       what.c_str(), num.c_str());
+    shape.push_back(v);
+  }
+  return Status::ok();
+}
+
+} // namespace
+
+StatusOr<HostTensor> parseNpy(const std::string &bytes, const std::string &what,
+                              const NpyReadOptions &options) {
+  if (bytes.size() < 10 || bytes.compare(0, 6, kMagic, 6) != 0)
+    return makeError("%s: not a .npy file (bad magic bytes)", what.c_str());
+  unsigned major = static_cast<uint8_t>(bytes[6]);
+  size_t headerLen = 0, headerStart = 0;
+  if (major == 1) {
+    headerLen = static_cast<uint8_t>(bytes[8]) |
+                (static_cast<size_t>(static_cast<uint8_t>(bytes[9])) << 8);
+    headerStart = 10;
+  } else if (major == 2 || major == 3) {
+    if (bytes.size() < 12)
+      return makeError("%s: truncated .npy header", what.c_str());
+    for (int i = 0; i < 4; ++i)
+      headerLen |= static_cast<size_t>(static_cast<uint8_t>(bytes[8 + i]))
+                   << (8 * i);
+    headerStart = 12;
+  } else {
+    return makeError("%s: unsupported .npy format version %u", what.c_str(),
+                     major);
+  }
+  if (bytes.size() < headerStart + headerLen)
+    return makeError("%s: truncated .npy header", what.c_str());
+  std::string header = bytes.substr(headerStart, headerLen);
+
+  std::string descr;
+  bool fortran = false;
+  HostTensor t;
+  LOOM_RETURN_IF_ERROR(parseHeader(header, what, descr, fortran, t.shape));
+  if (fortran)
+    return makeError("%s: Fortran-order arrays are not supported; save a "
+                     "C-order array (numpy.ascontiguousarray)",
+                     what.c_str());
+  if (descr == "<f4")
+    t.type = ElemType::F32;
+  else if (descr == "<f8")
+    t.type = ElemType::F64;
+  else if (descr == "<i4")
+    t.type = ElemType::I32;
+  else if (descr == "<i8")
+    t.type = ElemType::I64;
+  else
+    return makeError("%s: unsupported dtype '%s' (expected <f4, <f8, <i4 or "
+                     "<i8)",
+                     what.c_str(), descr.c_str());
+
+  size_t dataStart = headerStart + headerLen;
+  size_t need = static_cast<size_t>(t.numel() * elemSize(t.type));
+  if (bytes.size() - dataStart < need)
+    return makeError("%s: truncated data (%zu bytes for shape %s %s, expected "
+                     "%zu)",
+                     what.c_str(), bytes.size() - dataStart,
+                     shapeToString(t.shape).c_str(), elemTypeName(t.type),
+                     need);
+  t.bytes.assign(bytes.begin() + dataStart, bytes.begin() + dataStart + need);
+
+  if (options.convertF64ToF32 && t.type == ElemType::F64) {
+    HostTensor f(ElemType::F32, t.shape);
+    const double *src = t.data<double>();
+    float *dst = f.data<float>();
+    for (int64_t i = 0, n = t.numel(); i < n; ++i)
+      dst[i] = static_cast<float>(src[i]);
+    return f;
+  }
+  return t;
+}
+
+StatusOr<HostTensor> readNpy(const std::string &path,
+                             const NpyReadOptions &options) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return makeError("cannot open '%s': %s", path.c_str(),
+                     std::strerror(errno));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  if (in.bad())
+    return makeError("cannot read '%s'", path.c_str());
+  return parseNpy(ss.str(), path, options);
+}
+
+Status writeNpy(const std::string &path, const HostTensor &tensor) {
+  const char *descr = "<f4";
+  switch (tensor.type) {
+  case ElemType::F32:
+    descr = "<f4";
+    break;
+  case ElemType::F64:
+    descr = "<f8";
+    break;
+  case ElemType::I32:
+    descr = "<i4";
+    break;
+  case ElemType::I64:
+    descr = "<i8";
+    break;
+  }
+  std::string shape = "(";
+  for (size_t i = 0; i < tensor.shape.size(); ++i)
+    shape += std::to_string(tensor.shape[i]) + ", ";
+  if (tensor.shape.size() > 1)
+    shape.resize(shape.size() - 2);
+  else if (tensor.shape.size() == 1)
+    shape.resize(shape.size() - 1);
+  shape += ")";
+  std::string header = std::string("{'descr': '") + descr +
+                       "', 'fortran_order': False, 'shape': " + shape + ", }";
+  size_t total = 10 + header.size() + 1;
+  header.append((64 - total % 64) % 64, ' ');
+  header += '\n';
+
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out)
+    return makeError("cannot create '%s': %s", path.c_str(),
+                     std::strerror(errno));
+  out.write(kMagic, 6);
+  char version[4] = {1, 0, static_cast<char>(header.size() & 0xff),
+                     static_cast<char>(header.size() >> 8)};
+  out.write(version, 4);
+  out.write(header.data(), header.size());
+  out.write(reinterpret_cast<const char *>(tensor.bytes.data()),
+            tensor.bytes.size());
+  out.close();
+  if (!out)
+    return makeError("cannot write '%s'", path.c_str());
+  return Status::ok();
+}
+
+} // namespace loom::runtime

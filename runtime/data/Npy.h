@@ -1,0 +1,37 @@
+//===- Npy.h - Read and write NumPy .npy files --------------------*- C++ -*-===//
+//
+// Versions 1.0, 2.0 and 3.0 of the format, C order, little-endian `<f4`,
+// `<f8`, `<i4` and `<i8`; other dtypes are rejected.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_RUNTIME_DATA_NPY_H
+#define LOOM_RUNTIME_DATA_NPY_H
+
+#include "runtime/support/HostTensor.h"
+#include "runtime/support/Status.h"
+
+#include <string>
+
+namespace loom::runtime {
+
+struct NpyReadOptions {
+  /// Convert `<f8` arrays to F32 while reading.
+  bool convertF64ToF32 = false;
+};
+
+/// Reads `path`. Errors name the file and say what is wrong (missing, not an
+/// .npy file, Fortran order, unsupported dtype, truncated).
+StatusOr<HostTensor> readNpy(const std::string &path,
+                             const NpyReadOptions &options = {});
+
+/// Parses an in-memory .npy image; `what` names it in errors.
+StatusOr<HostTensor> parseNpy(const std::string &bytes, const std::string &what,
+                              const NpyReadOptions &options = {});
+
+/// Writes `tensor` as a version 1.0 .npy file (64-byte aligned header).
+Status writeNpy(const std::string &path, const HostTensor &tensor);
+
+} // namespace loom::runtime
+
+#endif // LOOM_RUNTIME_DATA_NPY_H

@@ -1,0 +1,235 @@
+//===- Driver.cpp - loom-run's training mode ---------------------*- C++ -*-===//
+//
+// Every rank validates everything (options, plan, world size, data) before
+// the first step, and the ranks agree on failure with a collective after
+// each phase, so one bad input never leaves a rank waiting in a collective.
+// The error is printed once: by the lowest failing rank.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/driver/Driver.h"
+
+#include "runtime/Metrics.h"
+#include "runtime/Session.h"
+#include "runtime/comm/MpiCommunicator.h"
+#include "runtime/data/DataFeeder.h"
+#include "runtime/data/Npy.h"
+#include "runtime/support/Threads.h"
+
+#include <chrono>
+#include <climits>
+#include <cmath>
+#include <cstdio>
+
+namespace loom::runtime {
+
+void printError(const std::string &message) {
+  std::fprintf(stderr, "loom-run: error: %s\n", message.c_str());
+  std::fflush(stderr);
+}
+
+namespace {
+
+/// Agrees across ranks on whether `local` failed; the lowest failing rank
+/// prints its error. Returns true when every rank succeeded.
+bool agree(Communicator &world, const Status &local) {
+  int mine = local.isOk() ? INT_MAX : world.rank();
+  StatusOr<int> lowest = world.allReduceMin(mine);
+  if (!lowest.isOk()) {
+    printError("rank " + std::to_string(world.rank()) + ": " +
+               lowest.status().message());
+    return false;
+  }
+  if (*lowest == INT_MAX)
+    return true;
+  if (*lowest == world.rank())
+    printError(world.rank() == 0 || world.size() == 1
+                   ? local.message()
+                   : "rank " + std::to_string(world.rank()) + ": " +
+                         local.message());
+  return false;
+}
+
+std::string humanBytes(int64_t bytes) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), u ? "%.1f %s" : "%.0f %s", v, units[u]);
+  return buf;
+}
+
+struct Loaded {
+  plan::Plan plan;
+  std::map<std::string, HostTensor> data;
+  std::unique_ptr<MetricsWriter> metrics;
+};
+
+/// Phase A: everything a rank can check on its own.
+Status loadInputs(const RunOptions &opts, Communicator &world, Loaded &out) {
+  LOOM_ASSIGN_OR_RETURN(out.plan, loadPlan(opts.planPath));
+  if (!out.plan.is_training())
+    return makeError("%s is a forward plan; train with a plan compiled "
+                     "without --forward-only",
+                     opts.planPath.c_str());
+  if (out.plan.world_size() != world.size())
+    return makeError("plan is for %d rank(s) but %d were launched; run with "
+                     "mpirun -np %d",
+                     out.plan.world_size(), world.size(),
+                     out.plan.world_size());
+  for (const auto &[name, file] : opts.data) {
+    LOOM_ASSIGN_OR_RETURN(HostTensor t, readNpy(file));
+    out.data[name] = std::move(t);
+  }
+  LOOM_RETURN_IF_ERROR(checkPlanData(out.plan, out.data));
+  if (world.rank() == 0 && !opts.metricsPath.empty()) {
+    LOOM_ASSIGN_OR_RETURN(out.metrics, MetricsWriter::open(opts.metricsPath));
+  }
+  return Status::ok();
+}
+
+int train(const RunOptions &opts, Communicator &world) {
+  bool root = world.rank() == 0;
+  Loaded in;
+  if (!agree(world, loadInputs(opts, world, in)))
+    return 1;
+
+  int64_t maxArena = 0;
+  for (const plan::Program &p : in.plan.programs())
+    maxArena = std::max(maxArena, p.arena_bytes());
+  const plan::Training &training = in.plan.training();
+
+  // Phase B: the executor (collective communicator splits, weights).
+  std::unique_ptr<Session> session;
+  {
+    Status s = Status::ok();
+    StatusOr<std::unique_ptr<Session>> created =
+        Session::create(in.plan, world, opts.planPath);
+    if (created.isOk()) {
+      session = std::move(created).value();
+      for (auto &[name, value] : in.data) {
+        s = session->attachData(name, std::move(value));
+        if (!s.isOk())
+          break;
+      }
+    } else {
+      s = created.status();
+    }
+    if (!agree(world, s))
+      return 1;
+  }
+  in.data.clear();
+
+  if (root && !opts.quiet) {
+    std::printf("loom-run: %s: world size %d, mesh %s, arena %s (%lld bytes) "
+                "per rank, global batch %lld, %s\n",
+                opts.planPath.c_str(), in.plan.world_size(),
+                meshToString(in.plan).c_str(), humanBytes(maxArena).c_str(),
+                (long long)maxArena, (long long)training.global_batch(),
+                training.optimizer().empty() ? "no optimizer"
+                                             : training.optimizer().c_str());
+    std::fflush(stdout);
+  }
+
+  int64_t tokensPerSample =
+      training.tokens_per_sample() > 0 ? training.tokens_per_sample() : 1;
+  int64_t ownArena = session->executor().arenaBytes();
+  double total = 0;
+  float lastLoss = NAN;
+  for (int64_t step = 0; step < opts.steps; ++step) {
+    auto start = std::chrono::steady_clock::now();
+    Status s = session->runStep(step);
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    if (s.isOk()) {
+      StatusOr<float> loss = session->loss();
+      lastLoss = loss.isOk() ? *loss : NAN;
+    }
+    if (s.isOk() && in.metrics) {
+      StepMetrics m;
+      m.step = step + 1;
+      m.loss = lastLoss;
+      m.stepTimeS = seconds;
+      m.samplesPerS = seconds > 0 ? training.global_batch() / seconds : 0;
+      m.tokensPerS = m.samplesPerS * tokensPerSample;
+      m.peakMemoryBytes = ownArena;
+      s = in.metrics->write(m);
+    }
+    if (!agree(world, s))
+      return 1;
+    total += seconds;
+    if (root && !opts.quiet) {
+      std::printf("step %lld/%lld  loss %.6f  %.3f s\n", (long long)step + 1,
+                  (long long)opts.steps, lastLoss, seconds);
+      std::fflush(stdout);
+    }
+  }
+
+  Status exported = Status::ok();
+  if (root && !opts.exportOnnxPath.empty())
+    exported = session->exportOnnx(opts.exportOnnxPath);
+  if (!agree(world, exported))
+    return 1;
+  if (root && !opts.quiet) {
+    std::printf("done: %lld steps in %.3f s (%.4f s/step), final loss %.6f%s\n",
+                (long long)opts.steps, total, total / opts.steps, lastLoss,
+                opts.exportOnnxPath.empty()
+                    ? ""
+                    : (", exported " + opts.exportOnnxPath).c_str());
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+} // namespace
+
+int runMain(int argc, char **argv) {
+  StatusOr<RunOptions> opts = parseOptions(argc, argv);
+  bool useMpi = launchedUnderMpi() && !(opts.isOk() && opts->forward);
+
+  if (!useMpi) {
+    if (!opts.isOk()) {
+      printError(opts.status().message());
+      return 1;
+    }
+    if (opts->help) {
+      std::fputs(helpText(), stdout);
+      return 0;
+    }
+    configureThreads();
+    if (opts->forward)
+      return runForward(*opts);
+    LocalCommunicator world;
+    return train(*opts, world);
+  }
+
+  Status init = initializeMpi(&argc, &argv);
+  if (!init.isOk()) {
+    printError(init.message());
+    return 1;
+  }
+  int code = 0;
+  {
+    std::unique_ptr<Communicator> world = createMpiWorld();
+    configureThreads();
+    if (!opts.isOk()) {
+      if (world->rank() == 0)
+        printError(opts.status().message());
+      code = 1;
+    } else if (opts->help) {
+      if (world->rank() == 0)
+        std::fputs(helpText(), stdout);
+    } else {
+      code = train(*opts, *world);
+    }
+  }
+  finalizeMpi();
+  return code;
+}
+
+} // namespace loom::runtime

@@ -1,0 +1,175 @@
+//===- Options.cpp - loom-run's command line ---------------------*- C++ -*-===//
+
+#include "runtime/driver/Options.h"
+
+#include <cerrno>
+#include <cstdlib>
+
+namespace loom::runtime {
+
+const char *helpText() {
+  return R"(usage:
+  [mpirun -np N] loom-run PLAN --data NAME=FILE.npy ... --steps K
+                 [--seed S] [--metrics FILE.jsonl] [--export-onnx FILE.onnx]
+                 [--quiet]
+  loom-run --forward MODEL.onnx --input NAME=FILE.npy ... --output-dir DIR
+
+Runs a .loomplan written by loomc: N ranks under mpirun (N must equal the
+plan's world size), or one rank without mpirun.
+
+training options:
+  PLAN                    the .loomplan file
+  --data NAME=FILE.npy    data for the graph input NAME (or NAME=target for
+                          the loss target); one per input of the plan. Dim 0
+                          indexes samples; step i uses samples
+                          [i*B, (i+1)*B) modulo the array length (B = global
+                          batch), split across data-parallel ranks.
+                          float32/float64 for float inputs, int64/int32 class
+                          ids for cross_entropy targets.
+  --steps K               number of training steps (required)
+  --seed S                accepted for reproducible launches; plans carry
+                          every initial value and data is not shuffled, so it
+                          does not change results yet
+  --metrics FILE.jsonl    rank 0 writes one JSON object per step: step, loss,
+                          step_time_s, tokens_per_s, samples_per_s,
+                          peak_memory_bytes
+  --export-onnx FILE      rank 0 writes the plan's ONNX model with the trained
+                          parameters (raw_data, external data inlined)
+  --quiet                 print only errors
+
+forward options:
+  --forward MODEL.onnx    compile MODEL with loomc --forward-only (loomc is
+                          found next to loom-run or in $LOOMC) and run it once
+  --input NAME=FILE.npy   the value of graph input NAME (one per input)
+  --output-dir DIR        where every graph output is written as
+                          DIR/<output name>.npy (created if missing)
+
+environment:
+  LOOM_NUM_THREADS        OpenMP and OpenBLAS threads per rank (default 1)
+  LOOMC                   the loomc executable for --forward
+
+Errors are printed once as 'loom-run: error: ...' and exit with status 1.
+)";
+}
+
+namespace {
+
+Status parseNameFile(const std::string &flag, const std::string &value,
+                     std::vector<std::pair<std::string, std::string>> &out) {
+  size_t eq = value.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == value.size())
+    return makeError("%s expects NAME=FILE.npy, got '%s'", flag.c_str(),
+                     value.c_str());
+  std::string name = value.substr(0, eq);
+  for (const auto &kv : out)
+    if (kv.first == name)
+      return makeError("%s '%s' given twice", flag.c_str(), name.c_str());
+  out.emplace_back(name, value.substr(eq + 1));
+  return Status::ok();
+}
+
+StatusOr<int64_t> parseInt(const std::string &flag, const std::string &value) {
+  char *end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(value.c_str(), &end, 10);
+  if (errno || end == value.c_str() || *end != '\0')
+    return makeError("%s expects an integer, got '%s'", flag.c_str(),
+                     value.c_str());
+  return static_cast<int64_t>(v);
+}
+
+} // namespace
+
+StatusOr<RunOptions> parseOptions(int argc, char **argv) {
+  RunOptions opts;
+  std::vector<std::string> positional;
+  bool sawData = false, sawInput = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg.size() < 2 || arg.compare(0, 2, "--") != 0) {
+      positional.push_back(arg);
+      continue;
+    }
+    std::string flag = arg, value;
+    bool inlineValue = false;
+    size_t eq = arg.find('=');
+    if (eq != std::string::npos) {
+      flag = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+      inlineValue = true;
+    }
+    if (flag == "--help" || flag == "-h") {
+      opts.help = true;
+      return opts;
+    }
+    if (flag == "--quiet") {
+      opts.quiet = true;
+      continue;
+    }
+    static const char *const withValue[] = {
+        "--data",    "--input",       "--steps",     "--seed",
+        "--metrics", "--export-onnx", "--output-dir", "--forward"};
+    bool known = false;
+    for (const char *f : withValue)
+      known |= flag == f;
+    if (!known)
+      return makeError("unknown option '%s'; see loom-run --help",
+                       flag.c_str());
+    if (!inlineValue) {
+      if (i + 1 >= argc)
+        return makeError("%s needs a value; see loom-run --help",
+                         flag.c_str());
+      value = argv[++i];
+    }
+    if (flag == "--data") {
+      sawData = true;
+      LOOM_RETURN_IF_ERROR(parseNameFile(flag, value, opts.data));
+    } else if (flag == "--input") {
+      sawInput = true;
+      LOOM_RETURN_IF_ERROR(parseNameFile(flag, value, opts.data));
+    } else if (flag == "--steps") {
+      LOOM_ASSIGN_OR_RETURN(opts.steps, parseInt(flag, value));
+      if (opts.steps < 1)
+        return makeError("--steps must be at least 1, got %lld",
+                         (long long)opts.steps);
+    } else if (flag == "--seed") {
+      LOOM_ASSIGN_OR_RETURN(opts.seed, parseInt(flag, value));
+    } else if (flag == "--metrics") {
+      opts.metricsPath = value;
+    } else if (flag == "--export-onnx") {
+      opts.exportOnnxPath = value;
+    } else if (flag == "--output-dir") {
+      opts.outputDir = value;
+    } else if (flag == "--forward") {
+      opts.forward = true;
+      opts.planPath = value;
+    }
+  }
+
+  if (opts.forward) {
+    if (!positional.empty())
+      return makeError("unexpected argument '%s' with --forward",
+                       positional[0].c_str());
+    if (sawData || opts.steps != -1 || !opts.metricsPath.empty() ||
+        !opts.exportOnnxPath.empty())
+      return makeError("--forward takes --input and --output-dir only");
+    if (opts.outputDir.empty())
+      return makeError("--forward needs --output-dir DIR");
+    return opts;
+  }
+  if (sawInput || !opts.outputDir.empty())
+    return makeError("--input and --output-dir belong to --forward; training "
+                     "takes --data NAME=FILE.npy");
+  if (positional.empty())
+    return makeError("no plan given; usage: loom-run PLAN --data "
+                     "NAME=FILE.npy ... --steps K (see --help)");
+  if (positional.size() > 1)
+    return makeError("unexpected argument '%s' (one plan per run)",
+                     positional[1].c_str());
+  opts.planPath = positional[0];
+  if (opts.steps == -1)
+    return makeError("missing --steps K");
+  return opts;
+}
+
+} // namespace loom::runtime

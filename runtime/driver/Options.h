@@ -1,0 +1,36 @@
+//===- Options.h - loom-run's command line -------------------------*- C++ -*-===//
+
+#ifndef LOOM_RUNTIME_DRIVER_OPTIONS_H
+#define LOOM_RUNTIME_DRIVER_OPTIONS_H
+
+#include "runtime/support/Status.h"
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace loom::runtime {
+
+struct RunOptions {
+  bool help = false;
+  bool forward = false;    // --forward MODEL.onnx
+  std::string planPath;    // training: PLAN; forward: MODEL.onnx
+  std::vector<std::pair<std::string, std::string>> data; // --data / --input
+  int64_t steps = -1;
+  int64_t seed = 0;
+  std::string metricsPath;
+  std::string exportOnnxPath;
+  std::string outputDir;
+  bool quiet = false;
+};
+
+/// Parses loom-run's arguments (`--flag value` or `--flag=value`).
+StatusOr<RunOptions> parseOptions(int argc, char **argv);
+
+/// The text `loom-run --help` prints.
+const char *helpText();
+
+} // namespace loom::runtime
+
+#endif // LOOM_RUNTIME_DRIVER_OPTIONS_H

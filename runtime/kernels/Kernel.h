@@ -1,0 +1,98 @@
+//===- Kernel.h - The kernel registry's contract ------------------*- C++ -*-===//
+//
+// Every op of docs/plan-format.md has a `KernelDef`: a `verify` function that
+// checks an instruction's operands at plan-load time (so kernels can trust
+// their inputs) and a `bind` function that turns the instruction into a
+// prepared call on arena pointers. The executor's hot loop only runs the
+// prepared calls.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_RUNTIME_KERNELS_KERNEL_H
+#define LOOM_RUNTIME_KERNELS_KERNEL_H
+
+#include "runtime/plan.pb.h"
+#include "runtime/support/Status.h"
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace loom::runtime {
+
+class Communicator;
+
+/// An instruction with its operand buffers resolved.
+struct OpView {
+  const plan::Plan &plan;
+  const plan::Instruction &inst;
+  std::vector<const plan::Buffer *> inputs;
+  std::vector<const plan::Buffer *> outputs;
+
+  std::vector<int64_t> inShape(size_t i) const;
+  std::vector<int64_t> outShape(size_t i) const;
+  int64_t inNumel(size_t i) const;
+  int64_t outNumel(size_t i) const;
+
+  /// A numeric attribute (`f` or `i`); `dflt` when absent, an error when
+  /// absent without a default or of another kind.
+  StatusOr<double> numAttr(const std::string &name,
+                           std::optional<double> dflt = std::nullopt) const;
+  /// A string attribute; `dflt` when absent.
+  StatusOr<std::string>
+  strAttr(const std::string &name,
+          std::optional<std::string> dflt = std::nullopt) const;
+  /// An `ints` attribute (required).
+  StatusOr<std::vector<int64_t>> intsAttr(const std::string &name) const;
+
+  /// Checks that every input and output has `dtype`.
+  Status expectAllDType(plan::DType dtype) const;
+  /// Checks that no output is also an input (ops that may not run in place).
+  Status expectNotInPlace() const;
+};
+
+/// What a running step tells the kernels.
+struct StepContext {
+  int64_t step = 0; // 0-based; AdamW uses t = step + 1
+};
+
+/// A prepared call: all pointers and sizes resolved at bind time.
+using KernelFn = std::function<Status(const StepContext &)>;
+
+/// What `bind` may ask of the executor.
+class BindContext {
+public:
+  virtual ~BindContext() = default;
+  /// Start of the program's arena.
+  virtual uint8_t *arena() = 0;
+  /// The communicator of the ranks that differ from this one only in `axes`
+  /// (mesh axis indices, sorted).
+  virtual Communicator *commForAxes(const std::vector<int64_t> &axes) = 0;
+
+  float *f32(const plan::Buffer *b) {
+    return reinterpret_cast<float *>(arena() + b->offset());
+  }
+  int64_t *i64(const plan::Buffer *b) {
+    return reinterpret_cast<int64_t *>(arena() + b->offset());
+  }
+};
+
+struct KernelDef {
+  std::string_view name;
+  int minInputs, maxInputs;
+  int minOutputs, maxOutputs;
+  /// Checks dtypes, shapes and attributes; the message needs no location.
+  Status (*verify)(const OpView &op);
+  StatusOr<KernelFn> (*bind)(const OpView &op, BindContext &ctx);
+};
+
+/// The kernel of op `name`, or null for an unknown op.
+const KernelDef *findKernel(std::string_view name);
+/// Every registered op name, for messages.
+std::string knownOpNames();
+
+} // namespace loom::runtime
+
+#endif // LOOM_RUNTIME_KERNELS_KERNEL_H

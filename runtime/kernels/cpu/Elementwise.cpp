@@ -1,0 +1,209 @@
+//===- Elementwise.cpp - Element-wise ops with broadcasting ------*- C++ -*-===//
+//
+// add/sub/mul/div (NumPy broadcasting to the output's shape), relu/tanh/
+// sigmoid and their gradients, scale and copy.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/Plan.h"
+#include "runtime/kernels/cpu/Broadcast.h"
+#include "runtime/kernels/cpu/CpuKernels.h"
+#include "runtime/support/HostTensor.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace loom::runtime::cpu {
+
+namespace {
+
+/// Applies `f` to every element: `y[i] = f(i)`.
+template <typename F> void forEach(int64_t n, F f) {
+#pragma omp parallel for schedule(static) if (n >= kParallelThreshold)
+  for (int64_t i = 0; i < n; ++i)
+    f(i);
+}
+
+template <typename F>
+KernelFn makeBinary(const float *a, const float *b, float *c,
+                    const std::vector<int64_t> &aShape,
+                    const std::vector<int64_t> &bShape,
+                    const std::vector<int64_t> &cShape, F f) {
+  int64_t n = numElements(cShape);
+  int64_t na = numElements(aShape), nb = numElements(bShape);
+  if (n == 0)
+    return [](const StepContext &) { return Status::ok(); };
+  if (na == n && nb == n)
+    return [=](const StepContext &) {
+      forEach(n, [&](int64_t i) { c[i] = f(a[i], b[i]); });
+      return Status::ok();
+    };
+  if (na == n && nb == 1)
+    return [=](const StepContext &) {
+      float s = b[0];
+      forEach(n, [&](int64_t i) { c[i] = f(a[i], s); });
+      return Status::ok();
+    };
+  if (na == 1 && nb == n)
+    return [=](const StepContext &) {
+      float s = a[0];
+      forEach(n, [&](int64_t i) { c[i] = f(s, b[i]); });
+      return Status::ok();
+    };
+  std::vector<int64_t> sa = broadcastStrides(aShape, cShape);
+  std::vector<int64_t> sb = broadcastStrides(bShape, cShape);
+  int64_t inner = cShape.back();
+  int64_t outer = n / inner;
+  return [=](const StepContext &) {
+    int64_t ia = sa.back(), ib = sb.back();
+#pragma omp parallel for schedule(static) if (n >= kParallelThreshold)
+    for (int64_t o = 0; o < outer; ++o) {
+      const float *pa = a + rowOffset(o, cShape, sa);
+      const float *pb = b + rowOffset(o, cShape, sb);
+      float *pc = c + o * inner;
+      for (int64_t i = 0; i < inner; ++i)
+        pc[i] = f(pa[i * ia], pb[i * ib]);
+    }
+    return Status::ok();
+  };
+}
+
+Status expectSameShape(const OpView &op) {
+  std::vector<int64_t> out = op.outShape(0);
+  for (size_t i = 0; i < op.inputs.size(); ++i)
+    if (op.inShape(i) != out)
+      return makeError("input %zu has shape %s, expected the output's %s", i,
+                       shapeToString(op.inShape(i)).c_str(),
+                       shapeToString(out).c_str());
+  return Status::ok();
+}
+
+} // namespace
+
+Status verifyBinary(const OpView &op) {
+  LOOM_RETURN_IF_ERROR(op.expectAllDType(plan::F32));
+  LOOM_RETURN_IF_ERROR(op.expectNotInPlace());
+  std::vector<int64_t> out = op.outShape(0);
+  for (size_t i = 0; i < 2; ++i)
+    if (!broadcastsTo(op.inShape(i), out))
+      return makeError("input %zu of shape %s does not broadcast to the "
+                       "output shape %s",
+                       i, shapeToString(op.inShape(i)).c_str(),
+                       shapeToString(out).c_str());
+  return Status::ok();
+}
+
+StatusOr<KernelFn> bindBinary(const OpView &op, BindContext &ctx) {
+  const float *a = ctx.f32(op.inputs[0]), *b = ctx.f32(op.inputs[1]);
+  float *c = ctx.f32(op.outputs[0]);
+  auto as = op.inShape(0), bs = op.inShape(1), cs = op.outShape(0);
+  const std::string &name = op.inst.op();
+  if (name == "add")
+    return makeBinary(a, b, c, as, bs, cs,
+                      [](float x, float y) { return x + y; });
+  if (name == "sub")
+    return makeBinary(a, b, c, as, bs, cs,
+                      [](float x, float y) { return x - y; });
+  if (name == "mul")
+    return makeBinary(a, b, c, as, bs, cs,
+                      [](float x, float y) { return x * y; });
+  return makeBinary(a, b, c, as, bs, cs,
+                    [](float x, float y) { return x / y; });
+}
+
+Status verifyUnary(const OpView &op) {
+  LOOM_RETURN_IF_ERROR(op.expectAllDType(plan::F32));
+  LOOM_RETURN_IF_ERROR(op.expectNotInPlace());
+  return expectSameShape(op);
+}
+
+StatusOr<KernelFn> bindUnary(const OpView &op, BindContext &ctx) {
+  const float *x = ctx.f32(op.inputs[0]);
+  float *y = ctx.f32(op.outputs[0]);
+  int64_t n = op.outNumel(0);
+  const std::string &name = op.inst.op();
+  if (name == "relu")
+    return KernelFn([=](const StepContext &) {
+      forEach(n, [&](int64_t i) { y[i] = x[i] > 0.0f ? x[i] : 0.0f; });
+      return Status::ok();
+    });
+  if (name == "tanh")
+    return KernelFn([=](const StepContext &) {
+      forEach(n, [&](int64_t i) { y[i] = std::tanh(x[i]); });
+      return Status::ok();
+    });
+  return KernelFn([=](const StepContext &) {
+    forEach(n, [&](int64_t i) { y[i] = 1.0f / (1.0f + std::exp(-x[i])); });
+    return Status::ok();
+  });
+}
+
+Status verifyUnaryGrad(const OpView &op) {
+  LOOM_RETURN_IF_ERROR(op.expectAllDType(plan::F32));
+  LOOM_RETURN_IF_ERROR(op.expectNotInPlace());
+  return expectSameShape(op);
+}
+
+StatusOr<KernelFn> bindUnaryGrad(const OpView &op, BindContext &ctx) {
+  const float *dy = ctx.f32(op.inputs[0]), *v = ctx.f32(op.inputs[1]);
+  float *dx = ctx.f32(op.outputs[0]);
+  int64_t n = op.outNumel(0);
+  const std::string &name = op.inst.op();
+  if (name == "relu_grad")
+    return KernelFn([=](const StepContext &) {
+      forEach(n, [&](int64_t i) { dx[i] = v[i] > 0.0f ? dy[i] : 0.0f; });
+      return Status::ok();
+    });
+  if (name == "tanh_grad")
+    return KernelFn([=](const StepContext &) {
+      forEach(n, [&](int64_t i) { dx[i] = dy[i] * (1.0f - v[i] * v[i]); });
+      return Status::ok();
+    });
+  return KernelFn([=](const StepContext &) {
+    forEach(n, [&](int64_t i) { dx[i] = dy[i] * v[i] * (1.0f - v[i]); });
+    return Status::ok();
+  });
+}
+
+Status verifyScale(const OpView &op) {
+  LOOM_RETURN_IF_ERROR(op.expectAllDType(plan::F32));
+  LOOM_RETURN_IF_ERROR(op.numAttr("factor").status());
+  return expectSameShape(op);
+}
+
+StatusOr<KernelFn> bindScale(const OpView &op, BindContext &ctx) {
+  LOOM_ASSIGN_OR_RETURN(double factorD, op.numAttr("factor"));
+  float factor = static_cast<float>(factorD);
+  const float *x = ctx.f32(op.inputs[0]);
+  float *y = ctx.f32(op.outputs[0]);
+  int64_t n = op.outNumel(0);
+  return KernelFn([=](const StepContext &) {
+    forEach(n, [&](int64_t i) { y[i] = x[i] * factor; });
+    return Status::ok();
+  });
+}
+
+Status verifyCopy(const OpView &op) {
+  LOOM_RETURN_IF_ERROR(op.expectNotInPlace());
+  if (op.inputs[0]->dtype() != op.outputs[0]->dtype())
+    return makeError("input is %s but output is %s",
+                     dtypeName(op.inputs[0]->dtype()),
+                     dtypeName(op.outputs[0]->dtype()));
+  if (op.inNumel(0) != op.outNumel(0))
+    return makeError("input %s and output %s differ in element count",
+                     shapeToString(op.inShape(0)).c_str(),
+                     shapeToString(op.outShape(0)).c_str());
+  return Status::ok();
+}
+
+StatusOr<KernelFn> bindCopy(const OpView &op, BindContext &ctx) {
+  const uint8_t *x = ctx.arena() + op.inputs[0]->offset();
+  uint8_t *y = ctx.arena() + op.outputs[0]->offset();
+  size_t bytes = op.outputs[0]->size_bytes();
+  return KernelFn([=](const StepContext &) {
+    std::memmove(y, x, bytes);
+    return Status::ok();
+  });
+}
+
+} // namespace loom::runtime::cpu

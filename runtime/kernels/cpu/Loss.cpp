@@ -1,0 +1,181 @@
+//===- Loss.cpp - cross_entropy and mse with their gradients -----*- C++ -*-===//
+//
+// Losses accumulate in double and use the log-sum-exp trick, so they stay
+// finite for large logits.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/Plan.h"
+#include "runtime/kernels/cpu/CpuKernels.h"
+#include "runtime/support/HostTensor.h"
+
+#include <cmath>
+
+namespace loom::runtime::cpu {
+
+namespace {
+
+Status verifyCrossEntropyOperands(const OpView &op) {
+  const plan::Buffer *logits = op.inputs[0], *target = op.inputs[1];
+  if (logits->dtype() != plan::F32)
+    return makeError("logits are %s, expected f32", dtypeName(logits->dtype()));
+  if (target->dtype() != plan::I64)
+    return makeError("target is %s, expected i64 class ids",
+                     dtypeName(target->dtype()));
+  if (op.outputs[0]->dtype() != plan::F32)
+    return makeError("output is %s, expected f32",
+                     dtypeName(op.outputs[0]->dtype()));
+  std::vector<int64_t> ls = op.inShape(0);
+  if (ls.empty() || ls.back() < 1)
+    return makeError("logits shape %s has no class dimension",
+                     shapeToString(ls).c_str());
+  int64_t rows = numElements(ls) / ls.back();
+  if (op.inNumel(1) != rows)
+    return makeError("target %s has %lld elements, expected one per logits "
+                     "row (%lld)",
+                     shapeToString(op.inShape(1)).c_str(),
+                     (long long)op.inNumel(1), (long long)rows);
+  return op.expectNotInPlace();
+}
+
+Status classOutOfRange(int64_t row, int64_t cls, int64_t classes) {
+  return makeError("target class id %lld in row %lld is outside [0, %lld)",
+                   (long long)cls, (long long)row, (long long)classes);
+}
+
+} // namespace
+
+Status verifyCrossEntropy(const OpView &op) {
+  LOOM_RETURN_IF_ERROR(verifyCrossEntropyOperands(op));
+  if (op.outNumel(0) != 1)
+    return makeError("loss output %s must be a scalar",
+                     shapeToString(op.outShape(0)).c_str());
+  return Status::ok();
+}
+
+StatusOr<KernelFn> bindCrossEntropy(const OpView &op, BindContext &ctx) {
+  const float *logits = ctx.f32(op.inputs[0]);
+  const int64_t *target = ctx.i64(op.inputs[1]);
+  float *loss = ctx.f32(op.outputs[0]);
+  int64_t classes = op.inShape(0).back();
+  int64_t rows = op.inNumel(0) / classes;
+  return KernelFn([=](const StepContext &) {
+    double total = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      const float *row = logits + r * classes;
+      int64_t t = target[r];
+      if (t < 0 || t >= classes)
+        return classOutOfRange(r, t, classes);
+      float mx = row[0];
+      for (int64_t c = 1; c < classes; ++c)
+        mx = std::max(mx, row[c]);
+      double sum = 0;
+      for (int64_t c = 0; c < classes; ++c)
+        sum += std::exp(static_cast<double>(row[c]) - mx);
+      total += mx + std::log(sum) - row[t];
+    }
+    loss[0] = rows ? static_cast<float>(total / rows) : 0.0f;
+    return Status::ok();
+  });
+}
+
+Status verifyCrossEntropyGrad(const OpView &op) {
+  LOOM_RETURN_IF_ERROR(verifyCrossEntropyOperands(op));
+  if (op.outShape(0) != op.inShape(0))
+    return makeError("output shape %s differs from the logits shape %s",
+                     shapeToString(op.outShape(0)).c_str(),
+                     shapeToString(op.inShape(0)).c_str());
+  return Status::ok();
+}
+
+StatusOr<KernelFn> bindCrossEntropyGrad(const OpView &op, BindContext &ctx) {
+  const float *logits = ctx.f32(op.inputs[0]);
+  const int64_t *target = ctx.i64(op.inputs[1]);
+  float *grad = ctx.f32(op.outputs[0]);
+  int64_t classes = op.inShape(0).back();
+  int64_t rows = op.inNumel(0) / classes;
+  return KernelFn([=](const StepContext &) {
+    for (int64_t r = 0; r < rows; ++r)
+      if (target[r] < 0 || target[r] >= classes)
+        return classOutOfRange(r, target[r], classes);
+    double invRows = 1.0 / static_cast<double>(rows);
+#pragma omp parallel for schedule(static) if (rows * classes >= kParallelThreshold)
+    for (int64_t r = 0; r < rows; ++r) {
+      const float *row = logits + r * classes;
+      float *g = grad + r * classes;
+      float mx = row[0];
+      for (int64_t c = 1; c < classes; ++c)
+        mx = std::max(mx, row[c]);
+      double sum = 0;
+      for (int64_t c = 0; c < classes; ++c)
+        sum += std::exp(static_cast<double>(row[c]) - mx);
+      for (int64_t c = 0; c < classes; ++c) {
+        double p = std::exp(static_cast<double>(row[c]) - mx) / sum;
+        g[c] = static_cast<float>((p - (c == target[r] ? 1.0 : 0.0)) * invRows);
+      }
+    }
+    return Status::ok();
+  });
+}
+
+namespace {
+
+Status verifyMseOperands(const OpView &op) {
+  LOOM_RETURN_IF_ERROR(op.expectAllDType(plan::F32));
+  LOOM_RETURN_IF_ERROR(op.expectNotInPlace());
+  if (op.inNumel(0) != op.inNumel(1))
+    return makeError("prediction %s and target %s differ in element count",
+                     shapeToString(op.inShape(0)).c_str(),
+                     shapeToString(op.inShape(1)).c_str());
+  return Status::ok();
+}
+
+} // namespace
+
+Status verifyMse(const OpView &op) {
+  LOOM_RETURN_IF_ERROR(verifyMseOperands(op));
+  if (op.outNumel(0) != 1)
+    return makeError("loss output %s must be a scalar",
+                     shapeToString(op.outShape(0)).c_str());
+  return Status::ok();
+}
+
+StatusOr<KernelFn> bindMse(const OpView &op, BindContext &ctx) {
+  const float *pred = ctx.f32(op.inputs[0]), *target = ctx.f32(op.inputs[1]);
+  float *loss = ctx.f32(op.outputs[0]);
+  int64_t n = op.inNumel(0);
+  return KernelFn([=](const StepContext &) {
+    double sum = 0;
+#pragma omp parallel for reduction(+ : sum) if (n >= kParallelThreshold)
+    for (int64_t i = 0; i < n; ++i) {
+      double d = static_cast<double>(pred[i]) - target[i];
+      sum += d * d;
+    }
+    loss[0] = n ? static_cast<float>(sum / n) : 0.0f;
+    return Status::ok();
+  });
+}
+
+Status verifyMseGrad(const OpView &op) {
+  LOOM_RETURN_IF_ERROR(verifyMseOperands(op));
+  if (op.outShape(0) != op.inShape(0))
+    return makeError("output shape %s differs from the prediction shape %s",
+                     shapeToString(op.outShape(0)).c_str(),
+                     shapeToString(op.inShape(0)).c_str());
+  return Status::ok();
+}
+
+StatusOr<KernelFn> bindMseGrad(const OpView &op, BindContext &ctx) {
+  const float *pred = ctx.f32(op.inputs[0]), *target = ctx.f32(op.inputs[1]);
+  float *grad = ctx.f32(op.outputs[0]);
+  int64_t n = op.inNumel(0);
+  float factor = n ? 2.0f / static_cast<float>(n) : 0.0f;
+  return KernelFn([=](const StepContext &) {
+#pragma omp parallel for schedule(static) if (n >= kParallelThreshold)
+    for (int64_t i = 0; i < n; ++i)
+      grad[i] = factor * (pred[i] - target[i]);
+    return Status::ok();
+  });
+}
+
+} // namespace loom::runtime::cpu

@@ -1,0 +1,30 @@
+//===- Status.cpp - Error values for the runtime ----------------*- C++ -*-===//
+
+#include "runtime/support/Status.h"
+
+#include <cstdarg>
+#include <cstdio>
+#include <vector>
+
+namespace loom::runtime {
+
+Status Status::withContext(const std::string &prefix) const {
+  if (isOk())
+    return *this;
+  return Status::error(prefix + ": " + msg);
+}
+
+Status makeError(const char *fmt, ...) {
+  va_list args;
+  va_start(args, fmt);
+  va_list copy;
+  va_copy(copy, args);
+  int len = std::vsnprintf(nullptr, 0, fmt, copy);
+  va_end(copy);
+  std::vector<char> buf(len > 0 ? len + 1 : 1);
+  std::vsnprintf(buf.data(), buf.size(), fmt, args);
+  va_end(args);
+  return Status::error(std::string(buf.data()));
+}
+
+} // namespace loom::runtime

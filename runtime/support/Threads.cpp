@@ -1,0 +1,25 @@
+//===- Threads.cpp - Threads per rank for OpenMP and OpenBLAS ----*- C++ -*-===//
+
+#include "runtime/support/Threads.h"
+
+#include <cblas.h>
+#include <omp.h>
+
+#include <cstdlib>
+
+namespace loom::runtime {
+
+int configureThreads() {
+  int threads = 1;
+  if (const char *env = std::getenv("LOOM_NUM_THREADS")) {
+    char *end = nullptr;
+    long v = std::strtol(env, &end, 10);
+    if (end != env && *end == '\0' && v >= 1 && v <= 1024)
+      threads = static_cast<int>(v);
+  }
+  omp_set_num_threads(threads);
+  openblas_set_num_threads(threads);
+  return threads;
+}
+
+} // namespace loom::runtime

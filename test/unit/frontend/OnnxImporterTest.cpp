@@ -1,0 +1,570 @@
+//===- OnnxImporterTest.cpp - Units for the ONNX importer -------*- C++ -*-===//
+//
+// Models are written as ONNX text into a temporary directory and imported
+// from there; real binary files come from Debian's libonnx-testdata.
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontend/OnnxImporter.h"
+
+#include "ir/LoomDialect.h"
+#include "ir/LoomOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <gtest/gtest.h>
+
+using namespace mlir;
+using namespace mlir::loom;
+
+namespace {
+
+class OnnxImporterTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("loom-frontend", dir));
+    handler = std::make_unique<ScopedDiagnosticHandler>(
+        &ctx, [this](Diagnostic &diag) {
+          errors.push_back(diag.str());
+          return success();
+        });
+  }
+  void TearDown() override { llvm::sys::fs::remove_directories(dir); }
+
+  std::string write(StringRef name, StringRef contents) {
+    SmallString<128> path(dir);
+    llvm::sys::path::append(path, name);
+    std::error_code ec;
+    llvm::raw_fd_ostream os(path, ec);
+    EXPECT_FALSE(ec) << ec.message();
+    os << contents;
+    return std::string(path);
+  }
+
+  OwningOpRef<ModuleOp> importText(StringRef text,
+                                   const OnnxImportOptions &options = {}) {
+    return importOnnxFile(&ctx, write("model.onnxtext", text), options);
+  }
+
+  /// The single error reported, or "" (and a test failure) otherwise.
+  std::string onlyError() {
+    EXPECT_EQ(errors.size(), 1u);
+    return errors.empty() ? "" : errors.front();
+  }
+
+  static func::FuncOp mainOf(ModuleOp module) {
+    return module.lookupSymbol<func::FuncOp>("main");
+  }
+
+  static SmallVector<std::string> opNames(ModuleOp module) {
+    SmallVector<std::string> names;
+    mainOf(module).walk([&](Operation *op) {
+      if (!isa<func::FuncOp>(op))
+        names.push_back(op->getName().getStringRef().str());
+    });
+    return names;
+  }
+
+  MLIRContext ctx;
+  SmallString<128> dir;
+  std::vector<std::string> errors;
+  std::unique_ptr<ScopedDiagnosticHandler> handler;
+};
+
+using Names = SmallVector<std::string>;
+
+constexpr const char *kMlp = R"(
+// Lines starting with // are lit's; the importer blanks them.
+<ir_version: 8, opset_import: ["" : 17]>
+mlp (float[N, 1, 2, 2] x) => (float[N, 3] y)
+  <float[4, 5] w1 = {1.0,2.0,3.0,4.0,5.0,1.0,2.0,3.0,4.0,5.0,1.0,2.0,3.0,4.0,5.0,1.0,2.0,3.0,4.0,5.0},
+   float[5] b1 = {1.0,2.0,3.0,4.0,5.0},
+   float[3, 5] w2 = {1.0,2.0,3.0,4.0,5.0,1.0,2.0,3.0,4.0,5.0,1.0,2.0,3.0,4.0,5.0},
+   float[3] b2 = {0.0, 0.0, 0.0},
+   int64[2] s = {-1, 4},
+   float[7] unused = {1.0,2.0,3.0,4.0,5.0,6.0,7.0}>
+{
+  # ONNX's own comments work too.
+  f = Reshape(x, s)
+  h = Gemm(f, w1, b1)
+  r = Relu(h)
+  y = Gemm<transB = 1>(r, w2, b2)
+}
+)";
+
+//===----------------------------------------------------------------------===//
+// Structure of the module
+//===----------------------------------------------------------------------===//
+
+TEST_F(OnnxImporterTest, MlpArgumentsResultsAndModuleAttributes) {
+  OnnxImportOptions options;
+  options.batchSize = 8;
+  auto module = importText(kMlp, options);
+  ASSERT_TRUE(module) << (errors.empty() ? "" : errors.front());
+  auto func = mainOf(*module);
+  ASSERT_TRUE(func);
+
+  // Graph input, then float initializers used as data, in initializer order;
+  // the integer shape and the unused initializer are not parameters.
+  ASSERT_EQ(func.getNumArguments(), 5u);
+  EXPECT_EQ(func.getArgAttrOfType<StringAttr>(0, attr::kInput).getValue(),
+            "x");
+  const char *params[] = {"w1", "b1", "w2", "b2"};
+  for (auto [i, name] : llvm::enumerate(params))
+    EXPECT_EQ(
+        func.getArgAttrOfType<StringAttr>(i + 1, attr::kParam).getValue(),
+        name);
+  EXPECT_EQ(func.getFunctionType().getInput(0),
+            RankedTensorType::get({8, 1, 2, 2}, Float32Type::get(&ctx)));
+  ASSERT_EQ(func.getNumResults(), 1u);
+  EXPECT_EQ(func.getResultAttrOfType<StringAttr>(0, attr::kOutput).getValue(),
+            "y");
+  EXPECT_EQ(func.getFunctionType().getResult(0),
+            RankedTensorType::get({8, 3}, Float32Type::get(&ctx)));
+
+  auto path = (*module)->getAttrOfType<StringAttr>("loom.model_path");
+  ASSERT_TRUE(path);
+  EXPECT_TRUE(llvm::sys::path::is_absolute(path.getValue()));
+  EXPECT_TRUE(path.getValue().ends_with("model.onnxtext"));
+  auto opset = (*module)->getAttrOfType<IntegerAttr>("loom.opset");
+  ASSERT_TRUE(opset);
+  EXPECT_EQ(opset.getInt(), 17);
+
+  EXPECT_EQ(opNames(*module),
+            (Names{"loom.reshape", "loom.matmul", "loom.add", "loom.relu",
+                   "loom.matmul", "loom.add", "func.return"}));
+  EXPECT_TRUE(errors.empty());
+}
+
+TEST_F(OnnxImporterTest, NodeLocationsNameTheNodeAndLine) {
+  OnnxImportOptions options;
+  options.batchSize = 2;
+  auto module = importText(kMlp, options);
+  ASSERT_TRUE(module);
+  ReluOp relu;
+  mainOf(*module).walk([&](ReluOp op) { relu = op; });
+  ASSERT_TRUE(relu);
+  auto name = dyn_cast<NameLoc>(relu.getLoc());
+  ASSERT_TRUE(name);
+  EXPECT_EQ(name.getName().getValue(), "Relu_2");
+  auto file = dyn_cast<FileLineColLoc>(name.getChildLoc());
+  ASSERT_TRUE(file);
+  EXPECT_TRUE(file.getFilename().getValue().ends_with("model.onnxtext"));
+  EXPECT_EQ(file.getLine(), 15u);
+  EXPECT_EQ(file.getColumn(), 3u);
+}
+
+//===----------------------------------------------------------------------===//
+// Op mappings
+//===----------------------------------------------------------------------===//
+
+TEST_F(OnnxImporterTest, GemmAttributesBecomeTransposesAndScales) {
+  auto module = importText(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[3, 4] a, float[5, 3] b, float[5] c) => (float[4, 5] y) {
+  y = Gemm<alpha = 0.5, beta = 2.0, transA = 1, transB = 1>(a, b, c)
+}
+)");
+  ASSERT_TRUE(module);
+  EXPECT_EQ(opNames(*module), (Names{"loom.matmul", "loom.scale", "loom.scale",
+                                     "loom.add", "func.return"}));
+  MatmulOp mm;
+  SmallVector<double> factors;
+  mainOf(*module).walk([&](Operation *op) {
+    if (auto m = dyn_cast<MatmulOp>(op))
+      mm = m;
+    if (auto s = dyn_cast<ScaleOp>(op))
+      factors.push_back(s.getFactor().convertToDouble());
+  });
+  ASSERT_TRUE(mm);
+  EXPECT_TRUE(mm.getTransposeLhs());
+  EXPECT_TRUE(mm.getTransposeRhs());
+  EXPECT_EQ(factors, (SmallVector<double>{0.5, 2.0}));
+}
+
+TEST_F(OnnxImporterTest, GemmWithBetaZeroDropsTheBiasParameter) {
+  auto module = importText(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2, 4] x) => (float[2, 3] y) <float[4, 3] w = {1.0,1.0,1.0,1.0,1.0,1.0,1.0,1.0,1.0,1.0,1.0,1.0}, float[3] c = {1.0,2.0,3.0}> {
+  y = Gemm<beta = 0.0>(x, w, c)
+}
+)");
+  ASSERT_TRUE(module);
+  EXPECT_EQ(opNames(*module), (Names{"loom.matmul", "func.return"}));
+  EXPECT_EQ(mainOf(*module).getNumArguments(), 2u);
+}
+
+TEST_F(OnnxImporterTest, ElementwiseOpsBroadcast) {
+  auto module = importText(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2, 3] x, float[3] v, float[2, 1] u) => (float[2, 3] y) {
+  a = Add(x, v)
+  s = Sub(a, u)
+  m = Mul(s, x)
+  d = Div(m, v)
+  t = Tanh(d)
+  r = Relu(t)
+  y = Sigmoid(r)
+}
+)");
+  ASSERT_TRUE(module);
+  EXPECT_EQ(opNames(*module),
+            (Names{"loom.add", "loom.sub", "loom.mul", "loom.div", "loom.tanh",
+                   "loom.relu", "loom.sigmoid", "func.return"}));
+}
+
+TEST_F(OnnxImporterTest, ReshapeSpecKeepsSharedLeadingDimensions) {
+  auto module = importText(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[4, 2, 3] x) => (float[4, 6] y) {
+  s = Constant<value = int64[2] {4, 6}>()
+  y = Reshape(x, s)
+}
+)");
+  ASSERT_TRUE(module);
+  ReshapeOp reshape;
+  mainOf(*module).walk([&](ReshapeOp op) { reshape = op; });
+  ASSERT_TRUE(reshape);
+  EXPECT_EQ(reshape.getShape(), (ArrayRef<int64_t>{0, -1}));
+}
+
+TEST_F(OnnxImporterTest, BatchBakedIntoReshapeFollowsTheBatchSize) {
+  OnnxImportOptions options;
+  options.batchSize = 16;
+  auto module = importText(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[4, 2, 3] x) => (float[4, 6] y) <int64[2] s = {4, -1}> {
+  y = Reshape(x, s)
+}
+)",
+                           options);
+  ASSERT_TRUE(module) << onlyError();
+  EXPECT_EQ(mainOf(*module).getFunctionType().getResult(0),
+            RankedTensorType::get({16, 6}, Float32Type::get(&ctx)));
+}
+
+TEST_F(OnnxImporterTest, FlattenBecomesReshape) {
+  auto module = importText(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2, 3, 4, 5] x) => (float[6, 20] y) {
+  y = Flatten<axis = -2>(x)
+}
+)");
+  ASSERT_TRUE(module);
+  EXPECT_EQ(mainOf(*module).getFunctionType().getResult(0),
+            RankedTensorType::get({6, 20}, Float32Type::get(&ctx)));
+  EXPECT_EQ(opNames(*module), (Names{"loom.reshape", "func.return"}));
+}
+
+TEST_F(OnnxImporterTest, IdentityForwardsDataAndShapeOperands) {
+  auto module = importText(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2, 6] x) => (float[2, 3, 2] y) <int64[3] s = {2, 3, 2}> {
+  i = Identity(x)
+  t = Identity(s)
+  y = Reshape(i, t)
+}
+)");
+  ASSERT_TRUE(module) << onlyError();
+  EXPECT_EQ(opNames(*module), (Names{"loom.reshape", "func.return"}));
+}
+
+TEST_F(OnnxImporterTest, ShapeSubgraphsFoldIntoReshapeOperands) {
+  OnnxImportOptions options;
+  options.batchSize = 8;
+  auto module = importText(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[N, 1, 2, 2] x) => (float[N, 4] y) <int64[1] i = {0}, int64[1] m = {-1}> {
+  s = Shape(x)
+  d = Gather<axis = 0>(s, i)
+  c = Concat<axis = 0>(d, m)
+  y = Reshape(x, c)
+}
+)",
+                           options);
+  ASSERT_TRUE(module) << onlyError();
+  EXPECT_EQ(opNames(*module), (Names{"loom.reshape", "func.return"}));
+  EXPECT_EQ(mainOf(*module).getFunctionType().getResult(0),
+            RankedTensorType::get({8, 4}, Float32Type::get(&ctx)));
+}
+
+TEST_F(OnnxImporterTest, FloatConstantsBecomeLoomConstants) {
+  auto module = importText(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2, 3] x) => (float[2, 3] y) {
+  c = Constant<value_float = 0.5>()
+  y = Mul(x, c)
+}
+)");
+  ASSERT_TRUE(module);
+  ConstantOp constant;
+  mainOf(*module).walk([&](ConstantOp op) { constant = op; });
+  ASSERT_TRUE(constant);
+  EXPECT_EQ(constant.getType(),
+            RankedTensorType::get({}, Float32Type::get(&ctx)));
+}
+
+TEST_F(OnnxImporterTest, GraphInputThatIsAnInitializerIsAParameter) {
+  // Exporters before IR version 4 list every initializer as a graph input.
+  auto module = importText(R"(
+<ir_version: 3, opset_import: ["" : 9]>
+g (float[2, 3] x, float[3] b) => (float[2, 3] y) <float[3] b = {1.0, 2.0, 3.0}> {
+  y = Add(x, b)
+}
+)");
+  ASSERT_TRUE(module) << onlyError();
+  auto func = mainOf(*module);
+  ASSERT_EQ(func.getNumArguments(), 2u);
+  EXPECT_EQ(func.getArgAttrOfType<StringAttr>(0, attr::kInput).getValue(),
+            "x");
+  EXPECT_EQ(func.getArgAttrOfType<StringAttr>(1, attr::kParam).getValue(),
+            "b");
+}
+
+TEST_F(OnnxImporterTest, InputShapesOverrideWinsOverBatchSize) {
+  OnnxImportOptions options;
+  options.batchSize = 8;
+  options.inputShapes["x"] = {3, 4};
+  auto module = importText(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[N, 4] x, float[N, 4] z) => (float[N, 4] y, float[N, 4] w) {
+  y = Relu(x)
+  w = Relu(z)
+}
+)",
+                           options);
+  ASSERT_TRUE(module) << onlyError();
+  auto type = mainOf(*module).getFunctionType();
+  EXPECT_EQ(type.getInput(0),
+            RankedTensorType::get({3, 4}, Float32Type::get(&ctx)));
+  EXPECT_EQ(type.getInput(1),
+            RankedTensorType::get({8, 4}, Float32Type::get(&ctx)));
+}
+
+//===----------------------------------------------------------------------===//
+// Diagnostics
+//===----------------------------------------------------------------------===//
+
+TEST_F(OnnxImporterTest, UnsupportedOpNamesOpOpsetAndNode) {
+  EXPECT_FALSE(importText(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2, 3] x) => (float[2, 3] y) {
+  h = Relu(x)
+  y = Hardmax(h)
+}
+)"));
+  EXPECT_EQ(onlyError(), "unsupported ONNX op 'Hardmax' (opset 17) at node "
+                         "'Hardmax_1'; run 'loomc --list-ops' for the "
+                         "supported set");
+}
+
+TEST_F(OnnxImporterTest, LegacyBroadcastOpsetIsUnsupported) {
+  EXPECT_FALSE(importText(R"(
+<ir_version: 3, opset_import: ["" : 6]>
+g (float[2, 3] x, float[2, 3] z) => (float[2, 3] y) {
+  y = Add(x, z)
+}
+)"));
+  EXPECT_EQ(onlyError(), "unsupported ONNX op 'Add' (opset 6) at node "
+                         "'Add_0'; run 'loomc --list-ops' for the supported "
+                         "set");
+}
+
+TEST_F(OnnxImporterTest, DynamicDimensionWithoutBatchSize) {
+  EXPECT_FALSE(importText(kMlp));
+  EXPECT_EQ(onlyError(), "graph input 'x' at node 'Reshape_0' has a dynamic "
+                         "shape (dimension 0 is 'N'); set the batch size or "
+                         "the input shape");
+}
+
+TEST_F(OnnxImporterTest, MalformedTextSaysWhereAndWhat) {
+  std::string path = write("bad.onnxtext", R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[2, 3] x) => (float[2, 3] y) {
+  y = Relu(x
+}
+)");
+  EXPECT_FALSE(importOnnxFile(&ctx, path, {}));
+  EXPECT_EQ(onlyError(), "cannot parse '" + path +
+                             "' as an ONNX model: expected character ) not "
+                             "found at line 4, column 1");
+}
+
+TEST_F(OnnxImporterTest, InputShapeWithWrongRank) {
+  OnnxImportOptions options;
+  options.inputShapes["x"] = {2, 3, 4};
+  EXPECT_FALSE(importText(kMlp, options));
+  EXPECT_EQ(onlyError(), "input shape for 'x' has rank 3 but the model's "
+                         "input has rank 4");
+}
+
+TEST_F(OnnxImporterTest, InputShapeForUnknownInput) {
+  OnnxImportOptions options;
+  options.inputShapes["nope"] = {2};
+  std::string path = write("model.onnxtext", kMlp);
+  EXPECT_FALSE(importOnnxFile(&ctx, path, options));
+  EXPECT_EQ(onlyError(), "cannot set the shape of unknown input 'nope'; the "
+                         "graph inputs of '" +
+                             path + "' are: x");
+}
+
+TEST_F(OnnxImporterTest, IntegerGraphInputIsRejected) {
+  EXPECT_FALSE(importText(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (int64[2, 3] x) => (int64[2, 3] y) {
+  y = Identity(x)
+}
+)"));
+  EXPECT_EQ(onlyError(), "graph input 'x' at node 'Identity_0' has element "
+                         "type int64; only float32 is supported");
+}
+
+TEST_F(OnnxImporterTest, BatchedMatMulIsUnsupported) {
+  EXPECT_FALSE(importText(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2, 3, 4] x, float[2, 4, 5] w) => (float[2, 3, 5] y) {
+  y = MatMul(x, w)
+}
+)"));
+  EXPECT_EQ(onlyError(), "unsupported MatMul of shapes 2x3x4 and 2x4x5 at "
+                         "node 'MatMul_0': loom.matmul needs a left operand "
+                         "of rank >= 2 and a right operand of rank 2");
+}
+
+TEST_F(OnnxImporterTest, ReshapeShapeFromAGraphInputIsRejected) {
+  EXPECT_FALSE(importText(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2, 6] x, int64[2] s) => (float[3, 4] y) {
+  y = Reshape(x, s)
+}
+)"));
+  EXPECT_EQ(onlyError(), "graph input 's' at node 'Reshape_0' has element "
+                         "type int64; only float32 is supported");
+}
+
+TEST_F(OnnxImporterTest, NonBroadcastingOperandsAreReported) {
+  EXPECT_FALSE(importText(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2, 3] x, float[4] z) => (float[2, 3] y) {
+  y = Add(x, z)
+}
+)"));
+  ASSERT_FALSE(errors.empty());
+  EXPECT_NE(errors.back().find("do not broadcast"), std::string::npos)
+      << errors.back();
+}
+
+TEST_F(OnnxImporterTest, NewerOpsetIsRejected) {
+  EXPECT_FALSE(importText(R"(
+<ir_version: 8, opset_import: ["" : 18]>
+g (float[2, 3] x) => (float[2, 3] y) {
+  y = Relu(x)
+}
+)"));
+  EXPECT_NE(onlyError().find("uses ONNX opset 18; supported opsets are 1-17"),
+            std::string::npos);
+}
+
+TEST_F(OnnxImporterTest, MissingFile) {
+  EXPECT_FALSE(importOnnxFile(&ctx, (dir + "/absent.onnx").str(), {}));
+  EXPECT_EQ(onlyError(), "cannot open '" + std::string(dir) +
+                             "/absent.onnx': no such file or directory");
+}
+
+TEST_F(OnnxImporterTest, GarbageAndEmptyBinaryFiles) {
+  std::string garbage = write("garbage.onnx", "\xff\xff\xff\xff not onnx");
+  EXPECT_FALSE(importOnnxFile(&ctx, garbage, {}));
+  EXPECT_EQ(onlyError(), "cannot parse '" + garbage +
+                             "' as an ONNX model: not a valid protobuf "
+                             "message (truncated or not an ONNX file)");
+  errors.clear();
+  std::string empty = write("empty.onnx", "");
+  EXPECT_FALSE(importOnnxFile(&ctx, empty, {}));
+  EXPECT_EQ(onlyError(), "cannot parse '" + empty +
+                             "' as an ONNX model: no graph or IR version "
+                             "(empty or not an ONNX file)");
+}
+
+TEST_F(OnnxImporterTest, ListsSupportedOps) {
+  std::string ops = listSupportedOnnxOps();
+  EXPECT_NE(ops.find("Gemm  1-17\n"), std::string::npos) << ops;
+  EXPECT_NE(ops.find("Add  7-17\n"), std::string::npos) << ops;
+  EXPECT_NE(ops.find("Reshape  1-17\n"), std::string::npos) << ops;
+}
+
+//===----------------------------------------------------------------------===//
+// Real binary files (ONNX's node conformance models)
+//===----------------------------------------------------------------------===//
+
+class OnnxConformanceTest : public OnnxImporterTest {
+protected:
+  std::string model(StringRef test) {
+    return (Twine(LOOM_ONNX_TESTDATA_DIR) + "/" + test + "/model.onnx").str();
+  }
+  void SetUp() override {
+    OnnxImporterTest::SetUp();
+    if (!llvm::sys::fs::is_directory(LOOM_ONNX_TESTDATA_DIR))
+      GTEST_SKIP() << "libonnx-testdata is not installed";
+  }
+};
+
+TEST_F(OnnxConformanceTest, SupportedNodeModelsImport) {
+  const char *tests[] = {
+      "test_gemm_all_attributes",
+      "test_gemm_alpha",
+      "test_gemm_beta",
+      "test_gemm_default_matrix_bias",
+      "test_gemm_default_no_bias",
+      "test_gemm_default_scalar_bias",
+      "test_gemm_default_single_elem_vector_bias",
+      "test_gemm_default_vector_bias",
+      "test_gemm_default_zero_bias",
+      "test_gemm_transposeA",
+      "test_gemm_transposeB",
+      "test_matmul_2d",
+      "test_relu",
+      "test_tanh",
+      "test_sigmoid",
+      "test_add",
+      "test_add_bcast",
+      "test_sub",
+      "test_sub_bcast",
+      "test_mul",
+      "test_mul_bcast",
+      "test_div",
+      "test_div_bcast",
+      "test_flatten_axis0",
+      "test_flatten_default_axis",
+      "test_flatten_negative_axis1",
+      "test_identity",
+  };
+  for (const char *test : tests) {
+    errors.clear();
+    auto module = importOnnxFile(&ctx, model(test), {});
+    EXPECT_TRUE(module) << test << ": "
+                        << (errors.empty() ? "" : errors.front());
+  }
+}
+
+TEST_F(OnnxConformanceTest, TruncatedBinaryIsReported) {
+  auto buffer = llvm::MemoryBuffer::getFile(model("test_gemm_all_attributes"));
+  ASSERT_TRUE(buffer);
+  StringRef bytes = (*buffer)->getBuffer();
+  std::string path = write("truncated.onnx", bytes.drop_back(7));
+  EXPECT_FALSE(importOnnxFile(&ctx, path, {}));
+  EXPECT_NE(onlyError().find("cannot parse '" + path + "' as an ONNX model"),
+            std::string::npos);
+}
+
+TEST_F(OnnxConformanceTest, BatchedMatMulFileIsDiagnosed) {
+  EXPECT_FALSE(importOnnxFile(&ctx, model("test_matmul_3d"), {}));
+  EXPECT_NE(onlyError().find("unsupported MatMul of shapes"),
+            std::string::npos);
+}
+
+} // namespace

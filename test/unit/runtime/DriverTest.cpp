@@ -1,0 +1,157 @@
+//===- DriverTest.cpp - loom-run options, metrics and a 1-rank run ----------===//
+
+#include "TestPlans.h"
+#include "runtime/Metrics.h"
+#include "runtime/Plan.h"
+#include "runtime/data/Npy.h"
+#include "runtime/driver/Driver.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <sys/stat.h>
+#include <unistd.h>
+
+using namespace loom::runtime;
+using namespace loom::runtime::test;
+
+namespace {
+
+StatusOr<RunOptions> parse(std::vector<std::string> args) {
+  args.insert(args.begin(), "loom-run");
+  std::vector<char *> argv;
+  for (std::string &a : args)
+    argv.push_back(a.data());
+  return parseOptions(argv.size(), argv.data());
+}
+
+TEST(OptionsTest, Training) {
+  auto o = parse({"p.loomplan", "--data", "x=x.npy", "--data=target=t.npy",
+                  "--steps", "5", "--metrics=m.jsonl", "--quiet"});
+  ASSERT_TRUE(o.isOk()) << o.status().message();
+  EXPECT_EQ(o->planPath, "p.loomplan");
+  ASSERT_EQ(o->data.size(), 2u);
+  EXPECT_EQ(o->data[1].first, "target");
+  EXPECT_EQ(o->data[1].second, "t.npy");
+  EXPECT_EQ(o->steps, 5);
+  EXPECT_EQ(o->metricsPath, "m.jsonl");
+  EXPECT_TRUE(o->quiet);
+}
+
+TEST(OptionsTest, Forward) {
+  auto o = parse({"--forward", "m.onnx", "--input", "x=x.npy", "--output-dir", "out"});
+  ASSERT_TRUE(o.isOk()) << o.status().message();
+  EXPECT_TRUE(o->forward);
+  EXPECT_EQ(o->planPath, "m.onnx");
+  EXPECT_EQ(o->outputDir, "out");
+}
+
+TEST(OptionsTest, Errors) {
+  struct Case {
+    std::vector<std::string> args;
+    const char *text;
+  } cases[] = {
+      {{"p", "--data", "x=x.npy"}, "missing --steps"},
+      {{"p", "--steps", "0"}, "--steps must be at least 1"},
+      {{"p", "--steps", "two"}, "--steps expects an integer, got 'two'"},
+      {{"p", "--steps", "1", "--data", "x"}, "--data expects NAME=FILE.npy"},
+      {{"p", "--steps", "1", "--data", "x=a", "--data", "x=b"}, "given twice"},
+      {{"p", "--steps", "1", "--bogus"}, "unknown option '--bogus'"},
+      {{"--steps", "1"}, "no plan given"},
+      {{"p", "q", "--steps", "1"}, "unexpected argument 'q'"},
+      {{"p", "--steps"}, "--steps needs a value"},
+      {{"--forward", "m.onnx", "--input", "x=x.npy"}, "needs --output-dir"},
+      {{"p", "--steps", "1", "--input", "x=x.npy"}, "belong to --forward"},
+  };
+  for (const Case &c : cases) {
+    auto o = parse(c.args);
+    ASSERT_FALSE(o.isOk()) << c.text;
+    EXPECT_NE(o.status().message().find(c.text), std::string::npos)
+        << o.status().message();
+  }
+  EXPECT_TRUE(parse({"--help"})->help);
+}
+
+TEST(MetricsTest, Format) {
+  StepMetrics m;
+  m.step = 3;
+  m.loss = 0.1f;
+  m.stepTimeS = 0.5;
+  m.samplesPerS = 64;
+  m.tokensPerS = 128;
+  m.peakMemoryBytes = 4096;
+  EXPECT_EQ(formatMetrics(m),
+            "{\"step\":3,\"loss\":0.100000001,\"step_time_s\":0.5,"
+            "\"tokens_per_s\":128,\"samples_per_s\":64,"
+            "\"peak_memory_bytes\":4096}");
+  m.loss = NAN;
+  EXPECT_NE(formatMetrics(m).find("\"loss\":null"), std::string::npos);
+}
+
+class RunMainTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    dir = ::testing::TempDir() + "/runmain_" + std::to_string(getpid());
+    mkdir(dir.c_str(), 0777);
+    ASSERT_TRUE(savePlan(makeLinearRegressionPlan(1, 2, 2, 1, 0.1, {0.5, -1}),
+                         dir + "/p.loomplan")
+                    .isOk());
+    ASSERT_TRUE(writeNpy(dir + "/x.npy",
+                         HostTensor::fromF32({3, 2}, {1, 2, 0, 1, -1, 3}))
+                    .isOk());
+    ASSERT_TRUE(writeNpy(dir + "/y.npy", HostTensor::fromF32({3, 1}, {1, 0, -2}))
+                    .isOk());
+  }
+
+  int run(std::vector<std::string> args) {
+    args.insert(args.begin(), "loom-run");
+    std::vector<char *> argv;
+    for (std::string &a : args)
+      argv.push_back(a.data());
+    return runMain(argv.size(), argv.data());
+  }
+
+  std::string dir;
+};
+
+TEST_F(RunMainTest, TrainsAndWritesMetrics) {
+  ASSERT_EQ(run({dir + "/p.loomplan", "--data", "x=" + dir + "/x.npy", "--data",
+                 "target=" + dir + "/y.npy", "--steps", "3", "--quiet",
+                 "--metrics", dir + "/m.jsonl"}),
+            0);
+  std::ifstream in(dir + "/m.jsonl");
+  std::string line;
+  int lines = 0;
+  while (std::getline(in, line)) {
+    ++lines;
+    EXPECT_EQ(line.rfind("{\"step\":" + std::to_string(lines) + ",\"loss\":", 0), 0u)
+        << line;
+  }
+  EXPECT_EQ(lines, 3);
+}
+
+TEST_F(RunMainTest, ErrorsExitWithOne) {
+  // Missing target data, unknown data name, wrong trailing dims, missing file.
+  EXPECT_EQ(run({dir + "/p.loomplan", "--data", "x=" + dir + "/x.npy", "--steps", "1"}), 1);
+  EXPECT_EQ(run({dir + "/p.loomplan", "--data", "x=" + dir + "/x.npy", "--data",
+                 "target=" + dir + "/y.npy", "--data", "w=" + dir + "/y.npy",
+                 "--steps", "1"}),
+            1);
+  EXPECT_EQ(run({dir + "/p.loomplan", "--data", "x=" + dir + "/y.npy", "--data",
+                 "target=" + dir + "/y.npy", "--steps", "1"}),
+            1);
+  EXPECT_EQ(run({dir + "/p.loomplan", "--data", "x=" + dir + "/none.npy", "--data",
+                 "target=" + dir + "/y.npy", "--steps", "1"}),
+            1);
+}
+
+TEST_F(RunMainTest, ForwardReportsAMissingLoomc) {
+  setenv("LOOMC", (dir + "/no-loomc").c_str(), 1);
+  EXPECT_EQ(run({"--forward", dir + "/m.onnx", "--input", "x=" + dir + "/x.npy",
+                 "--output-dir", dir + "/out"}),
+            1);
+  unsetenv("LOOMC");
+}
+
+} // namespace

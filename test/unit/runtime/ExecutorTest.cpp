@@ -1,0 +1,209 @@
+//===- ExecutorTest.cpp - Executor, Session, data feeding and arena ---------===//
+
+#include "TestPlans.h"
+#include "runtime/Arena.h"
+#include "runtime/Session.h"
+#include "runtime/data/DataFeeder.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+using namespace loom::runtime;
+using namespace loom::runtime::test;
+
+namespace {
+
+// 6 samples of 2 features, 1 output; W starts at [0.5, -1].
+const std::vector<float> kX = {1, 2, 0, 1, -1, 3, 2, 2, 0.5, -1, 1, 0};
+const std::vector<float> kY = {1, 0, -2, 3, 1, 0.5};
+const std::vector<float> kW0 = {0.5f, -1.0f};
+
+/// mse over samples [start, start+b) (mod 6) with weights `w`, and the
+/// gradient 2/b * x^T (xw - y).
+double lossAndGrad(const std::vector<double> &w, int start, int b,
+                   std::vector<double> &grad) {
+  double loss = 0;
+  grad.assign(2, 0);
+  for (int s = 0; s < b; ++s) {
+    int i = (start + s) % 6;
+    double pred = kX[2 * i] * w[0] + kX[2 * i + 1] * w[1];
+    double d = pred - kY[i];
+    loss += d * d;
+    grad[0] += 2 * d * kX[2 * i] / b;
+    grad[1] += 2 * d * kX[2 * i + 1] / b;
+  }
+  return loss / b;
+}
+
+std::unique_ptr<Session> makeSession(LocalCommunicator &world, int64_t batch,
+                                     double lr) {
+  StatusOr<std::unique_ptr<Session>> s = Session::create(
+      makeLinearRegressionPlan(1, batch, 2, 1, lr, kW0), world, "lr.loomplan");
+  EXPECT_TRUE(s.isOk()) << s.status().message();
+  if (!s.isOk())
+    return nullptr;
+  EXPECT_TRUE((*s)->attachData("x", HostTensor::fromF32({6, 2}, kX)).isOk());
+  EXPECT_TRUE((*s)->attachData("target", HostTensor::fromF32({6, 1}, kY)).isOk());
+  return std::move(s).value();
+}
+
+TEST(ExecutorTest, LinearRegressionLossMatchesHandComputation) {
+  LocalCommunicator world;
+  auto session = makeSession(world, /*batch=*/4, /*lr=*/0.1);
+  ASSERT_TRUE(session);
+  std::vector<double> w(kW0.begin(), kW0.end()), grad;
+  // Step 0 uses samples 0..3, step 1 samples 4,5,0,1 (wrap-around), step 2
+  // samples 2..5.
+  for (int step = 0; step < 3; ++step) {
+    double want = lossAndGrad(w, step * 4, 4, grad);
+    ASSERT_TRUE(session->runStep(step).isOk());
+    StatusOr<float> loss = session->loss();
+    ASSERT_TRUE(loss.isOk());
+    EXPECT_NEAR(*loss, want, 1e-5) << "step " << step;
+    w[0] -= 0.1 * grad[0];
+    w[1] -= 0.1 * grad[1];
+    StatusOr<HostTensor> trained = session->readBuffer("W");
+    ASSERT_TRUE(trained.isOk());
+    EXPECT_NEAR(trained->toF32()[0], w[0], 1e-5);
+    EXPECT_NEAR(trained->toF32()[1], w[1], 1e-5);
+  }
+  // Step 0's loss, written out: pred = [-1.5, -1, -3.5, -1], err^2 =
+  // [6.25, 1, 2.25, 16] -> mean 6.375.
+  LocalCommunicator world2;
+  auto fresh = makeSession(world2, 4, 0.1);
+  ASSERT_TRUE(fresh && fresh->runStep(0).isOk());
+  EXPECT_FLOAT_EQ(*fresh->loss(), 6.375f);
+}
+
+TEST(ExecutorTest, SetInputOverridesAttachedData) {
+  LocalCommunicator world;
+  auto session = makeSession(world, 2, 0.0);
+  ASSERT_TRUE(session);
+  ASSERT_TRUE(session->setInput("x", HostTensor::fromF32({2, 2}, {1, 0, 0, 1})).isOk());
+  ASSERT_TRUE(session->setInput("target", HostTensor::fromF32({2, 1}, {0.5, -1})).isOk());
+  ASSERT_TRUE(session->runStep(0).isOk());
+  EXPECT_NEAR(*session->loss(), 0.0, 1e-7); // prediction = W exactly
+  EXPECT_FALSE(session->setInput("x", HostTensor::fromF32({3}, {1, 2, 3})).isOk());
+  EXPECT_FALSE(session->setInput("nope", HostTensor::fromF32({1}, {1})).isOk());
+}
+
+TEST(ExecutorTest, AttachDataChecks) {
+  LocalCommunicator world;
+  auto s = Session::create(makeLinearRegressionPlan(1, 2, 2, 1, 0.1, kW0), world);
+  ASSERT_TRUE(s.isOk());
+  Session &session = **s;
+  Status wrongDims = session.attachData("x", HostTensor::fromF32({3, 3}, std::vector<float>(9)));
+  ASSERT_FALSE(wrongDims.isOk());
+  EXPECT_NE(wrongDims.message().find("data for 'x' has shape [3, 3]; the plan "
+                                     "expects [N, 2]"),
+            std::string::npos)
+      << wrongDims.message();
+  Status wrongType = session.attachData("x", HostTensor::fromI64({3, 2}, std::vector<int64_t>(6)));
+  ASSERT_FALSE(wrongType.isOk());
+  EXPECT_NE(wrongType.message().find("is int64 but the plan's buffer 'x' is f32"),
+            std::string::npos);
+  Status unknown = session.attachData("z", HostTensor::fromF32({3, 2}, std::vector<float>(6)));
+  ASSERT_FALSE(unknown.isOk());
+  EXPECT_NE(unknown.message().find("no input or target named 'z'"), std::string::npos);
+
+  std::map<std::string, HostTensor> data;
+  data["x"] = HostTensor::fromF32({3, 2}, std::vector<float>(6));
+  Status missing = checkPlanData(session.plan(), data);
+  ASSERT_FALSE(missing.isOk());
+  EXPECT_NE(missing.message().find("no data for 'target'"), std::string::npos);
+}
+
+TEST(ExecutorTest, ClassIdsAreCheckedAgainstTheLogits) {
+  plan::Plan p = makePlan(1, true);
+  p.mutable_training()->set_global_batch(2);
+  plan::Program &prog = *p.add_programs();
+  prog.add_ranks(0);
+  int32_t logits = addBuffer(prog, "logits", plan::INPUT, {2, 3});
+  buffer(prog, logits).set_binding("logits");
+  int32_t t = addBuffer(prog, "target", plan::TARGET, {2}, plan::I64);
+  buffer(prog, t).set_binding("target");
+  int32_t loss = addBuffer(prog, "loss", plan::LOSS, {});
+  prog.set_loss_buffer(loss);
+  addInst(prog, "cross_entropy", {logits, t}, {loss});
+  ASSERT_TRUE(validatePlan(p, "ce").isOk());
+
+  std::vector<int32_t> ids = {0, 2, 3};
+  HostTensor bad(ElemType::I32, {3});
+  std::memcpy(bad.bytes.data(), ids.data(), 12);
+  Status s = checkBindingData(p, "target", bad);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("class id 3 at element 2, outside [0, 3)"),
+            std::string::npos)
+      << s.message();
+
+  // int32 ids are widened to the I64 buffer.
+  ids[2] = 1;
+  std::memcpy(bad.bytes.data(), ids.data(), 12);
+  LocalCommunicator world;
+  auto session = Session::create(p, world);
+  ASSERT_TRUE(session.isOk());
+  ASSERT_TRUE((*session)->attachData("target", bad).isOk());
+  ASSERT_TRUE((*session)->attachData(
+      "logits", HostTensor::fromF32({3, 3}, {0, 0, 0, 1, 2, 3, 0, 0, 9})).isOk());
+  ASSERT_TRUE((*session)->runStep(1).isOk()); // samples 2, 0
+  HostTensor fed = *(*session)->readBuffer("target");
+  EXPECT_EQ(fed.data<int64_t>()[0], 1);
+  EXPECT_EQ(fed.data<int64_t>()[1], 0);
+  double want = (std::log(2 + std::exp(9.0)) - 0 + std::log(3.0)) / 2;
+  EXPECT_NEAR(*(*session)->loss(), want, 1e-5);
+}
+
+TEST(ExecutorTest, SampleOffsetsSplitTheGlobalBatch) {
+  plan::Plan p = makeLinearRegressionPlan(2, 4, 2, 1, 0.1, kW0);
+  const plan::Buffer &x1 = p.programs(1).buffers(0);
+  EXPECT_EQ(firstSample(p, x1, 0), 2);
+  EXPECT_EQ(firstSample(p, x1, 3), 14);
+  std::vector<float> out(4);
+  feedSamples(p, x1, HostTensor::fromF32({6, 2}, kX), 3,
+              reinterpret_cast<uint8_t *>(out.data()));
+  // Samples 14 % 6 = 2 and 3.
+  EXPECT_EQ(out, std::vector<float>({-1, 3, 2, 2}));
+}
+
+TEST(ExecutorTest, WorldSizeMismatchIsAnError) {
+  LocalCommunicator world;
+  auto s = Session::create(makeLinearRegressionPlan(2, 4, 2, 1, 0.1, kW0), world,
+                           "two.loomplan");
+  ASSERT_FALSE(s.isOk());
+  EXPECT_EQ(s.status().message(),
+            "two.loomplan: plan is for 2 rank(s) but 1 were launched; run with "
+            "mpirun -np 2");
+}
+
+TEST(ArenaTest, AlignedZeroedAndSized) {
+  for (int64_t bytes : {0, 1, 63, 64, 1000, 1 << 20}) {
+    StatusOr<Arena> a = Arena::allocate(bytes);
+    ASSERT_TRUE(a.isOk());
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(a->data()) % Arena::kAlignment, 0u);
+    EXPECT_EQ(a->size(), bytes);
+    for (int64_t i = 0; i < bytes; ++i)
+      ASSERT_EQ(a->data()[i], 0);
+  }
+  EXPECT_FALSE(Arena::allocate(-1).isOk());
+}
+
+TEST(ArenaTest, ExecutorBuffersLiveInOneArena) {
+  LocalCommunicator world;
+  plan::Plan p = makeLinearRegressionPlan(1, 4, 2, 1, 0.1, kW0);
+  auto exec = Executor::create(p, world);
+  ASSERT_TRUE(exec.isOk());
+  const Executor &e = **exec;
+  EXPECT_EQ(e.arenaBytes(), p.programs(0).arena_bytes());
+  const uint8_t *base = e.bufferData(*e.findBuffer(0));
+  for (const plan::Buffer &b : p.programs(0).buffers()) {
+    const uint8_t *d = e.bufferData(b);
+    EXPECT_EQ(d - base, b.offset());
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(d) % 64, 0u);
+  }
+  // The parameter was initialised from its data.
+  HostTensor w = e.readBuffer(*e.findBufferByName("W"));
+  EXPECT_EQ(w.toF32(), kW0);
+}
+
+} // namespace

@@ -1,0 +1,197 @@
+//===- PlanTest.cpp - Plan loading and validation ---------------------------===//
+
+#include "TestPlans.h"
+#include "runtime/Plan.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <functional>
+#include <unistd.h>
+
+using namespace loom::runtime;
+using namespace loom::runtime::test;
+
+namespace {
+
+plan::Plan validPlan() {
+  return makeLinearRegressionPlan(2, 4, 3, 2, 0.1, std::vector<float>(6, 0.5f));
+}
+
+/// Validates `validPlan()` after `mutate` and returns the error message.
+std::string errorAfter(const std::function<void(plan::Plan &)> &mutate) {
+  plan::Plan p = validPlan();
+  mutate(p);
+  Status s = validatePlan(p, "p.loomplan");
+  EXPECT_FALSE(s.isOk()) << "mutation was accepted";
+  if (!s.isOk()) {
+    EXPECT_EQ(s.message().rfind("p.loomplan: ", 0), 0u) << s.message();
+  }
+  return s.message();
+}
+
+plan::Program &prog0(plan::Plan &p) { return *p.mutable_programs(0); }
+
+#define EXPECT_ERROR(mutation, text)                                           \
+  do {                                                                         \
+    std::string msg = errorAfter(mutation);                                    \
+    EXPECT_NE(msg.find(text), std::string::npos) << msg;                       \
+  } while (false)
+
+TEST(PlanTest, ValidPlanPasses) {
+  Status s = validatePlan(validPlan(), "p");
+  EXPECT_TRUE(s.isOk()) << s.message();
+}
+
+TEST(PlanTest, SaveAndLoadRoundTrip) {
+  std::string path = ::testing::TempDir() + "/plan_rt_" +
+                     std::to_string(getpid()) + ".loomplan";
+  ASSERT_TRUE(savePlan(validPlan(), path).isOk());
+  StatusOr<plan::Plan> p = loadPlan(path);
+  ASSERT_TRUE(p.isOk()) << p.status().message();
+  EXPECT_EQ(p->world_size(), 2);
+  EXPECT_EQ(p->programs_size(), 2);
+}
+
+TEST(PlanTest, LoadErrors) {
+  StatusOr<plan::Plan> missing = loadPlan("/nonexistent/x.loomplan");
+  ASSERT_FALSE(missing.isOk());
+  EXPECT_NE(missing.status().message().find("cannot open plan"),
+            std::string::npos);
+  std::string path = ::testing::TempDir() + "/plan_bad_" +
+                     std::to_string(getpid()) + ".loomplan";
+  std::ofstream(path) << "\xff\xff\xff garbage";
+  StatusOr<plan::Plan> bad = loadPlan(path);
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_NE(bad.status().message().find("not a valid .loomplan"),
+            std::string::npos);
+}
+
+TEST(PlanTest, FormatVersion) {
+  EXPECT_ERROR([](plan::Plan &p) { p.set_format_version(2); },
+               "format_version 2 is not supported");
+}
+
+TEST(PlanTest, MeshMustMatchWorldSize) {
+  EXPECT_ERROR([](plan::Plan &p) { p.mutable_mesh(0)->set_size(3); },
+               "has 3 ranks but world_size is 2");
+}
+
+TEST(PlanTest, EveryRankInExactlyOneProgram) {
+  EXPECT_ERROR([](plan::Plan &p) { p.mutable_programs(1)->set_ranks(0, 0); },
+               "rank 0 appears in programs 0 and 1");
+  EXPECT_ERROR([](plan::Plan &p) { p.mutable_programs(1)->clear_ranks(); },
+               "rank 1 is in no program");
+  EXPECT_ERROR([](plan::Plan &p) { p.mutable_programs(1)->set_ranks(0, 5); },
+               "lists rank 5 outside [0, 2)");
+}
+
+TEST(PlanTest, BuffersInsideTheArena) {
+  EXPECT_ERROR([](plan::Plan &p) { prog0(p).set_arena_bytes(64); },
+               "outside the arena of 64 bytes");
+  EXPECT_ERROR([](plan::Plan &p) { prog0(p).mutable_buffers(1)->set_offset(65); },
+               "offset 65 is not a non-negative multiple of 64");
+}
+
+TEST(PlanTest, SizeMatchesShapeAndDType) {
+  EXPECT_ERROR(
+      [](plan::Plan &p) { prog0(p).mutable_buffers(0)->set_size_bytes(4); },
+      "size_bytes 4 does not match shape [2, 3] of f32 (24 bytes)");
+  EXPECT_ERROR([](plan::Plan &p) { prog0(p).mutable_buffers(0)->set_dtype(plan::BF16); },
+               "dtype bf16 is not supported");
+  EXPECT_ERROR([](plan::Plan &p) { prog0(p).mutable_buffers(1)->set_id(0); },
+               "duplicate buffer id");
+}
+
+TEST(PlanTest, InitialValues) {
+  EXPECT_ERROR([](plan::Plan &p) { prog0(p).mutable_buffers(2)->clear_data(); },
+               "PARAMETER buffer has no initial value");
+  EXPECT_ERROR([](plan::Plan &p) { prog0(p).mutable_buffers(2)->set_data("abc"); },
+               "init data has 3 bytes, expected 24");
+  EXPECT_ERROR(
+      [](plan::Plan &p) { prog0(p).mutable_buffers(2)->set_onnx_initializer("W"); },
+      "has no model_path");
+}
+
+TEST(PlanTest, DataBuffers) {
+  EXPECT_ERROR([](plan::Plan &p) { prog0(p).mutable_buffers(0)->clear_binding(); },
+               "INPUT buffer has no binding");
+  EXPECT_ERROR(
+      [](plan::Plan &p) { prog0(p).mutable_buffers(0)->set_sample_offset(3); },
+      "samples [3, 5) exceed the global batch of 4");
+}
+
+TEST(PlanTest, LossBuffer) {
+  EXPECT_ERROR([](plan::Plan &p) { prog0(p).set_loss_buffer(-1); },
+               "loss_buffer -1 does not exist");
+  EXPECT_ERROR([](plan::Plan &p) { prog0(p).set_loss_buffer(4); },
+               "loss_buffer 4 does not have role LOSS");
+}
+
+TEST(PlanTest, InstructionErrorsNameTheLocation) {
+  EXPECT_ERROR([](plan::Plan &p) { prog0(p).mutable_instructions(0)->set_op("conv"); },
+               "instruction 0 'conv' at 'linear': unknown op (this runtime knows: "
+               "matmul, add");
+  EXPECT_ERROR([](plan::Plan &p) { prog0(p).mutable_instructions(0)->set_inputs(1, 99); },
+               "instruction 0 'matmul' at 'linear': input buffer 99 does not exist");
+  EXPECT_ERROR([](plan::Plan &p) { prog0(p).mutable_instructions(0)->add_inputs(2); },
+               "expects 2 input(s), got 3");
+  EXPECT_ERROR([](plan::Plan &p) { prog0(p).mutable_instructions(1)->clear_outputs(); },
+               "'mse' at 'loss': expects 1 output(s), got 0");
+}
+
+TEST(PlanTest, OperandDTypesAndShapes) {
+  // matmul x[2,3] . target[2,2]: inner dims differ.
+  EXPECT_ERROR([](plan::Plan &p) { prog0(p).mutable_instructions(0)->set_inputs(1, 1); },
+               "inner dimensions differ: op(a) is 2x3, op(b) is 2x2");
+  // mse of y[2,2] against x[2,3].
+  EXPECT_ERROR([](plan::Plan &p) { prog0(p).mutable_instructions(1)->set_inputs(1, 0); },
+               "differ in element count");
+  // cross_entropy needs an i64 target.
+  EXPECT_ERROR([](plan::Plan &p) { prog0(p).mutable_instructions(1)->set_op("cross_entropy"); },
+               "target is f32, expected i64");
+  // matmul output of the wrong size.
+  EXPECT_ERROR([](plan::Plan &p) { prog0(p).mutable_instructions(0)->set_outputs(0, 7); },
+               "output [3, 2] has 6 elements, expected 2x2");
+}
+
+TEST(PlanTest, InPlaceOnlyWhereAllowed) {
+  EXPECT_ERROR([](plan::Plan &p) {
+    plan::Instruction *i = prog0(p).mutable_instructions(4); // mse_grad -> dy
+    i->set_outputs(0, i->inputs(0));
+  }, "cannot run in place");
+  EXPECT_ERROR([](plan::Plan &p) {
+    prog0(p).mutable_instructions(8)->set_outputs(0, 7); // sgd must write W
+  }, "output 0 must be input 0");
+  EXPECT_ERROR([](plan::Plan &p) {
+    prog0(p).mutable_instructions(0)->set_outputs(0, 0); // matmul writes x
+  }, "writes INPUT buffer 0 'x'");
+}
+
+TEST(PlanTest, Attributes) {
+  EXPECT_ERROR([](plan::Plan &p) { prog0(p).mutable_instructions(8)->mutable_attrs()->erase("lr"); },
+               "missing attribute 'lr'");
+  EXPECT_ERROR([](plan::Plan &p) {
+    (*prog0(p).mutable_instructions(3)->mutable_attrs())["factor"].set_s("x");
+  }, "attribute 'factor' must be a number");
+  EXPECT_ERROR([](plan::Plan &p) {
+    (*prog0(p).mutable_instructions(2)->mutable_attrs())["axes"]
+        .mutable_ints()->set_values(0, 1);
+  }, "mesh axis 1 does not exist");
+  EXPECT_ERROR([](plan::Plan &p) {
+    (*prog0(p).mutable_instructions(2)->mutable_attrs())["reduction"].set_s("max");
+  }, "reduction 'max' is not supported");
+  EXPECT_ERROR([](plan::Plan &p) {
+    (*prog0(p).mutable_instructions(8)->mutable_attrs())["momentum"].set_f(0.9);
+  }, "momentum buffer must be present");
+}
+
+TEST(PlanTest, HelpersDescribeTheMesh) {
+  plan::Plan p = validPlan();
+  EXPECT_EQ(meshToString(p), "dp=2");
+  EXPECT_EQ(findProgramIndex(p, 1), 1);
+  EXPECT_EQ(findProgramIndex(p, 2), -1);
+  EXPECT_EQ(meshSizes(p), std::vector<int64_t>{2});
+}
+
+} // namespace
