@@ -270,6 +270,8 @@ int run(Options &o) {
   registry.insert<LoomDialect, func::FuncDialect, shard::ShardDialect>();
   MLIRContext ctx(registry);
   ctx.loadAllAvailableDialects();
+  // Diagnostics name the op; printing whole functions helps nobody.
+  ctx.printOpOnDiagnostic(false);
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler diagHandler(sourceMgr, &ctx);
 

@@ -83,6 +83,10 @@ Status loadInputs(const RunOptions &opts, Communicator &world, Loaded &out) {
                      out.plan.world_size());
   for (const auto &[name, file] : opts.data) {
     LOOM_ASSIGN_OR_RETURN(HostTensor t, readNpy(file));
+    // Name the file in shape and type errors: the user fixes the file.
+    if (dataBindings(out.plan).count(name))
+      if (Status s = checkBindingData(out.plan, name, t); !s)
+        return makeError("%s: %s", file.c_str(), s.message().c_str());
     out.data[name] = std::move(t);
   }
   LOOM_RETURN_IF_ERROR(checkPlanData(out.plan, out.data));
@@ -163,9 +167,10 @@ int train(const RunOptions &opts, Communicator &world) {
     if (!agree(world, s))
       return 1;
     total += seconds;
-    if (root && !opts.quiet) {
-      std::printf("step %lld/%lld  loss %.6f  %.3f s\n", (long long)step + 1,
-                  (long long)opts.steps, lastLoss, seconds);
+    bool logged = (step + 1) % opts.logEvery == 0 || step + 1 == opts.steps;
+    if (root && !opts.quiet && logged) {
+      std::printf("step %lld/%lld  loss %.6f  %.2f ms\n", (long long)step + 1,
+                  (long long)opts.steps, lastLoss, seconds * 1e3);
       std::fflush(stdout);
     }
   }
@@ -176,8 +181,8 @@ int train(const RunOptions &opts, Communicator &world) {
   if (!agree(world, exported))
     return 1;
   if (root && !opts.quiet) {
-    std::printf("done: %lld steps in %.3f s (%.4f s/step), final loss %.6f%s\n",
-                (long long)opts.steps, total, total / opts.steps, lastLoss,
+    std::printf("done: %lld steps in %.3f s (%.3f ms/step), final loss %.6f%s\n",
+                (long long)opts.steps, total, total / opts.steps * 1e3, lastLoss,
                 opts.exportOnnxPath.empty()
                     ? ""
                     : (", exported " + opts.exportOnnxPath).c_str());

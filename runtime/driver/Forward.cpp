@@ -141,10 +141,17 @@ Status forward(const RunOptions &opts, const std::string &tmpDir) {
   std::string output;
   LOOM_ASSIGN_OR_RETURN(int code, runChild(args, output));
   if (code != 0) {
-    std::fputs(output.c_str(), stderr);
-    return makeError("loomc failed with exit code %d compiling '%s' for "
-                     "--forward (its messages are above)",
-                     code, opts.planPath.c_str());
+    // Report loomc's own diagnostic in our one error line: its first line
+    // that says `error:`, without its location prefix.
+    std::string why = "exit code " + std::to_string(code);
+    size_t at = output.find("error: ");
+    if (at != std::string::npos) {
+      size_t end = output.find('\n', at);
+      why = output.substr(at + 7, end == std::string::npos ? std::string::npos
+                                                           : end - at - 7);
+    }
+    return makeError("cannot compile '%s' for --forward: %s",
+                     opts.planPath.c_str(), why.c_str());
   }
 
   LOOM_ASSIGN_OR_RETURN(plan::Plan plan, loadPlan(planPath));

@@ -11,7 +11,7 @@ const char *helpText() {
   return R"(usage:
   [mpirun -np N] loom-run PLAN --data NAME=FILE.npy ... --steps K
                  [--seed S] [--metrics FILE.jsonl] [--export-onnx FILE.onnx]
-                 [--quiet]
+                 [--log-every N] [--quiet]
   loom-run --forward MODEL.onnx --input NAME=FILE.npy ... --output-dir DIR
 
 Runs a .loomplan written by loomc: N ranks under mpirun (N must equal the
@@ -35,6 +35,8 @@ training options:
                           peak_memory_bytes
   --export-onnx FILE      rank 0 writes the plan's ONNX model with the trained
                           parameters (raw_data, external data inlined)
+  --log-every N           print every N-th step's loss (and the last);
+                          metrics still record every step
   --quiet                 print only errors
 
 forward options:
@@ -108,7 +110,8 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
     }
     static const char *const withValue[] = {
         "--data",    "--input",       "--steps",     "--seed",
-        "--metrics", "--export-onnx", "--output-dir", "--forward"};
+        "--metrics", "--export-onnx", "--output-dir", "--forward",
+        "--log-every"};
     bool known = false;
     for (const char *f : withValue)
       known |= flag == f;
@@ -132,6 +135,11 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
       if (opts.steps < 1)
         return makeError("--steps must be at least 1, got %lld",
                          (long long)opts.steps);
+    } else if (flag == "--log-every") {
+      LOOM_ASSIGN_OR_RETURN(opts.logEvery, parseInt(flag, value));
+      if (opts.logEvery < 1)
+        return makeError("--log-every must be at least 1, got %lld",
+                         (long long)opts.logEvery);
     } else if (flag == "--seed") {
       LOOM_ASSIGN_OR_RETURN(opts.seed, parseInt(flag, value));
     } else if (flag == "--metrics") {

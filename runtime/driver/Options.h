@@ -22,6 +22,7 @@ struct RunOptions {
   std::string metricsPath;
   std::string exportOnnxPath;
   std::string outputDir;
+  int64_t logEvery = 1; // print every N-th step (and the last)
   bool quiet = false;
 };
 

@@ -28,7 +28,8 @@ StatusOr<RunOptions> parse(std::vector<std::string> args) {
 
 TEST(OptionsTest, Training) {
   auto o = parse({"p.loomplan", "--data", "x=x.npy", "--data=target=t.npy",
-                  "--steps", "5", "--metrics=m.jsonl", "--quiet"});
+                  "--steps", "5", "--metrics=m.jsonl", "--quiet",
+                  "--log-every", "10"});
   ASSERT_TRUE(o.isOk()) << o.status().message();
   EXPECT_EQ(o->planPath, "p.loomplan");
   ASSERT_EQ(o->data.size(), 2u);
@@ -37,6 +38,7 @@ TEST(OptionsTest, Training) {
   EXPECT_EQ(o->steps, 5);
   EXPECT_EQ(o->metricsPath, "m.jsonl");
   EXPECT_TRUE(o->quiet);
+  EXPECT_EQ(o->logEvery, 10);
 }
 
 TEST(OptionsTest, Forward) {
@@ -58,6 +60,7 @@ TEST(OptionsTest, Errors) {
       {{"p", "--steps", "1", "--data", "x"}, "--data expects NAME=FILE.npy"},
       {{"p", "--steps", "1", "--data", "x=a", "--data", "x=b"}, "given twice"},
       {{"p", "--steps", "1", "--bogus"}, "unknown option '--bogus'"},
+      {{"p", "--steps", "1", "--log-every", "0"}, "--log-every must be at least 1"},
       {{"--steps", "1"}, "no plan given"},
       {{"p", "q", "--steps", "1"}, "unexpected argument 'q'"},
       {{"p", "--steps"}, "--steps needs a value"},

@@ -69,14 +69,19 @@ grep -q -- "m.onnx --forward-only --input-shape x=3x2 -o " loomc-args.txt \
 # y = [1*2-2, 3*2-4, 5*2-6] = [0, 2, 4] as float32 at the end of the file.
 [ "$(tail -c 12 out/sub/y.npy | od -An -tf4 | xargs)" = "0 2 4" ] \
   || fail "--forward output values"
-printf '#!/usr/bin/env bash\necho "m.onnx:3: unsupported op Foo" >&2\nexit 3\n' >bad-loomc
+printf '#!/usr/bin/env bash\necho "m.onnx:3: error: unsupported op Foo" >&2\nexit 3\n' >bad-loomc
 chmod +x bad-loomc
 LOOMC=$DIR/bad-loomc "$LOOM_RUN" --forward m.onnx --input x=fx.npy \
   --output-dir out2 >fwd2.txt 2>&1
 [ $? -eq 1 ] || fail "failing loomc must give exit 1"
-grep -q "unsupported op Foo" fwd2.txt || fail "loomc's stderr not shown"
-grep -q "^loom-run: error: loomc failed with exit code 3" fwd2.txt \
-  || { fail "loomc failure message"; cat fwd2.txt; }
+[ "$(cat fwd2.txt)" = "loom-run: error: cannot compile 'm.onnx' for --forward: unsupported op Foo" ] \
+  || { fail "loomc failure must be one line carrying its message"; cat fwd2.txt; }
+printf '#!/usr/bin/env bash\nexit 3\n' >mute-loomc
+chmod +x mute-loomc
+LOOMC=$DIR/mute-loomc "$LOOM_RUN" --forward m.onnx --input x=fx.npy \
+  --output-dir out3 >fwd3.txt 2>&1
+grep -q "^loom-run: error: cannot compile 'm.onnx' for --forward: exit code 3$" fwd3.txt \
+  || { fail "silent loomc failure message"; cat fwd3.txt; }
 
 timeout 30 "$LOOM_RUN" --help | grep -q -- "--export-onnx" || fail "--help"
 

@@ -1,0 +1,31 @@
+# Shared helpers for the e2e scripts (sourced).
+set -euo pipefail
+: "${LOOM_BIN:?}" "${LOOM_SRC:?}" "${LOOM_WORK:?}"
+PY=/usr/bin/python3
+MODELS="$LOOM_SRC/test/models"
+MPIRUN=("${LOOM_MPIEXEC:-mpirun}" --allow-run-as-root --oversubscribe)
+export OMPI_MCA_rmaps_base_oversubscribe=1
+# Each test works in its own folder.
+WORK="$LOOM_WORK/$(basename "$0" .sh)"
+rm -rf "$WORK" && mkdir -p "$WORK" && cd "$WORK"
+
+loomc() { "$LOOM_BIN/loomc" "$@"; }
+loom_run() { "$LOOM_BIN/loom-run" "$@"; }
+loom_run_np() { local n=$1; shift; "${MPIRUN[@]}" -np "$n" "$LOOM_BIN/loom-run" "$@"; }
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# expect_error EXPECTED_SUBSTRING CMD... : the command must exit 1 (not a
+# signal), print exactly one line mentioning 'error:' and EXPECTED.
+expect_error() {
+  local want=$1; shift
+  local rc=0
+  "$@" >out.txt 2>err.txt || rc=$?
+  [ "$rc" -eq 1 ] || { cat out.txt err.txt; fail "'$*' exited $rc, expected 1"; }
+  local n
+  n=$(grep -c "error:" err.txt || true)
+  [ "$n" -eq 1 ] || { cat err.txt; fail "'$*' printed $n error lines, expected 1"; }
+  grep -q -- "$want" err.txt || { cat err.txt; fail "'$*' error does not mention '$want'"; }
+  ! ls core* >/dev/null 2>&1 || fail "'$*' left a core dump"
+  echo "ok: $(cat err.txt)"
+}
