@@ -415,17 +415,11 @@ FailureOr<plan::Plan> mlir::loom::emitPlan(ModuleOp module,
   *plan.mutable_training() = options.training;
 
   // Data-parallel ranks run the same code on different samples: one program
-  // a rank, differing in the data buffers' `sample_offset`.
-  int64_t dp = meshShape[1], tp = meshShape[2];
-  for (int64_t rank = 0; rank < world; ++rank) {
-    plan::Program *p = plan.add_programs();
-    *p = program;
+  // for all, each rank's slice follows from its `dp` coordinate.
+  plan::Program *p = plan.add_programs();
+  *p = std::move(program);
+  for (int64_t rank = 0; rank < world; ++rank)
     p->add_ranks(rank);
-    int64_t dpCoord = (rank / tp) % dp;
-    for (plan::Buffer &buf : *p->mutable_buffers())
-      if (buf.role() == plan::INPUT || buf.role() == plan::TARGET)
-        buf.set_sample_offset(dpCoord * buf.shape(0));
-  }
   if (memoryOut)
     *memoryOut = memory;
   return plan;

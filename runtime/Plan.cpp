@@ -64,6 +64,25 @@ std::string meshToString(const plan::Plan &plan) {
   return s;
 }
 
+int64_t meshCoordinate(const plan::Plan &plan, int rank,
+                       const std::string &axis) {
+  int64_t stride = 1;
+  for (int i = plan.mesh_size() - 1; i >= 0; --i) {
+    const plan::MeshAxis &a = plan.mesh(i);
+    if (a.name() == axis)
+      return a.size() > 0 ? (rank / stride) % a.size() : 0;
+    stride *= std::max<int64_t>(a.size(), 1);
+  }
+  return 0;
+}
+
+int64_t meshAxisSize(const plan::Plan &plan, const std::string &axis) {
+  for (const plan::MeshAxis &a : plan.mesh())
+    if (a.name() == axis)
+      return a.size();
+  return 1;
+}
+
 int findProgramIndex(const plan::Plan &plan, int rank) {
   for (int p = 0; p < plan.programs_size(); ++p)
     for (int r : plan.programs(p).ranks())
@@ -166,11 +185,12 @@ Status checkBuffer(const plan::Plan &plan, const plan::Program &program,
       return makeError("negative sample_offset %lld",
                        (long long)b.sample_offset());
     int64_t batch = plan.training().global_batch();
-    if (plan.is_training() && batch > 0 &&
-        b.sample_offset() + b.shape(0) > batch)
-      return makeError("samples [%lld, %lld) exceed the global batch of %lld",
-                       (long long)b.sample_offset(),
-                       (long long)(b.sample_offset() + b.shape(0)),
+    // The last data-parallel rank's slice must stay inside the batch.
+    int64_t end = b.sample_offset() + meshAxisSize(plan, "dp") * b.shape(0);
+    if (plan.is_training() && batch > 0 && end > batch)
+      return makeError("samples [%lld, %lld) of the last data-parallel rank "
+                       "exceed the global batch of %lld",
+                       (long long)(end - b.shape(0)), (long long)end,
                        (long long)batch);
   }
   if (b.role() == plan::OUTPUT && b.binding().empty())

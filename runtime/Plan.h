@@ -36,6 +36,14 @@ Status savePlan(const plan::Plan &plan, const std::string &path);
 /// Index in `plan.programs()` of the program `rank` runs, or -1.
 int findProgramIndex(const plan::Plan &plan, int rank);
 
+/// `rank`'s coordinate on the mesh axis named `axis` (row-major over
+/// `plan.mesh()`, last axis fastest), or 0 when the mesh has no such axis.
+int64_t meshCoordinate(const plan::Plan &plan, int rank,
+                       const std::string &axis);
+
+/// Size of the mesh axis named `axis`, or 1 when the mesh has none.
+int64_t meshAxisSize(const plan::Plan &plan, const std::string &axis);
+
 /// Bytes of one element of `dtype` (0 when unspecified).
 int64_t dtypeSize(plan::DType dtype);
 /// "f32", "i64", "bf16" or "unspecified".

@@ -47,7 +47,8 @@ Status Session::runStep(int64_t step) {
       continue;
     auto it = data.find(b.binding());
     if (it != data.end())
-      feedSamples(*thePlan, b, it->second, step, exec->bufferData(b));
+      feedSamples(*thePlan, b, it->second, step, exec->rank(),
+                  exec->bufferData(b));
   }
   return exec->runStep(step);
 }

@@ -110,16 +110,18 @@ Status checkPlanData(const plan::Plan &plan,
 }
 
 int64_t firstSample(const plan::Plan &plan, const plan::Buffer &b,
-                    int64_t step) {
-  return step * plan.training().global_batch() + b.sample_offset();
+                    int64_t step, int rank) {
+  return step * plan.training().global_batch() +
+         meshCoordinate(plan, rank, "dp") * b.shape(0) + b.sample_offset();
 }
 
 void feedSamples(const plan::Plan &plan, const plan::Buffer &b,
-                 const HostTensor &data, int64_t step, uint8_t *dst) {
+                 const HostTensor &data, int64_t step, int rank,
+                 uint8_t *dst) {
   int64_t len = data.shape[0];
   int64_t perSample = data.numel() / len;
   int64_t count = b.shape(0);
-  int64_t start = firstSample(plan, b, step) % len;
+  int64_t start = firstSample(plan, b, step, rank) % len;
   int64_t srcElem = elemSize(data.type);
   for (int64_t s = 0; s < count; ++s) {
     int64_t src = (start + s) % len;

@@ -1,8 +1,9 @@
 //===- DataFeeder.h - Slice data files into INPUT/TARGET buffers ---*- C++ -*-===//
 //
 // At step i (0-based) the global batch is samples [i*B, (i+1)*B) of every
-// data array, modulo its length (B = training.global_batch). A buffer of
-// shape [b, ...] with sample_offset o receives samples [i*B + o, +b).
+// data array, modulo its length (B = training.global_batch). On a rank with
+// data-parallel coordinate d, a buffer of shape [b, ...] with sample_offset o
+// receives samples [i*B + d*b + o, +b).
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,15 +35,16 @@ Status checkBindingData(const plan::Plan &plan, const std::string &binding,
 Status checkPlanData(const plan::Plan &plan,
                      const std::map<std::string, HostTensor> &data);
 
-/// The global sample index of the first sample `b` receives at `step`.
+/// The global sample index of the first sample `b` receives at `step` on
+/// `rank`.
 int64_t firstSample(const plan::Plan &plan, const plan::Buffer &b,
-                    int64_t step);
+                    int64_t step, int rank);
 
 /// Copies `b`'s samples for `step` out of `data` into `dst` (the buffer's
 /// memory), converting f64->f32 and i32->i64. `data` must have passed
 /// `checkBindingData`.
 void feedSamples(const plan::Plan &plan, const plan::Buffer &b,
-                 const HostTensor &data, int64_t step, uint8_t *dst);
+                 const HostTensor &data, int64_t step, int rank, uint8_t *dst);
 
 } // namespace loom::runtime
 

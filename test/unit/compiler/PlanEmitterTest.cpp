@@ -73,17 +73,18 @@ TEST_F(PlanEmitterTest, TrainingStepRolesAndInPlaceUpdates) {
   ASSERT_TRUE(succeeded(plan));
   EXPECT_EQ(plan->world_size(), 2);
   EXPECT_TRUE(plan->is_training());
-  ASSERT_EQ(plan->programs_size(), 2);
+  // Both ranks run one program; the batch of 8 splits into 4 + 4 by each
+  // rank's dp coordinate.
+  ASSERT_EQ(plan->programs_size(), 1);
   const ::loom::plan::Program &p0 = plan->programs(0);
-  const ::loom::plan::Program &p1 = plan->programs(1);
-
-  // The batch of 8 splits into 4 + 4; rank 1 starts at sample 4.
+  EXPECT_EQ(p0.ranks_size(), 2);
+  ASSERT_EQ(plan->mesh_size(), 3);
+  EXPECT_EQ(plan->mesh(1).name(), "dp");
+  EXPECT_EQ(plan->mesh(1).size(), 2);
   const auto *x0 = findBuffer(p0, ::loom::plan::INPUT, "x");
-  const auto *x1 = findBuffer(p1, ::loom::plan::INPUT, "x");
-  ASSERT_TRUE(x0 && x1);
+  ASSERT_TRUE(x0);
   EXPECT_EQ(x0->shape(0), 4);
   EXPECT_EQ(x0->sample_offset(), 0);
-  EXPECT_EQ(x1->sample_offset(), 4);
 
   const auto *w = findBuffer(p0, ::loom::plan::PARAMETER, "w");
   const auto *m = findBuffer(p0, ::loom::plan::OPTIMIZER_STATE, "w", "exp_avg");

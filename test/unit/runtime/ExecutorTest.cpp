@@ -157,10 +157,12 @@ TEST(ExecutorTest, ClassIdsAreCheckedAgainstTheLogits) {
 TEST(ExecutorTest, SampleOffsetsSplitTheGlobalBatch) {
   plan::Plan p = makeLinearRegressionPlan(2, 4, 2, 1, 0.1, kW0);
   const plan::Buffer &x1 = p.programs(1).buffers(0);
-  EXPECT_EQ(firstSample(p, x1, 0), 2);
-  EXPECT_EQ(firstSample(p, x1, 3), 14);
+  // Rank 1 is data-parallel coordinate 1: its half starts at sample 2.
+  EXPECT_EQ(firstSample(p, x1, 0, /*rank=*/1), 2);
+  EXPECT_EQ(firstSample(p, x1, 3, /*rank=*/1), 14);
+  EXPECT_EQ(firstSample(p, x1, 3, /*rank=*/0), 12);
   std::vector<float> out(4);
-  feedSamples(p, x1, HostTensor::fromF32({6, 2}, kX), 3,
+  feedSamples(p, x1, HostTensor::fromF32({6, 2}, kX), 3, /*rank=*/1,
               reinterpret_cast<uint8_t *>(out.data()));
   // Samples 14 % 6 = 2 and 3.
   EXPECT_EQ(out, std::vector<float>({-1, 3, 2, 2}));

@@ -118,7 +118,7 @@ TEST(PlanTest, DataBuffers) {
                "INPUT buffer has no binding");
   EXPECT_ERROR(
       [](plan::Plan &p) { prog0(p).mutable_buffers(0)->set_sample_offset(3); },
-      "samples [3, 5) exceed the global batch of 4");
+      "samples [5, 7) of the last data-parallel rank exceed the global batch of 4");
 }
 
 TEST(PlanTest, LossBuffer) {
@@ -195,3 +195,22 @@ TEST(PlanTest, HelpersDescribeTheMesh) {
 }
 
 } // namespace
+
+TEST(PlanTest, MeshCoordinatesAreRowMajor) {
+  plan::Plan p;
+  for (auto [name, size] : {std::pair<const char *, int>{"pp", 2}, {"dp", 3}, {"tp", 2}}) {
+    plan::MeshAxis *a = p.add_mesh();
+    a->set_name(name);
+    a->set_size(size);
+  }
+  // rank = (pp * 3 + dp) * 2 + tp, Megatron's order.
+  EXPECT_EQ(meshCoordinate(p, 0, "dp"), 0);
+  EXPECT_EQ(meshCoordinate(p, 1, "tp"), 1);
+  EXPECT_EQ(meshCoordinate(p, 2, "dp"), 1);
+  EXPECT_EQ(meshCoordinate(p, 5, "dp"), 2);
+  EXPECT_EQ(meshCoordinate(p, 6, "pp"), 1);
+  EXPECT_EQ(meshCoordinate(p, 11, "dp"), 2);
+  EXPECT_EQ(meshCoordinate(p, 11, "zz"), 0);
+  EXPECT_EQ(meshAxisSize(p, "dp"), 3);
+  EXPECT_EQ(meshAxisSize(p, "zz"), 1);
+}

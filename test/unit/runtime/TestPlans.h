@@ -97,7 +97,7 @@ inline plan::Plan makePlan(int worldSize, bool training) {
 }
 
 /// Linear regression y = x . W with mse and plain SGD, data-parallel over
-/// `dp` ranks (one program per rank: the sample_offset differs), `batch`
+/// `dp` ranks (one program per rank, as a plan may have), `batch`
 /// samples per global batch, `k` features in and `n` out. The loss and the
 /// gradient are all-reduced over the dp axis and scaled by 1/dp.
 inline plan::Plan makeLinearRegressionPlan(int dp, int64_t batch, int64_t k,
@@ -115,10 +115,10 @@ inline plan::Plan makeLinearRegressionPlan(int dp, int64_t batch, int64_t k,
     prog.add_ranks(r);
     int32_t x = addBuffer(prog, "x", plan::INPUT, {b, k});
     buffer(prog, x).set_binding("x");
-    buffer(prog, x).set_sample_offset(r * b);
+    buffer(prog, x).set_sample_offset(0);
     int32_t t = addBuffer(prog, "target", plan::TARGET, {b, n});
     buffer(prog, t).set_binding("target");
-    buffer(prog, t).set_sample_offset(r * b);
+    buffer(prog, t).set_sample_offset(0);
     int32_t w = addBuffer(prog, "W", plan::PARAMETER, {k, n});
     buffer(prog, w).set_binding("W");
     setData(buffer(prog, w), w0);
