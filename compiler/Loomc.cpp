@@ -12,6 +12,7 @@
 #include "frontend/OnnxImporter.h"
 #include "ir/LoomDialect.h"
 #include "passes/Passes.h"
+#include "runtime/Plan.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
@@ -112,6 +113,10 @@ struct Options {
                                     cl::desc("static shape of a graph input: "
                                              "NAME=D0xD1x..."),
                                     cl::cat(cat)};
+  cl::opt<bool> verifyPlan{"verify-plan",
+                           cl::desc("check the emitted plan with the runtime's "
+                                    "own validator before writing it"),
+                           cl::cat(cat)};
   cl::opt<bool> listOps{"list-ops", cl::desc("list the supported ONNX ops and exit"),
                         cl::cat(cat)};
   cl::opt<bool> quiet{"quiet", cl::desc("do not print the summary"),
@@ -373,6 +378,13 @@ int run(Options &o) {
   FailureOr<plan::Plan> plan = emitPlan(*module, emitOptions, &memory);
   if (failed(plan))
     return 1;
+  if (o.verifyPlan) {
+    ::loom::runtime::Status valid = ::loom::runtime::validatePlan(
+        *plan, o.outputFile.empty() ? std::string("plan") : o.outputFile.getValue());
+    if (!valid)
+      return fail("internal error: the emitted plan fails the runtime's "
+                  "validation (" + valid.message() + "); please report it");
+  }
   Prediction prediction = predictStep(*plan, *cluster);
   std::string summary = summaryText(*plan, *cluster, memory, prediction);
   plan->set_summary(summary);

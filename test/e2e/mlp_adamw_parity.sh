@@ -7,7 +7,7 @@ source "$(dirname "$0")/lib.sh"
 $PY "$MODELS/mlp.py" --out . --sizes 784,512,512,10 --batch 32 --samples 2048 --seed 3
 for n in 1 4; do
   loomc model.onnx --cluster cpu:$n --global-batch 64 --loss cross_entropy \
-    --optimizer adamw --lr 1e-3 -o p$n.loomplan --summary-json s$n.json --quiet
+    --optimizer adamw --lr 1e-3 --verify-plan -o p$n.loomplan --summary-json s$n.json --quiet
 done
 loom_run p1.loomplan --data x=x.npy --data target=target.npy --steps 20 \
   --metrics m1.jsonl --export-onnx t1.onnx --quiet

@@ -7,7 +7,7 @@ $PY "$MODELS/mlp.py" --out . --sizes 16,32,4 --activation tanh --task regress \
   --samples 256 --seed 5
 for n in 1 2; do
   loomc model.onnx --cluster cpu:$n --global-batch 32 --loss mse --optimizer sgd \
-    --lr 0.05 --momentum 0.9 --weight-decay 1e-3 -o p$n.loomplan --quiet
+    --lr 0.05 --momentum 0.9 --weight-decay 1e-3 --verify-plan -o p$n.loomplan --quiet
 done
 loom_run p1.loomplan --data x=x.npy --data target=target.npy --steps 30 \
   --metrics m1.jsonl --export-onnx t1.onnx --quiet

@@ -3,6 +3,7 @@
 #include "emit/PlanEmitter.h"
 #include "ir/LoomDialect.h"
 #include "passes/Passes.h"
+#include "runtime/Plan.h"
 
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/IR/MLIRContext.h"
@@ -73,6 +74,9 @@ TEST_F(PlanEmitterTest, TrainingStepRolesAndInPlaceUpdates) {
   ASSERT_TRUE(succeeded(plan));
   EXPECT_EQ(plan->world_size(), 2);
   EXPECT_TRUE(plan->is_training());
+  plan->mutable_training()->set_global_batch(8);
+  ::loom::runtime::Status valid = ::loom::runtime::validatePlan(*plan, "p");
+  EXPECT_TRUE(valid.isOk()) << valid.message();
   // Both ranks run one program; the batch of 8 splits into 4 + 4 by each
   // rank's dp coordinate.
   ASSERT_EQ(plan->programs_size(), 1);
