@@ -243,9 +243,7 @@ LogicalResult Emitter::emitOp(Operation *op) {
     name = "all_reduce";
   else if (isa<ReshapeOp>(op))
     name = "copy";
-  else if (isa<MatmulOp, AddOp, SubOp, MulOp, DivOp, ReluOp, TanhOp, SigmoidOp,
-               ScaleOp, SumToOp, ReluGradOp, TanhGradOp, SigmoidGradOp, CrossEntropyOp,
-               CrossEntropyGradOp, MseOp, MseGradOp>(op))
+  else if (isa<LoomDialect>(op->getDialect()))
     name = op->getName().stripDialect();
   else
     return op->emitError("cannot emit '")
@@ -259,15 +257,17 @@ LogicalResult Emitter::emitOp(Operation *op) {
     program->mutable_buffers(*id)->set_name(describeLoc(loc));
     outs.push_back(*id);
   }
+  // A `like` operand only gives the result's shape, which the output buffer
+  // carries: it is not an input of the instruction.
   SmallVector<Value> ins(op->getOperands());
-  if (isa<SumToOp>(op))
-    ins.resize(1); // `like` only gives the shape
+  if (isa<SumToOp, BroadcastLikeOp, SliceGradOp>(op))
+    ins.erase(ins.begin() + 1);
+  else if (isa<GatherGradOp, Conv2dGradInputOp, Conv2dGradFilterOp>(op))
+    ins.erase(ins.begin() + 2);
   plan::Instruction &inst = addInstruction(name, ins, outs, loc);
   if (auto mm = dyn_cast<MatmulOp>(op)) {
     setI(inst, "transpose_a", mm.getTransposeLhs() ? 1 : 0);
     setI(inst, "transpose_b", mm.getTransposeRhs() ? 1 : 0);
-  } else if (auto scale = dyn_cast<ScaleOp>(op)) {
-    setF(inst, "factor", scale.getFactor());
   } else if (auto ar = dyn_cast<shard::AllReduceOp>(op)) {
     if (ar.getReduction() != shard::ReductionKind::Sum)
       return op->emitError("only sum all-reduces can be emitted");
@@ -275,6 +275,26 @@ LogicalResult Emitter::emitOp(Operation *op) {
     for (int16_t axis : ar.getGridAxes())
       axes.mutable_ints()->add_values(axis);
     (*inst.mutable_attrs())["reduction"].set_s("sum");
+  } else if (!isa<ReshapeOp>(op)) {
+    // Every other op's attributes carry over by name (docs/plan-format.md).
+    for (NamedAttribute a : op->getAttrDictionary()) {
+      plan::Attr &out = (*inst.mutable_attrs())[a.getName().str()];
+      Attribute v = a.getValue();
+      if (auto i = dyn_cast<IntegerAttr>(v))
+        out.set_i(i.getInt());
+      else if (auto f = dyn_cast<FloatAttr>(v))
+        out.set_f(f.getValueAsDouble());
+      else if (isa<UnitAttr>(v))
+        out.set_i(1);
+      else if (auto list = dyn_cast<DenseI64ArrayAttr>(v))
+        for (int64_t x : list.asArrayRef())
+          out.mutable_ints()->add_values(x);
+      else if (auto str = dyn_cast<StringAttr>(v))
+        out.set_s(str.str());
+      else
+        return op->emitError("cannot emit attribute '")
+               << a.getName() << "' of type " << v << " into a plan";
+    }
   }
   return success();
 }

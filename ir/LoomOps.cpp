@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ir/LoomOps.h"
+#include "ir/OpUtils.h"
 
 #include "mlir/Dialect/Traits.h"
 #include "mlir/IR/Builders.h"
@@ -19,19 +20,19 @@ using namespace mlir::loom;
 #define GET_OP_CLASSES
 #include "ir/LoomOps.cpp.inc"
 
-static RankedTensorType f32Tensor(MLIRContext *ctx, ArrayRef<int64_t> shape) {
-  return RankedTensorType::get(shape, Float32Type::get(ctx));
-}
+using namespace mlir::loom::detail;
 
-static RankedTensorType rankedType(Value v) {
-  return cast<RankedTensorType>(v.getType());
-}
-
-static LogicalResult emitInferError(std::optional<Location> loc,
-                                    const Twine &message) {
-  if (loc)
-    return emitError(*loc, message);
-  return failure();
+FailureOr<SmallVector<int64_t>>
+mlir::loom::detail::broadcastShapes(ValueRange values) {
+  SmallVector<int64_t> shape;
+  for (Value v : values) {
+    SmallVector<int64_t> next;
+    if (!OpTrait::util::getBroadcastedShape(shape, rankedType(v).getShape(),
+                                            next))
+      return failure();
+    shape = next;
+  }
+  return shape;
 }
 
 //===----------------------------------------------------------------------===//

@@ -153,6 +153,10 @@ def Loom_SumToOp : Loom_Op<"sum_to", [Pure,
   let hasVerifier = 1;
 }
 
+include "ir/LoomMathOps.td"
+include "ir/LoomShapeOps.td"
+include "ir/LoomNNOps.td"
+
 //===----------------------------------------------------------------------===//
 // Losses
 //===----------------------------------------------------------------------===//

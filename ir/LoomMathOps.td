@@ -1,0 +1,97 @@
+//===- LoomMathOps.td - Element-wise, reductions, batched matmul -*- tablegen -*-===//
+
+#ifndef LOOM_MATH_OPS_TD
+#define LOOM_MATH_OPS_TD
+
+def Loom_BatchMatmulOp : Loom_Op<"batch_matmul", [Pure,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "Batched matrix product with broadcast batch dimensions";
+  let description = [{
+    NumPy `matmul` on operands of rank >= 2: the last two dimensions are the
+    matrices (swapped first when `transpose_lhs` / `transpose_rhs` is set),
+    the leading dimensions broadcast.
+
+    ```mlir
+    %s = loom.batch_matmul %q, %k {transpose_rhs} : (tensor<2x4x64x32xf32>, tensor<2x4x64x32xf32>) -> tensor<2x4x64x64xf32>
+    ```
+  }];
+  let arguments = (ins Loom_F32Tensor:$lhs, Loom_F32Tensor:$rhs,
+                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
+  let results = (outs Loom_F32Tensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` `(` type($lhs) `,` type($rhs) `)` `->` type($result)
+  }];
+}
+
+def Loom_LinearOp : Loom_Op<"linear", [Pure,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "Fully connected layer: `matmul(input, weight) + bias`";
+  let description = [{
+    `input` `[..., K]` (leading dimensions collapsed into rows), `weight`
+    `[K, N]` or `[N, K]` with `transpose_weight`, optional `bias` `[N]`.
+    Produced by `loom-raise-linear` from a matmul followed by a bias add, so
+    backends can fuse the bias into the GEMM.
+
+    ```mlir
+    %y = loom.linear %x, %w, %b {transpose_weight} : (tensor<2x64x128xf32>, tensor<512x128xf32>, tensor<512xf32>) -> tensor<2x64x512xf32>
+    ```
+  }];
+  let arguments = (ins Loom_F32Tensor:$input, Loom_F32Tensor:$weight,
+                       Optional<Loom_F32Tensor>:$bias, UnitAttr:$transpose_weight);
+  let results = (outs Loom_F32Tensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? attr-dict `:` `(` type($input) `,` type($weight) (`,` type($bias)^)? `)` `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Loom_PowOp : Loom_BinaryOp<"pow", "Element-wise power">;
+def Loom_MaxOp : Loom_BinaryOp<"max", "Element-wise maximum">;
+def Loom_MinOp : Loom_BinaryOp<"min", "Element-wise minimum">;
+
+def Loom_ExpOp : Loom_UnaryOp<"exp", "Exponential">;
+def Loom_LogOp : Loom_UnaryOp<"log", "Natural logarithm">;
+def Loom_SqrtOp : Loom_UnaryOp<"sqrt", "Square root">;
+def Loom_RsqrtOp : Loom_UnaryOp<"rsqrt", "Reciprocal square root">;
+def Loom_NegOp : Loom_UnaryOp<"neg", "Negation">;
+def Loom_ReciprocalOp : Loom_UnaryOp<"reciprocal", "Reciprocal">;
+def Loom_ErfOp : Loom_UnaryOp<"erf", "Error function">;
+
+def Loom_SelectOp : Loom_Op<"select", [Pure,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "`condition != 0 ? on_true : on_false`, all three broadcast";
+  let description = [{
+    The condition is an f32 mask (ONNX `Where`'s boolean condition is
+    converted to 0/1 by the importer).
+  }];
+  let arguments = (ins Loom_F32Tensor:$condition, Loom_F32Tensor:$on_true,
+                       Loom_F32Tensor:$on_false);
+  let results = (outs Loom_F32Tensor:$result);
+  let assemblyFormat = [{
+    $condition `,` $on_true `,` $on_false attr-dict `:` `(` type($condition) `,` type($on_true) `,` type($on_false) `)` `->` type($result)
+  }];
+}
+
+class Loom_ReduceOp<string mnemonic, string desc>
+    : Loom_Op<mnemonic, [Pure, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = desc # " over `axes`";
+  let description = [{
+    Reduces the listed axes (non-negative, sorted, unique); `keep_dims`
+    keeps them with size 1.
+
+    ```mlir
+    %m = loom.}] # mnemonic # [{ %x axes [2] {keep_dims} : tensor<2x64x128xf32> -> tensor<2x64x1xf32>
+    ```
+  }];
+  let arguments = (ins Loom_F32Tensor:$input, DenseI64ArrayAttr:$axes,
+                       UnitAttr:$keep_dims);
+  let results = (outs Loom_F32Tensor:$result);
+  let assemblyFormat = "$input `axes` $axes attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Loom_ReduceSumOp : Loom_ReduceOp<"reduce_sum", "Sum">;
+def Loom_ReduceMeanOp : Loom_ReduceOp<"reduce_mean", "Mean">;
+def Loom_ReduceMaxOp : Loom_ReduceOp<"reduce_max", "Maximum">;
+
+#endif // LOOM_MATH_OPS_TD

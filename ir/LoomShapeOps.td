@@ -1,0 +1,137 @@
+//===- LoomShapeOps.td - Layout and indexing ops ------------*- tablegen -*-===//
+
+#ifndef LOOM_SHAPE_OPS_TD
+#define LOOM_SHAPE_OPS_TD
+
+def Loom_TransposeOp : Loom_Op<"transpose", [Pure,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "Permute dimensions";
+  let description = [{
+    Result dimension `i` is input dimension `permutation[i]`.
+
+    ```mlir
+    %y = loom.transpose %x [0, 2, 1, 3] : tensor<2x64x4x32xf32> -> tensor<2x4x64x32xf32>
+    ```
+  }];
+  let arguments = (ins Loom_F32Tensor:$input, DenseI64ArrayAttr:$permutation);
+  let results = (outs Loom_F32Tensor:$result);
+  let assemblyFormat = "$input $permutation attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Loom_ExpandOp : Loom_Op<"expand", [Pure,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "Broadcast to a shape (NumPy rules)";
+  let description = [{
+    `shape` is right-aligned against the input's shape like NumPy
+    broadcasting; an entry `-1` keeps the input's dimension at that position,
+    so the op follows batch re-sizing.
+
+    ```mlir
+    %y = loom.expand %x [-1, 4, -1, -1] : tensor<2x1x64x32xf32> -> tensor<2x4x64x32xf32>
+    ```
+  }];
+  let arguments = (ins Loom_F32Tensor:$input, DenseI64ArrayAttr:$shape);
+  let results = (outs Loom_F32Tensor:$result);
+  let assemblyFormat = "$input $shape attr-dict `:` type($input) `->` type($result)";
+}
+
+def Loom_BroadcastLikeOp : Loom_Op<"broadcast_like", [Pure,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "Broadcast to the shape of `like` (NumPy rules)";
+  let description = [{
+    The backward of `loom.sum_to`. Only `like`'s shape is used.
+  }];
+  let arguments = (ins Loom_F32Tensor:$input, Loom_F32Tensor:$like);
+  let results = (outs Loom_F32Tensor:$result);
+  let assemblyFormat = [{
+    $input `,` $like attr-dict `:` `(` type($input) `,` type($like) `)` `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Loom_SliceOp : Loom_Op<"slice", [Pure,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "Strided slice along some axes";
+  let description = [{
+    For each listed axis, takes `start, start+step, ...` below `end`.
+    `start` and `end` are clamped to `[0, dim]` (so an `end` past the
+    dimension means "to the end", also after the batch shrinks); `step` is
+    positive.
+
+    ```mlir
+    %y = loom.slice %x axes [2] starts [0] ends [128] steps [1] : tensor<2x64x384xf32> -> tensor<2x64x128xf32>
+    ```
+  }];
+  let arguments = (ins Loom_F32Tensor:$input, DenseI64ArrayAttr:$axes,
+                       DenseI64ArrayAttr:$starts, DenseI64ArrayAttr:$ends,
+                       DenseI64ArrayAttr:$steps);
+  let results = (outs Loom_F32Tensor:$result);
+  let assemblyFormat = [{
+    $input `axes` $axes `starts` $starts `ends` $ends `steps` $steps attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Loom_SliceGradOp : Loom_Op<"slice_grad", [Pure,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "Backward of `loom.slice`: zeros shaped like `like` with `grad` at the slice";
+  let arguments = (ins Loom_F32Tensor:$grad, Loom_F32Tensor:$like,
+                       DenseI64ArrayAttr:$axes, DenseI64ArrayAttr:$starts,
+                       DenseI64ArrayAttr:$ends, DenseI64ArrayAttr:$steps);
+  let results = (outs Loom_F32Tensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $like `axes` $axes `starts` $starts `ends` $ends `steps` $steps attr-dict `:` `(` type($grad) `,` type($like) `)` `->` type($result)
+  }];
+}
+
+def Loom_ConcatOp : Loom_Op<"concat", [Pure,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "Concatenate along an axis";
+  let arguments = (ins Variadic<Loom_F32Tensor>:$inputs, I64Attr:$axis);
+  let results = (outs Loom_F32Tensor:$result);
+  let assemblyFormat = "$inputs `axis` $axis attr-dict `:` functional-type($inputs, $result)";
+  let hasVerifier = 1;
+}
+
+def Loom_GatherOp : Loom_Op<"gather", [Pure,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "Gather slices of `data` along `axis` at integer `indices` (ONNX Gather)";
+  let description = [{
+    The result is `data.shape[:axis] + indices.shape + data.shape[axis+1:]`.
+    Negative indices count from the end. An embedding lookup is a gather
+    along axis 0.
+
+    ```mlir
+    %e = loom.gather %table, %ids axis 0 : (tensor<512x128xf32>, tensor<2x64xi64>) -> tensor<2x64x128xf32>
+    ```
+  }];
+  let arguments = (ins Loom_F32Tensor:$data, Loom_IdTensor:$indices, I64Attr:$axis);
+  let results = (outs Loom_F32Tensor:$result);
+  let assemblyFormat = [{
+    $data `,` $indices `axis` $axis attr-dict `:` `(` type($data) `,` type($indices) `)` `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Loom_GatherGradOp : Loom_Op<"gather_grad", [Pure,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "Backward of `loom.gather`: scatter-add `grad` into zeros shaped like `like`";
+  let arguments = (ins Loom_F32Tensor:$grad, Loom_IdTensor:$indices,
+                       Loom_F32Tensor:$like, I64Attr:$axis);
+  let results = (outs Loom_F32Tensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $indices `,` $like `axis` $axis attr-dict `:` `(` type($grad) `,` type($indices) `,` type($like) `)` `->` type($result)
+  }];
+}
+
+def Loom_ConvertOp : Loom_Op<"convert", [Pure,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "Convert integer values to f32";
+  let arguments = (ins RankedTensorOf<[I64]>:$input);
+  let results = (outs Loom_F32Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+#endif // LOOM_SHAPE_OPS_TD
