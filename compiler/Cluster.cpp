@@ -5,6 +5,8 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 
+#include <cmath>
+
 using namespace mlir::loom;
 using llvm::StringRef;
 
@@ -82,6 +84,10 @@ static llvm::Expected<Cluster> parseJsonCluster(StringRef spec) {
     return std::move(e);
   if (auto e = need(root, "devices_per_node", perNode))
     return std::move(e);
+  if (nodes > 1e6 || perNode > 1e6 || nodes != std::floor(nodes) ||
+      perNode != std::floor(perNode))
+    return specError(spec, "'nodes' and 'devices_per_node' must be whole "
+                           "numbers up to 1000000");
   c.nodes = static_cast<int64_t>(nodes);
   c.devicesPerNode = static_cast<int64_t>(perNode);
   const llvm::json::Object *device = root->getObject("device");
@@ -125,12 +131,12 @@ llvm::Expected<Cluster> mlir::loom::parseCluster(StringRef spec) {
     return specError(spec, "missing the device count after ':'");
   int64_t nodes = 1, perNode = 0;
   if (name == "cpu") {
-    if (shape.getAsInteger(10, perNode) || perNode <= 0)
+    if (shape.getAsInteger(10, perNode) || perNode <= 0 || perNode > 1000000)
       return specError(spec, "'" + shape + "' is not a positive rank count");
   } else {
     auto [n, g] = shape.split('x');
     if (n.getAsInteger(10, nodes) || g.getAsInteger(10, perNode) ||
-        nodes <= 0 || perNode <= 0)
+        nodes <= 0 || perNode <= 0 || nodes > 1000000 || perNode > 1000000)
       return specError(spec, "expected NODESxGPUS after ':', got '" + shape +
                                  "'");
   }

@@ -33,6 +33,8 @@
 #include <google/protobuf/text_format.h>
 
 #include <chrono>
+#include <cmath>
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::loom;
@@ -151,14 +153,19 @@ llvm::Expected<Forced> parseForce(llvm::StringRef text) {
       continue;
     }
     if (key == "schedule") {
-      if (value != "1f1b" && value != "interleaved")
-        return bad("expected schedule=1f1b or schedule=interleaved");
+      // Without pipeline stages there is nothing to schedule; 1f1b is the
+      // default and means no change.
+      if (value != "1f1b")
+        return bad("pipeline schedules are not available yet; use "
+                   "schedule=1f1b");
       f.schedule = value.str();
       continue;
     }
     int64_t v;
     if (value.getAsInteger(10, v) || v < 0)
       return bad("expected a non-negative integer");
+    if ((key == "tp" || key == "pp" || key == "micro") && v < 1)
+      return bad("must be at least 1");
     if (key == "dp")
       f.dp = v;
     else if (key == "tp")
@@ -185,16 +192,17 @@ LogicalResult parseInputShapes(const cl::list<std::string> &items,
     llvm::SmallVector<llvm::StringRef> parts;
     dims.split(parts, 'x', -1, false);
     SmallVector<int64_t> shape;
+    // `NAME=` (no dimensions) is a scalar.
     for (llvm::StringRef p : parts) {
       int64_t d;
-      if (p.getAsInteger(10, d) || d <= 0) {
+      if (p.getAsInteger(10, d) || d < 0) {
         fail("bad --input-shape '" + item + "': expected NAME=D0xD1x... with "
-             "positive dimensions");
+             "non-negative dimensions");
         return failure();
       }
       shape.push_back(d);
     }
-    if (name.empty() || dims.empty()) {
+    if (name.empty() || !llvm::StringRef(item).contains('=')) {
       fail("bad --input-shape '" + item + "': expected NAME=D0xD1x...");
       return failure();
     }
@@ -267,6 +275,21 @@ int run(Options &o) {
   if (o.optimizer != "adamw" && o.optimizer != "sgd")
     return fail("unknown --optimizer '" + o.optimizer +
                 "'; expected adamw or sgd");
+  if (!(o.lr >= 0) || !std::isfinite(o.lr))
+    return fail("--lr must be a non-negative number, got " +
+                std::to_string(o.lr.getValue()));
+  if (o.weightDecay.getNumOccurrences() &&
+      (!(o.weightDecay >= 0) || !std::isfinite(o.weightDecay)))
+    return fail("--weight-decay must be a non-negative number, got " +
+                std::to_string(o.weightDecay.getValue()));
+  if (!(o.momentum >= 0) || !std::isfinite(o.momentum))
+    return fail("--momentum must be a non-negative number, got " +
+                std::to_string(o.momentum.getValue()));
+  if (o.momentum.getNumOccurrences() && o.optimizer != "sgd")
+    return fail("--momentum applies to --optimizer sgd only");
+  if (o.microBatch < 0)
+    return fail("--micro-batch must be positive, got " +
+                std::to_string(o.microBatch.getValue()));
   if (o.globalBatch < 0)
     return fail("--global-batch must be positive, got " +
                 llvm::Twine(o.globalBatch.getValue()));
@@ -296,6 +319,9 @@ int run(Options &o) {
   if (training && globalBatch <= 0)
     return fail("the model has no batch dimension to train over; give "
                 "--global-batch");
+  if (cluster->numDevices() > std::numeric_limits<int32_t>::max())
+    return fail("the cluster has " + std::to_string(cluster->numDevices()) +
+                " devices; at most 2147483647 are supported");
   int64_t dp = forced->dp ? forced->dp
                           : cluster->numDevices() / (forced->tp * forced->pp);
   PassManager pm(&ctx);

@@ -40,9 +40,9 @@ Prediction mlir::loom::predictStep(const plan::Plan &plan,
     const plan::Buffer &out = prog.buffers(inst.outputs(0));
     if (inst.op() == "matmul") {
       const plan::Buffer &a = prog.buffers(inst.inputs(0));
-      int64_t rows = numElements(a) / a.shape(a.shape_size() - 1);
-      int64_t k = attrInt(inst, "transpose_a") ? rows
-                                                : a.shape(a.shape_size() - 1);
+      int64_t last = a.shape_size() ? a.shape(a.shape_size() - 1) : 1;
+      int64_t rows = last ? numElements(a) / last : 0;
+      int64_t k = attrInt(inst, "transpose_a") ? rows : last;
       p.flopsPerDevice += 2.0 * numElements(out) * k;
     } else if (inst.op() == "all_reduce") {
       if (dp > 1) {
@@ -77,9 +77,15 @@ llvm::json::Object mlir::loom::summaryJson(const plan::Plan &plan,
                                            double planningSeconds) {
   const plan::Training &t = plan.training();
   int64_t dp = meshSize(plan, "dp");
-  llvm::json::Array peaks;
+  // One entry per rank, from the program it runs.
+  std::vector<int64_t> perRank(plan.world_size(), 0);
   for (const plan::Program &prog : plan.programs())
-    peaks.push_back(prog.arena_bytes());
+    for (int32_t rank : prog.ranks())
+      if (rank >= 0 && rank < plan.world_size())
+        perRank[rank] = prog.arena_bytes();
+  llvm::json::Array peaks;
+  for (int64_t bytes : perRank)
+    peaks.push_back(bytes);
   return llvm::json::Object{
       {"mesh",
        llvm::json::Object{{"dp", dp},

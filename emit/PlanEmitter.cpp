@@ -91,9 +91,14 @@ FailureOr<int> Emitter::newBuffer(Type t, plan::Role role, Location loc) {
     return emitError(loc, "cannot emit a buffer of element type ")
            << type.getElementType() << "; f32 and i64 are supported";
   }
-  for (int64_t d : type.getShape())
+  int64_t bytes = elemBytes;
+  for (int64_t d : type.getShape()) {
     buf->add_shape(d);
-  buf->set_size_bytes(type.getNumElements() * elemBytes);
+    if (__builtin_mul_overflow(bytes, d, &bytes))
+      return emitError(loc, "a tensor of type ")
+             << type << " is too large to address (over 2^63 bytes)";
+  }
+  buf->set_size_bytes(bytes);
   buf->set_role(role);
   bool persistent = role == plan::PARAMETER || role == plan::OPTIMIZER_STATE ||
                     role == plan::CONSTANT;
@@ -226,12 +231,19 @@ LogicalResult Emitter::emitOp(Operation *op) {
     if (failed(id))
       return failure();
     auto dense = dyn_cast<DenseElementsAttr>(cst.getValue());
-    if (!dense || !dense.getElementType().isF32())
-      return op->emitError("only dense f32 constants can be emitted");
+    if (!dense || !(dense.getElementType().isF32() ||
+                    dense.getElementType().isInteger(64)))
+      return op->emitError("only dense f32 and i64 constants can be emitted");
     std::string bytes;
-    bytes.reserve(dense.getNumElements() * 4);
-    for (float f : dense.getValues<float>())
-      bytes.append(reinterpret_cast<const char *>(&f), sizeof(float));
+    if (dense.getElementType().isF32()) {
+      bytes.reserve(dense.getNumElements() * sizeof(float));
+      for (float f : dense.getValues<float>())
+        bytes.append(reinterpret_cast<const char *>(&f), sizeof(float));
+    } else {
+      bytes.reserve(dense.getNumElements() * sizeof(int64_t));
+      for (int64_t i : dense.getValues<int64_t>())
+        bytes.append(reinterpret_cast<const char *>(&i), sizeof(int64_t));
+    }
     plan::Buffer *buf = program->mutable_buffers(*id);
     buf->set_data(bytes);
     buf->set_name(describeLoc(loc));

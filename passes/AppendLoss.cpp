@@ -54,7 +54,19 @@ struct AppendLossPass
 
     auto ret = cast<func::ReturnOp>(func.getBody().back().getTerminator());
     Value output = ret.getOperand(*index);
-    auto outType = cast<RankedTensorType>(output.getType());
+    auto outType = dyn_cast<RankedTensorType>(output.getType());
+    if (!outType || !outType.hasStaticShape() ||
+        !outType.getElementType().isF32()) {
+      func.emitError("the loss needs a static-shaped f32 output, got ")
+          << output.getType();
+      return signalPassFailure();
+    }
+    if (llvm::is_contained(outType.getShape(), 0)) {
+      func.emitError("the output the loss is computed from has no elements "
+                     "(shape ")
+          << outType << ")";
+      return signalPassFailure();
+    }
     OpBuilder b(ret);
     Location loc = ret.getLoc();
     MLIRContext *ctx = &getContext();

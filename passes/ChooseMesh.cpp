@@ -52,15 +52,35 @@ struct ChooseMeshPass
       return signalPassFailure();
     }
 
+    // Every data argument is split along dimension 0, so all must agree on
+    // the batch: a model that folds the batch into another dimension of its
+    // output would otherwise train on misaligned targets.
+    int64_t firstBatch = -1;
     for (unsigned i = 0; i < func.getNumArguments(); ++i) {
       if (!func.getArgAttr(i, attr::kInput) && !func.getArgAttr(i, attr::kTarget))
         continue;
-      auto type = cast<RankedTensorType>(func.getArgument(i).getType());
+      auto type = dyn_cast<RankedTensorType>(func.getArgument(i).getType());
+      if (!type || !type.hasStaticShape()) {
+        func.emitError(describeDataArg(func, i))
+            << " must have a static shape, got " << func.getArgument(i).getType();
+        return signalPassFailure();
+      }
       if (type.getRank() == 0) {
-        func.emitError("data argument #") << i << " has no batch dimension";
+        func.emitError(describeDataArg(func, i))
+            << " has no batch dimension (a scalar); the model's inputs and "
+               "loss target must have the batch as dimension 0";
         return signalPassFailure();
       }
       int64_t batch = type.getDimSize(0);
+      if (firstBatch < 0) {
+        firstBatch = batch;
+      } else if (batch != firstBatch) {
+        func.emitError(describeDataArg(func, i))
+            << " has " << batch << " samples in dimension 0 but the batch is "
+            << firstBatch << "; the model's output must keep the batch as its "
+               "first dimension";
+        return signalPassFailure();
+      }
       if (batch % nDp != 0) {
         func.emitError("global batch ")
             << batch << " of " << describeDataArg(func, i)

@@ -70,6 +70,12 @@ struct PartitionDataParallelPass
       return signalPassFailure();
     }
     int64_t dp = grid.getShape()[kDataAxis];
+    if (dp <= 0) {
+      grid.emitError("the data-parallel axis must have a static positive "
+                     "size, got ")
+          << dp;
+      return signalPassFailure();
+    }
     if (dp == 1)
       return;
 
@@ -78,8 +84,9 @@ struct PartitionDataParallelPass
       if (!func.getArgAttr(i, attr::kInput) && !func.getArgAttr(i, attr::kTarget))
         continue;
       BlockArgument arg = func.getArgument(i);
-      auto type = cast<RankedTensorType>(arg.getType());
-      if (type.getRank() == 0 || type.getDimSize(0) % dp != 0) {
+      auto type = dyn_cast<RankedTensorType>(arg.getType());
+      if (!type || type.getRank() == 0 || type.isDynamicDim(0) ||
+          type.getDimSize(0) % dp != 0) {
         func.emitError("the batch of ")
             << describeDataArg(func, i) << " does not split over dp = " << dp;
         return signalPassFailure();

@@ -130,7 +130,13 @@ StatusOr<HostTensor> parseNpy(const std::string &bytes, const std::string &what,
                      what.c_str(), descr.c_str());
 
   size_t dataStart = headerStart + headerLen;
-  size_t need = static_cast<size_t>(t.numel() * elemSize(t.type));
+  // The header's shape is untrusted: its byte count must not overflow.
+  int64_t need64 = elemSize(t.type);
+  for (int64_t d : t.shape)
+    if (__builtin_mul_overflow(need64, d, &need64))
+      return makeError("%s: shape %s is too large", what.c_str(),
+                       shapeToString(t.shape).c_str());
+  size_t need = static_cast<size_t>(need64);
   if (bytes.size() - dataStart < need)
     return makeError("%s: truncated data (%zu bytes for shape %s %s, expected "
                      "%zu)",

@@ -88,6 +88,10 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
   bool sawData = false, sawInput = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
+    if (arg == "-h") {
+      opts.help = true;
+      return opts;
+    }
     if (arg.size() < 2 || arg.compare(0, 2, "--") != 0) {
       positional.push_back(arg);
       continue;
@@ -100,7 +104,7 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
       value = arg.substr(eq + 1);
       inlineValue = true;
     }
-    if (flag == "--help" || flag == "-h") {
+    if (flag == "--help") {
       opts.help = true;
       return opts;
     }

@@ -14,3 +14,12 @@ func.func @main(%p: tensor<4xf32> {loom.param = "p"}, %l: tensor<f32> {loom.targ
   %0 = loom.sum_to %p, %l : (tensor<4xf32>, tensor<f32>) -> tensor<f32>
   return %0 : tensor<f32>
 }
+
+// -----
+
+// Without parameters there is nothing to train.
+// expected-error @+1 {{the model has no trainable parameters (no float initializers); there is nothing to train}}
+func.func @main(%x: tensor<4xf32> {loom.input = "x"}, %t: tensor<4xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+  %0 = loom.mse %x, %t : tensor<4xf32> -> tensor<f32>
+  return %0 : tensor<f32>
+}

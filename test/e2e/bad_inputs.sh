@@ -14,6 +14,23 @@ expect_error "no such file" loomc missing.onnx --global-batch 8 -o p.loomplan
 expect_error "not divisible by dp = 3" loomc model.onnx --cluster cpu:3 --global-batch 8 -o p.loomplan
 expect_error "bad cluster spec" loomc model.onnx --cluster tpu:9 --global-batch 8 -o p.loomplan
 expect_error "unknown --loss" loomc model.onnx --global-batch 8 --loss hinge -o p.loomplan
+expect_error "bad --force item 'tp=0': must be at least 1" \
+  loomc model.onnx --cluster cpu:2 --global-batch 8 --force tp=0 -o p.loomplan
+expect_error "--lr must be a non-negative number" loomc model.onnx --global-batch 8 --lr nan -o p.loomplan
+expect_error "--weight-decay must be a non-negative number" \
+  loomc model.onnx --global-batch 8 --weight-decay=-0.5 -o p.loomplan
+expect_error "--momentum applies to --optimizer sgd only" \
+  loomc model.onnx --global-batch 8 --momentum 0.9 -o p.loomplan
+echo '{"nodes": 100000, "devices_per_node": 100000, "device": {"memory_gib": 80, "peak_tflops": {"fp32": 1, "bf16": 1}}, "intra_node": {"bandwidth_gbps": 1}, "inter_node": {"bandwidth_gbps": 1}}' > huge-cluster.json
+expect_error "at most 2147483647" loomc model.onnx --cluster huge-cluster.json --global-batch 8 -o p.loomplan
+expect_error "too large to address" loomc model.onnx --global-batch 4611686018427387904 -o p.loomplan
+$PY - <<'PY'
+# A .npy header claiming 2^61 int64 values with no data behind it.
+import struct
+hdr = b"{'descr': '<i8', 'fortran_order': False, 'shape': (2305843009213693952,), }"
+hdr += b" " * (63 - (10 + len(hdr)) % 64) + b"\n"
+open("huge.npy", "wb").write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(hdr)) + hdr)
+PY
 
 loomc model.onnx --cluster cpu:2 --global-batch 8 -o p2.loomplan --quiet
 expect_error "x_wrong_shape.npy" loom_run_np 2 p2.loomplan --data x=bad/x_wrong_shape.npy \
@@ -23,6 +40,7 @@ expect_error "not_npy.npy" loom_run_np 2 p2.loomplan --data x=bad/not_npy.npy \
 expect_error "plan is for 2 rank(s) but 3 were launched; run with mpirun -np 2" loom_run_np 3 p2.loomplan \
   --data x=x.npy --data target=target.npy --steps 2
 expect_error "target" loom_run_np 2 p2.loomplan --data x=x.npy --steps 2
+expect_error "huge.npy" loom_run_np 2 p2.loomplan --data x=x.npy --data target=huge.npy --steps 2
 expect_error "cannot open plan" loom_run missing.loomplan --data x=x.npy --steps 1
 head -c 100 p2.loomplan > cut.loomplan
 expect_error "cut.loomplan" loom_run cut.loomplan --data x=x.npy --data target=target.npy --steps 1

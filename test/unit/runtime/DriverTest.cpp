@@ -74,6 +74,7 @@ TEST(OptionsTest, Errors) {
         << o.status().message();
   }
   EXPECT_TRUE(parse({"--help"})->help);
+  EXPECT_TRUE(parse({"-h"})->help);
 }
 
 TEST(MetricsTest, Format) {

@@ -1,0 +1,57 @@
+//===- GradientRulesShape.cpp - Backward of layout and indexing ops ------===//
+
+#include "passes/GradientBuilder.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::loom;
+
+LogicalResult GradientBuilder::backwardShape(Operation *op, Value dy) {
+  Location loc = op->getLoc();
+  return TypeSwitch<Operation *, LogicalResult>(op)
+      .Case<TransposeOp>([&](TransposeOp t) {
+        ArrayRef<int64_t> perm = t.getPermutation();
+        SmallVector<int64_t> inverse(perm.size());
+        for (auto [i, p] : llvm::enumerate(perm))
+          inverse[p] = i;
+        accumulate(t.getInput(), TransposeOp::create(b, loc, dy, inverse), loc);
+        return success();
+      })
+      .Case<ExpandOp, BroadcastLikeOp>([&](auto e) {
+        accumulate(e.getInput(), dy, loc); // sums the broadcast back
+        return success();
+      })
+      .Case<SliceOp>([&](SliceOp s) {
+        accumulate(s.getInput(),
+                   SliceGradOp::create(b, loc, dy, s.getInput(), s.getAxes(),
+                                       s.getStarts(), s.getEnds(),
+                                       s.getSteps()),
+                   loc);
+        return success();
+      })
+      .Case<ConcatOp>([&](ConcatOp c) {
+        int64_t axis = c.getAxis(), offset = 0;
+        for (Value in : c.getInputs()) {
+          int64_t size = cast<RankedTensorType>(in.getType()).getDimSize(axis);
+          if (wanted(in))
+            accumulate(in,
+                       SliceOp::create(b, loc, dy, ArrayRef<int64_t>{axis},
+                                       ArrayRef<int64_t>{offset},
+                                       ArrayRef<int64_t>{offset + size},
+                                       ArrayRef<int64_t>{1}),
+                       loc);
+          offset += size;
+        }
+        return success();
+      })
+      .Case<GatherOp>([&](GatherOp g) {
+        accumulate(g.getData(),
+                   GatherGradOp::create(b, loc, dy, g.getIndices(), g.getData(),
+                                        g.getAxis()),
+                   loc);
+        return success();
+      })
+      .Case<ConvertOp>([](auto) { return success(); }) // integer input
+      .Default([](Operation *) { return failure(); });
+}

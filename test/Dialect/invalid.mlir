@@ -1,0 +1,92 @@
+// RUN: loom-opt %s -split-input-file -verify-diagnostics
+
+// Contraction sizes must agree.
+func.func @matmul_mismatch(%a: tensor<2x3xf32>, %b: tensor<4x5xf32>) {
+  // expected-error @+2 {{loom.matmul contraction sizes differ: 3 vs 4}}
+  // expected-error @+1 {{'loom.matmul' op failed to infer returned types}}
+  %0 = loom.matmul %a, %b : (tensor<2x3xf32>, tensor<4x5xf32>) -> tensor<2x5xf32>
+  return
+}
+
+// -----
+
+// The stated result type must be the inferred one.
+func.func @wrong_result(%a: tensor<2x3xf32>) {
+  // expected-error @+1 {{'loom.relu' op requires the same type for all operands and results}}
+  %0 = "loom.relu"(%a) : (tensor<2x3xf32>) -> tensor<3x2xf32>
+  return
+}
+
+// -----
+
+// Broadcasting follows NumPy rules.
+func.func @no_broadcast(%a: tensor<2x3xf32>, %b: tensor<4xf32>) {
+  // expected-error @+2 {{operand shapes 2x3 and 4 do not broadcast}}
+  // expected-error @+1 {{'loom.add' op failed to infer returned types}}
+  %0 = loom.add %a, %b : (tensor<2x3xf32>, tensor<4xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+// Class-id targets drop the class dimension.
+func.func @bad_target(%l: tensor<4x3xf32>, %t: tensor<3xi64>) {
+  // expected-error @+1 {{target shape 3 must equal the logits shape 4x3 without its last (class) dimension}}
+  %0 = loom.cross_entropy %l, %t : (tensor<4x3xf32>, tensor<3xi64>) -> tensor<f32>
+  return
+}
+
+// -----
+
+// A transpose needs a permutation.
+func.func @bad_perm(%a: tensor<2x3xf32>) {
+  // expected-error @+1 {{permutation is not a permutation of [0, rank)}}
+  %0 = "loom.transpose"(%a) <{permutation = array<i64: 0, 0>}> : (tensor<2x3xf32>) -> tensor<2x2xf32>
+  return
+}
+
+// -----
+
+// Layer norm parameters are shaped like the normalised dimensions.
+func.func @bad_norm(%x: tensor<2x8xf32>, %g: tensor<4xf32>) {
+  // expected-error @+1 {{scale shape 4 must equal the normalised dimensions 8}}
+  %0 = loom.layer_norm %x, %g axis 1 {epsilon = 1.0e-5 : f64} : (tensor<2x8xf32>, tensor<4xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+// Reduction axes are sorted, unique and in range.
+func.func @bad_axes(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{'loom.reduce_sum' op axis 2 is out of range for rank 2}}
+  %0 = loom.reduce_sum %x axes [2] : tensor<2x8xf32> -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+// Convolution channels must match the filter and groups.
+func.func @bad_conv(%x: tensor<1x3x8x8xf32>, %w: tensor<4x2x3x3xf32>) {
+  // expected-error @+2 {{loom.conv2d: channels 3 do not match filter 2 x groups 1}}
+  // expected-error @+1 {{'loom.conv2d' op failed to infer returned types}}
+  %0 = loom.conv2d %x, %w strides [1, 1] pads [0, 0, 0, 0] dilations [1, 1] groups 1 : (tensor<1x3x8x8xf32>, tensor<4x2x3x3xf32>) -> tensor<1x4x6x6xf32>
+  return
+}
+
+// -----
+
+// SGD needs its momentum buffer exactly when momentum is non-zero.
+func.func @sgd_buffer(%p: tensor<3xf32>) {
+  // expected-error @+1 {{a momentum buffer is required exactly when momentum is non-zero (momentum = 9.000000e-01)}}
+  %0 = loom.sgd %p, %p {lr = 0.1 : f64, momentum = 0.9 : f64, weight_decay = 0.0 : f64, dampening = 0.0 : f64} : tensor<3xf32>
+  return
+}
+
+// -----
+
+// AdamW betas lie in [0, 1).
+func.func @adamw_betas(%p: tensor<3xf32>) {
+  // expected-error @+1 {{betas must lie in [0, 1), got 1.000000e+00, 9.990000e-01}}
+  %0:3 = loom.adamw %p, %p, %p, %p {lr = 1.0e-3 : f64, beta1 = 1.0 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.0 : f64} : tensor<3xf32>
+  return
+}

@@ -1,0 +1,45 @@
+// RUN: loom-opt %s | loom-opt | FileCheck %s
+
+// Every op parses, verifies, infers its type and prints back.
+// CHECK-LABEL: func.func @round_trip
+func.func @round_trip(%x: tensor<2x8x16xf32>, %w: tensor<32x16xf32>, %b: tensor<32xf32>,
+                      %g: tensor<16xf32>, %ids: tensor<2x8xi64>, %e: tensor<100x16xf32>,
+                      %img: tensor<2x3x8x8xf32>, %f: tensor<4x3x3x3xf32>, %c: tensor<4xf32>) {
+  // CHECK: loom.linear %{{.*}} {transpose_weight} : (tensor<2x8x16xf32>, tensor<32x16xf32>, tensor<32xf32>) -> tensor<2x8x32xf32>
+  %0 = loom.linear %x, %w, %b {transpose_weight} : (tensor<2x8x16xf32>, tensor<32x16xf32>, tensor<32xf32>) -> tensor<2x8x32xf32>
+  // CHECK: loom.batch_matmul %{{.*}} {transpose_rhs} : (tensor<2x8x16xf32>, tensor<2x8x16xf32>) -> tensor<2x8x8xf32>
+  %1 = loom.batch_matmul %x, %x {transpose_rhs} : (tensor<2x8x16xf32>, tensor<2x8x16xf32>) -> tensor<2x8x8xf32>
+  // CHECK: loom.softmax %{{.*}} axis 2 : tensor<2x8x8xf32>
+  %2 = loom.softmax %1 axis 2 : tensor<2x8x8xf32>
+  // CHECK: loom.layer_norm %{{.*}} axis 2 {epsilon = 1.000000e-05 : f64}
+  %3 = loom.layer_norm %x, %g, %g axis 2 {epsilon = 1.0e-5 : f64} : (tensor<2x8x16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<2x8x16xf32>
+  // CHECK: loom.rms_norm
+  %4 = loom.rms_norm %x, %g axis 2 {epsilon = 1.0e-6 : f64} : (tensor<2x8x16xf32>, tensor<16xf32>) -> tensor<2x8x16xf32>
+  // CHECK: loom.gelu %{{.*}} {approximate} : tensor<2x8x16xf32>
+  %5 = loom.gelu %x {approximate} : tensor<2x8x16xf32>
+  // CHECK: loom.gather %{{.*}} axis 0 : (tensor<100x16xf32>, tensor<2x8xi64>) -> tensor<2x8x16xf32>
+  %6 = loom.gather %e, %ids axis 0 : (tensor<100x16xf32>, tensor<2x8xi64>) -> tensor<2x8x16xf32>
+  // CHECK: loom.transpose %{{.*}} [1, 0, 2] : tensor<2x8x16xf32> -> tensor<8x2x16xf32>
+  %7 = loom.transpose %x [1, 0, 2] : tensor<2x8x16xf32> -> tensor<8x2x16xf32>
+  // CHECK: loom.slice %{{.*}} axes [2] starts [4] ends [100] steps [2] : tensor<2x8x16xf32> -> tensor<2x8x6xf32>
+  %8 = loom.slice %x axes [2] starts [4] ends [100] steps [2] : tensor<2x8x16xf32> -> tensor<2x8x6xf32>
+  // CHECK: loom.concat %{{.*}} axis 2 : (tensor<2x8x16xf32>, tensor<2x8x6xf32>) -> tensor<2x8x22xf32>
+  %9 = loom.concat %x, %8 axis 2 : (tensor<2x8x16xf32>, tensor<2x8x6xf32>) -> tensor<2x8x22xf32>
+  // CHECK: loom.reduce_mean %{{.*}} axes [2] {keep_dims} : tensor<2x8x16xf32> -> tensor<2x8x1xf32>
+  %10 = loom.reduce_mean %x axes [2] {keep_dims} : tensor<2x8x16xf32> -> tensor<2x8x1xf32>
+  // CHECK: loom.expand %{{.*}} [-1, -1, 16] : tensor<2x8x1xf32> -> tensor<2x8x16xf32>
+  %11 = loom.expand %10 [-1, -1, 16] : tensor<2x8x1xf32> -> tensor<2x8x16xf32>
+  // CHECK: loom.select
+  %12 = loom.select %11, %x, %3 : (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>) -> tensor<2x8x16xf32>
+  // CHECK: loom.convert %{{.*}} : tensor<2x8xi64> -> tensor<2x8xf32>
+  %13 = loom.convert %ids : tensor<2x8xi64> -> tensor<2x8xf32>
+  // CHECK: loom.conv2d %{{.*}} strides [1, 1] pads [1, 1, 1, 1] dilations [1, 1] groups 1 : (tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<2x4x8x8xf32>
+  %14 = loom.conv2d %img, %f strides [1, 1] pads [1, 1, 1, 1] dilations [1, 1] groups 1 : (tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<2x4x8x8xf32>
+  // CHECK: loom.batch_norm
+  %15 = loom.batch_norm %14, %c, %c {epsilon = 1.0e-5 : f64} : (tensor<2x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<2x4x8x8xf32>
+  // CHECK: loom.max_pool2d %{{.*}} kernel [3, 3] strides [2, 2] pads [1, 1, 1, 1] : tensor<2x4x8x8xf32> -> tensor<2x4x4x4xf32>
+  %16 = loom.max_pool2d %15 kernel [3, 3] strides [2, 2] pads [1, 1, 1, 1] : tensor<2x4x8x8xf32> -> tensor<2x4x4x4xf32>
+  // CHECK: loom.layer_norm_grad
+  %17:3 = loom.layer_norm_grad %x, %x, %g axis 2 {epsilon = 1.0e-5 : f64} : (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<16xf32>) -> (tensor<2x8x16xf32>, tensor<16xf32>, tensor<16xf32>)
+  return
+}
