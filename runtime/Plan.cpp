@@ -103,14 +103,17 @@ Status checkBuffer(const plan::Plan &plan, const plan::Program &program,
                      dtypeName(b.dtype()));
   if (b.role() == plan::ROLE_UNSPECIFIED || !plan::Role_IsValid(b.role()))
     return makeError("role is unspecified");
-  int64_t numel = 1;
+  int64_t numel = 1, bytes = dtypeSize(b.dtype());
   for (int64_t d : b.shape()) {
     if (d < 0)
       return makeError("negative dimension in shape %s",
                        shapeToString(bufferShape(b)).c_str());
-    numel *= d;
+    if (__builtin_mul_overflow(numel, d, &numel) ||
+        __builtin_mul_overflow(bytes, d, &bytes))
+      return makeError("shape %s is too large",
+                       shapeToString(bufferShape(b)).c_str());
   }
-  if (b.size_bytes() != numel * dtypeSize(b.dtype()))
+  if (b.size_bytes() != bytes)
     return makeError("size_bytes %lld does not match shape %s of %s (%lld "
                      "bytes)",
                      (long long)b.size_bytes(),
@@ -120,7 +123,8 @@ Status checkBuffer(const plan::Plan &plan, const plan::Program &program,
   if (b.offset() < 0 || b.offset() % 64 != 0)
     return makeError("offset %lld is not a non-negative multiple of 64",
                      (long long)b.offset());
-  if (b.offset() + b.size_bytes() > program.arena_bytes())
+  if (b.offset() > program.arena_bytes() ||
+      b.size_bytes() > program.arena_bytes() - b.offset())
     return makeError("bytes [%lld, %lld) lie outside the arena of %lld bytes",
                      (long long)b.offset(),
                      (long long)(b.offset() + b.size_bytes()),

@@ -91,6 +91,23 @@ TEST(PlanTest, BuffersInsideTheArena) {
                "outside the arena of 64 bytes");
   EXPECT_ERROR([](plan::Plan &p) { prog0(p).mutable_buffers(1)->set_offset(65); },
                "offset 65 is not a non-negative multiple of 64");
+  // An offset near 2^63 must not wrap around the bounds check.
+  EXPECT_ERROR(
+      [](plan::Plan &p) {
+        prog0(p).mutable_buffers(1)->set_offset(9223372036854775744LL);
+      },
+      "lie outside the arena");
+}
+
+TEST(PlanTest, HugeShapesDoNotOverflow) {
+  EXPECT_ERROR(
+      [](plan::Plan &p) {
+        plan::Buffer *b = prog0(p).mutable_buffers(0);
+        b->clear_shape();
+        b->add_shape(int64_t(1) << 40);
+        b->add_shape(int64_t(1) << 40);
+      },
+      "is too large");
 }
 
 TEST(PlanTest, SizeMatchesShapeAndDType) {
