@@ -182,20 +182,24 @@ Status checkBuffer(const plan::Plan &plan, const plan::Program &program,
   if (b.role() == plan::INPUT || b.role() == plan::TARGET) {
     if (b.binding().empty())
       return makeError("%s buffer has no binding", roleName(b.role()));
-    if (b.shape_size() == 0)
+    // Training feeds samples along dimension 0; a forward pass takes the
+    // whole value, scalars included.
+    if (plan.is_training() && b.shape_size() == 0)
       return makeError("%s buffer must have a sample dimension",
                        roleName(b.role()));
     if (b.sample_offset() < 0)
       return makeError("negative sample_offset %lld",
                        (long long)b.sample_offset());
-    int64_t batch = plan.training().global_batch();
     // The last data-parallel rank's slice must stay inside the batch.
-    int64_t end = b.sample_offset() + meshAxisSize(plan, "dp") * b.shape(0);
-    if (plan.is_training() && batch > 0 && end > batch)
-      return makeError("samples [%lld, %lld) of the last data-parallel rank "
-                       "exceed the global batch of %lld",
-                       (long long)(end - b.shape(0)), (long long)end,
-                       (long long)batch);
+    int64_t batch = plan.training().global_batch();
+    if (plan.is_training() && batch > 0) {
+      int64_t end = b.sample_offset() + meshAxisSize(plan, "dp") * b.shape(0);
+      if (end > batch)
+        return makeError("samples [%lld, %lld) of the last data-parallel "
+                         "rank exceed the global batch of %lld",
+                         (long long)(end - b.shape(0)), (long long)end,
+                         (long long)batch);
+    }
   }
   if (b.role() == plan::OUTPUT && b.binding().empty())
     return makeError("OUTPUT buffer has no binding");

@@ -11,7 +11,8 @@ PKGS=(
   libopenblas-dev
   coinor-libcbc-dev
   libgtest-dev
-  python3-numpy python3-torch python3-onnx python3-sklearn
+  python3-numpy python3-torch python3-onnx python3-sklearn python3-torchvision
+  python3-venv
 )
 
 missing=()
@@ -19,8 +20,10 @@ for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 
+here=$(cd "$(dirname "$0")" && pwd)
 if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
+  # The reference venv (onnxruntime, transformers) on top of Debian's Python.
+  exec bash "$here/install-python-env.sh"
 fi
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -32,3 +35,5 @@ echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+
+bash "$here/install-python-env.sh"

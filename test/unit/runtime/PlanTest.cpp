@@ -231,3 +231,19 @@ TEST(PlanTest, MeshCoordinatesAreRowMajor) {
   EXPECT_EQ(meshAxisSize(p, "dp"), 3);
   EXPECT_EQ(meshAxisSize(p, "zz"), 1);
 }
+
+TEST(PlanTest, ForwardPlansTakeScalarInputs) {
+  // A forward pass takes whole values: a scalar input is valid there, and
+  // must not be treated as a batch of samples.
+  plan::Plan p = makePlan(1, /*training=*/false);
+  plan::Program &prog = *p.add_programs();
+  prog.add_ranks(0);
+  prog.set_loss_buffer(-1);
+  int32_t c = addBuffer(prog, "c", plan::INPUT, {});
+  buffer(prog, c).set_binding("c");
+  int32_t y = addBuffer(prog, "y", plan::OUTPUT, {});
+  buffer(prog, y).set_binding("y");
+  setF(addInst(prog, "scale", {c}, {y}, "s"), "factor", 2.0);
+  Status s = validatePlan(p, "f.loomplan");
+  EXPECT_TRUE(s.isOk()) << s.message();
+}

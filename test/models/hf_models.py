@@ -1,0 +1,414 @@
+#!/usr/bin/python3
+"""Build a small GPT-2, BERT, LLaMA or ResNet-18, export it to ONNX, write its data.
+
+  hf_models.py --model gpt2|bert|llama|resnet18 --out DIR [--seed S] [--batch B]
+               [--samples N] [--text FILE]
+
+The model is built from a config with random initialisation (torch.manual_seed(S);
+nothing is downloaded, HF_HUB_OFFLINE=1) and every dropout probability set to 0,
+then exported with torch.onnx.export at opset 17, static shapes [B, ...],
+training=TrainingMode.TRAINING (training-mode semantics: BatchNormalization uses batch
+statistics; dropout becomes Dropout(ratio=0)) and do_constant_folding=False, as PyTorch
+recommends for training-amenable export: with folding, the exporter replaces the
+transposed weight of every bias-free Linear by a new unnamed initializer
+('onnx::MatMul_123'), which loses the parameter names and unties tied embeddings.
+
+Writes to DIR:
+  model.onnx     the graph; input `input_ids` int64 [B, S] (LMs) or `images` float32
+                 [B, 3, 32, 32] (ResNet); one output `logits` ([B, S, V] or [B, 10]).
+                 Initializers are named like the PyTorch state dict (tied weights once).
+  input_ids.npy / images.npy, target.npy
+                 LMs: a character-level token stream (the bytes of --text, default
+                 /usr/share/common-licenses/GPL-3, modulo the vocabulary), cut into N
+                 windows of S+1 tokens: input = tokens [0, S), target = tokens [1, S] of
+                 the window (int64 [N, S]). BERT (bidirectional, so next-token targets
+                 would be copied) instead gets a masked-LM set: 15% of the input tokens
+                 replaced by [MASK] = V-1, target = the original tokens at every
+                 position. ResNet: scikit-learn's digits (8x8) scaled to 32x32, three
+                 equal channels, normalised (float32 [N, 3, 32, 32]), int64 labels [N].
+                 Loss for all four: cross-entropy, mean over every position / sample.
+  ops.txt        the sorted set of ONNX op types in the graph, one per line.
+  config.json    what hf_train.py needs to rebuild the module: model kind, HF config,
+                 shapes, and the initializer map: "parameters" (trainable, ONNX name
+                 -> every module parameter name sharing it, e.g. GPT-2's lm_head.weight
+                 under transformer.wte.weight), "buffers" (initializers that are module
+                 buffers, not trained: BatchNorm running stats) and "constants"
+                 (initializers that are neither, if the exporter lifted any).
+
+The reference trainer (hf_train.py) loads the weights from model.onnx, not from
+PyTorch state, so it starts from exactly the weights Loom reads.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+import warnings
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _venv import require  # noqa: E402
+
+if __name__ == "__main__":
+    require(["transformers", "torchvision"], "hf_models")
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+
+import numpy as np  # noqa: E402
+import onnx  # noqa: E402
+import torch  # noqa: E402
+from onnx import numpy_helper  # noqa: E402
+
+MODELS = ("gpt2", "bert", "llama", "resnet18")
+DEFAULT_TEXT = "/usr/share/common-licenses/GPL-3"
+SEQ = 64
+VOCAB = 512
+NUM_CLASSES = 10
+IMAGE = 32
+
+# The configs of the issue: small enough for CPU tests, shaped like the real thing.
+HF_CONFIGS = {
+    "gpt2": dict(vocab_size=VOCAB, n_positions=SEQ, n_embd=128, n_layer=2, n_head=4,
+                 activation_function="gelu_new", resid_pdrop=0.0, embd_pdrop=0.0,
+                 attn_pdrop=0.0, bos_token_id=None, eos_token_id=None),
+    "bert": dict(vocab_size=VOCAB, hidden_size=128, num_hidden_layers=2, num_attention_heads=4,
+                 intermediate_size=512, hidden_act="gelu", hidden_dropout_prob=0.0,
+                 attention_probs_dropout_prob=0.0, max_position_embeddings=SEQ,
+                 type_vocab_size=2, pad_token_id=None),
+    "llama": dict(vocab_size=VOCAB, hidden_size=128, intermediate_size=344, num_hidden_layers=2,
+                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=SEQ,
+                  hidden_act="silu", rms_norm_eps=1e-6, attention_dropout=0.0,
+                  tie_word_embeddings=False, pad_token_id=None, bos_token_id=None,
+                  eos_token_id=None),
+}
+
+
+class ModelError(Exception):
+    pass
+
+
+# ----------------------------------------------------------------------------- models
+
+def _logits_only(model, call_kwargs):
+    """Make `model` (an HF *For* model) return only the logits tensor from forward(input_ids).
+
+    The class is swapped for a subclass instead of wrapping the module, so parameter
+    and initializer names stay the HF state-dict names (no 'm.' prefix)."""
+    base = type(model)
+
+    def forward(self, input_ids):
+        return base.forward(self, input_ids=input_ids, return_dict=False, **call_kwargs)[0]
+
+    model.__class__ = type(base.__name__ + "Logits", (base,), {"forward": forward})
+    return model
+
+
+def build_model(kind, seed, hf_config=None):
+    """The torch module for `kind`, randomly initialised under torch.manual_seed(seed).
+
+    hf_config: a config dict (as saved in config.json) to rebuild exactly that model;
+    default: the issue's small config. Returns (module, config dict)."""
+    torch.manual_seed(seed)
+    if kind == "resnet18":
+        import torchvision
+        cfg = dict(hf_config or {"num_classes": NUM_CLASSES})
+        model = torchvision.models.resnet18(weights=None, num_classes=cfg["num_classes"])
+        return model.float(), cfg
+    import transformers
+    classes = {
+        "gpt2": (transformers.GPT2Config, transformers.GPT2LMHeadModel, {"use_cache": False}),
+        "bert": (transformers.BertConfig, transformers.BertForMaskedLM, {}),
+        "llama": (transformers.LlamaConfig, transformers.LlamaForCausalLM, {"use_cache": False}),
+    }
+    if kind not in classes:
+        raise ModelError("unknown model %r (choose from %s)" % (kind, ", ".join(MODELS)))
+    config_cls, model_cls, call_kwargs = classes[kind]
+    if hf_config is None:
+        config = config_cls(**HF_CONFIGS[kind])
+    else:
+        config = config_cls.from_dict(dict(hf_config))
+    # Eager attention: the SDPA path needs torch >= 2.1.1 and is not traceable by 1.13.
+    config._attn_implementation = "eager"
+    model = model_cls(config).float()
+    _logits_only(model, call_kwargs)
+    check_no_dropout(model, config)
+    return model, config.to_dict()
+
+
+def check_no_dropout(model, config=None):
+    bad = ["%s (p=%g)" % (n, m.p) for n, m in model.named_modules()
+           if isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p != 0]
+    if config is not None:
+        for key in ("attention_dropout", "attn_pdrop", "attention_probs_dropout_prob",
+                    "hidden_dropout_prob", "resid_pdrop", "embd_pdrop"):
+            if getattr(config, key, 0) not in (0, 0.0, None):
+                bad.append("config.%s=%g" % (key, getattr(config, key)))
+    if bad:
+        raise ModelError("dropout must be 0: " + ", ".join(bad))
+
+
+def input_name(kind):
+    return "images" if kind == "resnet18" else "input_ids"
+
+
+# ----------------------------------------------------------------------------- data
+
+def text_tokens(path, vocab):
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise ModelError("cannot read text %s: %s" % (path, e.strerror or e))
+    return np.frombuffer(data, dtype=np.uint8).astype(np.int64) % vocab
+
+
+def make_lm_data(kind, text, samples, seed, vocab=VOCAB, seq=SEQ):
+    """(input_ids, target), int64 [N, S]; see the module docstring."""
+    tokens = text_tokens(text, vocab)
+    windows = (len(tokens) - 1) // seq
+    if windows < 1:
+        raise ModelError("text %s has %d tokens; need at least %d" % (text, len(tokens), seq + 1))
+    n = windows if samples <= 0 else min(samples, windows)
+    if samples > windows:
+        raise ModelError("text %s gives %d windows of %d tokens; --samples %d is too many"
+                         % (text, windows, seq + 1, samples))
+    idx = np.arange(n)[:, None] * seq + np.arange(seq + 1)[None, :]
+    win = tokens[idx]
+    if kind == "bert":
+        rng = np.random.default_rng(seed + 1)
+        target = win[:, :seq].copy()
+        inputs = target.copy()
+        inputs[rng.random(inputs.shape) < 0.15] = vocab - 1   # [MASK]
+        return inputs, target
+    return np.ascontiguousarray(win[:, :seq]), np.ascontiguousarray(win[:, 1:])
+
+
+def make_image_data(samples, seed):
+    """(images float32 [N,3,32,32], labels int64 [N]) from scikit-learn's digits."""
+    from sklearn.datasets import load_digits
+    digits = load_digits()
+    x = digits.images.astype(np.float32) / 16.0         # [1797, 8, 8] in [0, 1]
+    y = digits.target.astype(np.int64)
+    order = np.random.default_rng(seed + 1).permutation(len(x))
+    n = len(x) if samples <= 0 else samples
+    if n > len(x):
+        raise ModelError("--samples %d: only %d digit images" % (samples, len(x)))
+    x, y = x[order[:n]], y[order[:n]]
+    x = np.kron(x, np.ones((IMAGE // 8, IMAGE // 8), dtype=np.float32))   # nearest 4x upscale
+    x = (x - 0.3) / 0.4
+    x = np.repeat(x[:, None, :, :], 3, axis=1)
+    return np.ascontiguousarray(x, dtype=np.float32), y
+
+
+def make_data(kind, samples, seed, text=DEFAULT_TEXT):
+    if kind == "resnet18":
+        return make_image_data(samples, seed)
+    return make_lm_data(kind, text, samples, seed)
+
+
+# ----------------------------------------------------------------------------- export
+
+def export(model, example, path, in_name, out_name="logits"):
+    """torch.onnx.export, opset 17, static shapes, training mode, no constant folding.
+
+    Tracing in training mode runs the forward once, which updates BatchNorm's running
+    statistics (and num_batches_tracked) in place, and the exporter writes the updated
+    values. Both the module and the file get the pre-export buffer values back, so the
+    ONNX initializers are the module's initial state."""
+    saved = {n: b.detach().clone() for n, b in model.named_buffers()}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, (example,), path, input_names=[in_name],
+                          output_names=[out_name], opset_version=17,
+                          do_constant_folding=False,
+                          training=torch.onnx.TrainingMode.TRAINING)
+    model.train()
+    changed = [n for n, b in model.named_buffers() if not torch.equal(b, saved[n])]
+    if changed:
+        with torch.no_grad():
+            for n, b in model.named_buffers():
+                b.copy_(saved[n])
+        m = onnx.load(path)
+        for t in m.graph.initializer:
+            if t.name in saved:
+                t.CopyFrom(numpy_helper.from_array(saved[t.name].numpy(), t.name))
+        onnx.save(m, path)
+
+
+def graph_op_types(graph):
+    """Op types of every node, including nodes of subgraphs (If/Loop bodies)."""
+    ops = set()
+    for node in graph.node:
+        ops.add(node.op_type if node.domain in ("", "ai.onnx") else node.domain + "." + node.op_type)
+        for a in node.attribute:
+            if a.type == onnx.AttributeProto.GRAPH:
+                ops |= graph_op_types(a.g)
+            elif a.type == onnx.AttributeProto.GRAPHS:
+                for g in a.graphs:
+                    ops |= graph_op_types(g)
+    return ops
+
+
+def _module_tensors(module):
+    """{name: tensor} of every parameter and buffer under every alias name, and
+    {id(parameter): [alias names]} (tied parameters share one id)."""
+    params, buffers, aliases = {}, {}, {}
+    for mname, m in module.named_modules(remove_duplicate=False):
+        prefix = mname + "." if mname else ""
+        for pname, p in m._parameters.items():
+            if p is not None:
+                params[prefix + pname] = p
+                names = aliases.setdefault(id(p), [])
+                if prefix + pname not in names:
+                    names.append(prefix + pname)
+        for bname, b in m._buffers.items():
+            if b is not None:
+                buffers[prefix + bname] = b
+    return params, buffers, aliases
+
+
+def initializer_map(module, onnx_model):
+    """Map ONNX initializers to the module's tensors.
+
+    Returns {"parameters": {init: [param alias names]}, "buffers": [init...],
+    "constants": [init...]}. Raises ModelError unless every parameter of the module is
+    one initializer exactly once (tied parameters count once) with the right shape."""
+    params, buffers, aliases = _module_tensors(module)
+    inits = {t.name: t for t in onnx_model.graph.initializer}
+    out = {"parameters": {}, "buffers": [], "constants": []}
+    covered = {}
+    for name, t in inits.items():
+        shape = tuple(t.dims)
+        if name in params:
+            p = params[name]
+            if tuple(p.shape) != shape:
+                raise ModelError("initializer %s has shape %s, parameter has %s"
+                                 % (name, list(shape), list(p.shape)))
+            if id(p) in covered:
+                raise ModelError("parameter %s is two initializers: %s and %s"
+                                 % (name, covered[id(p)], name))
+            covered[id(p)] = name
+            out["parameters"][name] = list(aliases[id(p)])
+        elif name in buffers:
+            if tuple(buffers[name].shape) != shape:
+                raise ModelError("initializer %s has shape %s, buffer has %s"
+                                 % (name, list(shape), list(buffers[name].shape)))
+            out["buffers"].append(name)
+        else:
+            out["constants"].append(name)
+    missing = [names[0] for pid, names in aliases.items() if pid not in covered]
+    if missing:
+        raise ModelError("parameter(s) not among the ONNX initializers: %s"
+                         % ", ".join(sorted(missing)))
+    return out
+
+
+def load_onnx_weights(module, onnx_model, imap=None):
+    """Copy every initializer mapped to a parameter or buffer into `module` (in place).
+    Returns the initializer map."""
+    if imap is None:
+        imap = initializer_map(module, onnx_model)
+    params, buffers, _ = _module_tensors(module)
+    arrays = {t.name: numpy_helper.to_array(t) for t in onnx_model.graph.initializer}
+    with torch.no_grad():
+        for name in imap["parameters"]:
+            params[name].copy_(torch.from_numpy(np.array(arrays[name])))
+        for name in imap["buffers"]:
+            buffers[name].copy_(torch.from_numpy(np.array(arrays[name])))
+    return imap
+
+
+def module_weights(module, imap):
+    """{initializer name: numpy array} of the module's current parameters and buffers."""
+    params, buffers, _ = _module_tensors(module)
+    out = {n: params[n].detach().numpy().copy() for n in imap["parameters"]}
+    out.update({n: buffers[n].detach().numpy().copy() for n in imap["buffers"]})
+    return out
+
+
+def build(kind, out_dir, seed=0, batch=8, samples=0, text=DEFAULT_TEXT):
+    """Build, export and write everything; returns (module, config dict)."""
+    if batch < 1:
+        raise ModelError("--batch must be >= 1")
+    os.makedirs(out_dir, exist_ok=True)
+    x, target = make_data(kind, samples, seed, text)
+    if len(x) < batch:
+        raise ModelError("%d samples, fewer than the batch %d" % (len(x), batch))
+    model, cfg = build_model(kind, seed)
+    model.train()
+    in_name = input_name(kind)
+    path = os.path.join(out_dir, "model.onnx")
+    export(model, torch.from_numpy(x[:batch]), path, in_name)
+    m = onnx.load(path)
+    onnx.checker.check_model(m)
+    for vi in list(m.graph.input) + list(m.graph.output):
+        dims = vi.type.tensor_type.shape.dim
+        if any(not d.HasField("dim_value") for d in dims):
+            raise ModelError("graph %s %s has a symbolic dimension" % (
+                "input" if vi in m.graph.input else "output", vi.name))
+    imap = initializer_map(model, m)
+    ops = sorted(graph_op_types(m.graph))
+    with open(os.path.join(out_dir, "ops.txt"), "w") as f:
+        f.write("".join(op + "\n" for op in ops))
+    np.save(os.path.join(out_dir, in_name + ".npy"), x)
+    np.save(os.path.join(out_dir, "target.npy"), target)
+    out_shape = [d.dim_value for d in m.graph.output[0].type.tensor_type.shape.dim]
+    meta = {
+        "model": kind,
+        "seed": seed,
+        "batch": batch,
+        "input": in_name,
+        "input_shape": list(x.shape[1:]),
+        "output": "logits",
+        "output_shape": out_shape,
+        "loss": "cross_entropy",
+        "samples": int(len(x)),
+        "config": cfg,
+        "initializers": imap,
+        "opset": 17,
+        "export": {"training": "TRAINING", "do_constant_folding": False,
+                   "torch": torch.__version__},
+    }
+    if kind != "resnet18":
+        import transformers
+        meta["export"]["transformers"] = transformers.__version__
+        meta["text"] = os.path.abspath(text)
+    with open(os.path.join(out_dir, "config.json"), "w") as f:
+        json.dump(meta, f, indent=1, default=str)
+        f.write("\n")
+    return model, meta
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", required=True, choices=MODELS)
+    p.add_argument("--out", required=True, help="output directory (created if missing)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="torch.manual_seed for the weights; data masks/shuffles use seed+1 (default 0)")
+    p.add_argument("--batch", type=int, default=8,
+                   help="the static batch dimension of the exported graph (default 8)")
+    p.add_argument("--samples", type=int, default=0,
+                   help="number of samples N (default: every window of the text; 512 images)")
+    p.add_argument("--text", default=DEFAULT_TEXT,
+                   help="text file for the LM token stream (default %s)" % DEFAULT_TEXT)
+    args = p.parse_args(argv)
+    if args.model == "resnet18" and args.samples == 0:
+        args.samples = 512
+    t0 = time.time()
+    try:
+        model, meta = build(args.model, args.out, args.seed, args.batch, args.samples, args.text)
+    except ModelError as e:
+        raise SystemExit("hf_models: error: %s" % e)
+    nparams = sum(p.numel() for p in model.parameters())
+    ops = open(os.path.join(args.out, "ops.txt")).read().split()
+    print("hf_models: %s params=%d %s %s -> logits %s, %d op types, %d samples -> %s (%.1fs)"
+          % (args.model, nparams, meta["input"], [args.batch] + meta["input_shape"],
+             meta["output_shape"], len(ops), meta["samples"], args.out, time.time() - t0))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
