@@ -11,6 +11,7 @@
 
 #include "ir/LoomOps.h"
 
+#include "mlir/Dialect/Traits.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/BitVector.h"
@@ -131,15 +132,11 @@ GraphImporter::GraphImporter(MLIRContext *ctx, const onnx::ModelProto &model,
     known[info.name()].type = &info.type();
   for (const auto &init : graph.initializer())
     known[init.name()].initializer = &init;
-}
-
-static std::string shapeString(ArrayRef<int64_t> shape) {
-  if (shape.empty())
-    return "scalar";
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  llvm::interleave(shape, os, "x");
-  return s;
+  for (const auto &node : graph.node())
+    for (const std::string &in : node.input())
+      used.insert(in);
+  for (const auto &info : graph.output())
+    used.insert(info.name());
 }
 
 /// The element type and, when fully static, the shape of an ONNX tensor type.
@@ -170,26 +167,30 @@ staticShapeOf(const onnx::TypeProto &type, std::string &why) {
   return shape;
 }
 
-FailureOr<RankedTensorType>
-GraphImporter::staticF32Type(StringRef name, Location loc, StringRef role,
-                             StringRef where) {
+FailureOr<RankedTensorType> GraphImporter::staticInputType(StringRef name,
+                                                           Location loc,
+                                                           StringRef role,
+                                                           StringRef where) {
   auto it = known.find(name);
   if (it == known.end() || !it->second.type)
     return emitError(loc) << role << " '" << name << "'" << where
                           << " has no type (ONNX shape inference found none)";
   const onnx::TypeProto &type = *it->second.type;
-  if (type.has_tensor_type() &&
-      type.tensor_type().elem_type() != onnx::TensorProto::FLOAT)
-    return emitError(loc) << role << " '" << name << "'" << where
-                          << " has element type "
-                          << elementTypeName(type.tensor_type().elem_type())
-                          << "; only float32 is supported";
+  Type elem = Float32Type::get(ctx);
+  if (type.has_tensor_type()) {
+    int32_t t = type.tensor_type().elem_type();
+    if (t == onnx::TensorProto::INT64)
+      elem = IntegerType::get(ctx, 64);
+    else if (t != onnx::TensorProto::FLOAT)
+      return emitError(loc)
+             << role << " '" << name << "'" << where << " has element type "
+             << elementTypeName(t) << "; only float32 and int64 are supported";
+  }
   std::string why;
   auto shape = staticShapeOf(type, why);
   if (failed(shape))
-    return emitError(loc) << role << " '" << name << "'" << where << " "
-                          << why;
-  return RankedTensorType::get(*shape, Float32Type::get(ctx));
+    return emitError(loc) << role << " '" << name << "'" << where << " " << why;
+  return RankedTensorType::get(*shape, elem);
 }
 
 bool GraphImporter::isFoldedShapeNode(const onnx::NodeProto &node) const {
@@ -231,8 +232,8 @@ LogicalResult GraphImporter::checkSupportedOps() {
       continue;
     ok = false;
     emitError(nodeLocs[i]) << "unsupported ONNX op '" << opName << "' (opset "
-                   << version << ") at node '" << nodeName(node, i)
-                   << "'; run 'loomc --list-ops' for the supported set";
+                           << version << ") at node '" << nodeName(node, i)
+                           << "'; run 'loomc --list-ops' for the supported set";
   }
   return success(ok);
 }
@@ -264,10 +265,10 @@ LogicalResult GraphImporter::importInto(ModuleOp module) {
     std::string where;
     if (use != firstUse.end()) {
       loc = nodeLocs[use->second];
-      where = " at node '" + nodeName(graph.node(use->second), use->second) +
-              "'";
+      where =
+          " at node '" + nodeName(graph.node(use->second), use->second) + "'";
     }
-    auto type = staticF32Type(input.name(), loc, "graph input", where);
+    auto type = staticInputType(input.name(), loc, "graph input", where);
     if (failed(type))
       return failure();
     if (use != firstUse.end()) {
@@ -305,8 +306,17 @@ LogicalResult GraphImporter::importInto(ModuleOp module) {
     current = &node;
     currentName = nodeName(node, static_cast<int>(i));
     currentLoc = nodeLocs[i];
+    // Known inputs first: shape subgraphs, masks and constant float math
+    // fold to known values and emit nothing.
+    if (allInputsConstant()) {
+      FailureOr<bool> didFold = foldNode(*this);
+      if (failed(didFold))
+        return failure();
+      if (*didFold)
+        continue;
+    }
     const OpConverter *conv = lookupOpConverter(node.op_type(), opsetVersion);
-    if (!conv) {
+    if (!conv || isFoldedShapeNode(node)) {
       assert(isFoldedShapeNode(node) && "unsupported op let through");
       for (auto [j, out] : llvm::enumerate(node.output()))
         defineInts(j, folded.lookup(out));
@@ -320,21 +330,30 @@ LogicalResult GraphImporter::importInto(ModuleOp module) {
   SmallVector<Value> results;
   for (const auto &output : graph.output()) {
     Location loc = locator.valueLoc(output.name());
-    auto it = values.find(output.name());
-    if (it == values.end()) {
-      if (ints.count(output.name()) || known[output.name()].initializer)
-        return emitError(loc) << "graph output '" << output.name()
-                              << "' is not a float32 tensor; only float32 "
-                                 "graph outputs are supported";
-      return emitError(loc) << "graph output '" << output.name()
-                            << "' is not produced by any node";
-    }
     if (output.type().has_tensor_type() &&
         output.type().tensor_type().elem_type() != onnx::TensorProto::FLOAT)
       return emitError(loc)
              << "graph output '" << output.name() << "' has element type "
              << elementTypeName(output.type().tensor_type().elem_type())
              << "; only float32 is supported";
+    auto c = consts.find(output.name());
+    if (c != consts.end() && c->second.isFloat()) {
+      currentLoc = loc;
+      results.push_back(materialize(c->second));
+      continue;
+    }
+    auto it = values.find(output.name());
+    if (it == values.end() || !cast<RankedTensorType>(it->second.getType())
+                                   .getElementType()
+                                   .isF32()) {
+      if (c != consts.end() || it != values.end() ||
+          known[output.name()].initializer)
+        return emitError(loc) << "graph output '" << output.name()
+                              << "' is not a float32 tensor; only float32 "
+                                 "graph outputs are supported";
+      return emitError(loc) << "graph output '" << output.name()
+                            << "' is not produced by any node";
+    }
     results.push_back(it->second);
   }
   func::ReturnOp::create(b, locator.fileLoc(), results);
@@ -359,7 +378,7 @@ LogicalResult GraphImporter::importInto(ModuleOp module) {
 //===----------------------------------------------------------------------===//
 
 InFlightDiagnostic GraphImporter::error(const Twine &what,
-                                         const Twine &detail) {
+                                        const Twine &detail) {
   InFlightDiagnostic diag = emitError(currentLoc)
                             << what << " at node '" << currentName << "'";
   if (!detail.isTriviallyEmpty())
@@ -372,61 +391,183 @@ bool GraphImporter::hasInput(unsigned index) const {
          !current->input(index).empty();
 }
 
+/// The elements of an integer or boolean initializer, or failure for other
+/// element types.
+static FailureOr<ConstTensor> parseInitializer(const onnx::TensorProto &t) {
+  SmallVector<int64_t> shape(t.dims().begin(), t.dims().end());
+  ConstTensor c;
+  c.shape = shape;
+  switch (t.data_type()) {
+  case onnx::TensorProto::INT64: {
+    auto data = onnx::ParseData<int64_t>(&t);
+    c.ints.assign(data.begin(), data.end());
+    break;
+  }
+  case onnx::TensorProto::INT32: {
+    auto data = onnx::ParseData<int32_t>(&t);
+    c.ints.assign(data.begin(), data.end());
+    break;
+  }
+  case onnx::TensorProto::BOOL: {
+    // ParseData<bool> is not instantiated; bools are stored as int32_data
+    // or one byte each in raw_data.
+    c.kind = ConstTensor::Kind::Bool;
+    if (t.has_raw_data())
+      for (char byte : t.raw_data())
+        c.ints.push_back(byte != 0);
+    else
+      for (int32_t v : t.int32_data())
+        c.ints.push_back(v != 0);
+    break;
+  }
+  default:
+    return failure();
+  }
+  if (static_cast<int64_t>(c.ints.size()) != c.numElements())
+    return failure();
+  return c;
+}
+
+const ConstTensor *GraphImporter::constantNamed(StringRef name) {
+  auto it = consts.find(name);
+  if (it != consts.end())
+    return &it->second;
+  const onnx::TensorProto *init = known[name].initializer;
+  if (!init || init->data_type() == onnx::TensorProto::FLOAT)
+    return nullptr;
+  auto parsed = parseInitializer(*init);
+  if (failed(parsed))
+    return nullptr;
+  return &(consts[name] = std::move(*parsed));
+}
+
+const ConstTensor *GraphImporter::constant(unsigned index) {
+  if (!hasInput(index))
+    return nullptr;
+  return constantNamed(current->input(index));
+}
+
+bool GraphImporter::allInputsConstant() {
+  for (int i = 0; i < current->input_size(); ++i)
+    if (hasInput(i) && !constant(i))
+      return false;
+  return true;
+}
+
+std::optional<ConstTensor> GraphImporter::floatInitializer(unsigned index) {
+  if (!hasInput(index))
+    return std::nullopt;
+  const onnx::TensorProto *init = known[current->input(index)].initializer;
+  if (!init || init->data_type() != onnx::TensorProto::FLOAT)
+    return std::nullopt;
+  SmallVector<int64_t> shape(init->dims().begin(), init->dims().end());
+  auto data = onnx::ParseData<float>(init);
+  if (static_cast<int64_t>(data.size()) != product(shape))
+    return std::nullopt;
+  return ConstTensor::ofFloats(shape,
+                               std::vector<float>(data.begin(), data.end()));
+}
+
+Value GraphImporter::runtimeValue(unsigned index) {
+  if (!hasInput(index) || constant(index))
+    return {};
+  return values.lookup(current->input(index));
+}
+
+bool GraphImporter::holdsConvertedInts(unsigned index) {
+  return hasInput(index) && runtimeValue(index) &&
+         convertedInts.contains(current->input(index));
+}
+
 FailureOr<Value> GraphImporter::data(unsigned index) {
   if (!hasInput(index))
-    return error(llvm::formatv("{0} is missing input {1}", current->op_type(),
-                               index));
+    return error(
+        llvm::formatv("{0} is missing input {1}", current->op_type(), index));
   const std::string &name = current->input(index);
-  auto it = values.find(name);
-  if (it != values.end())
-    return it->second;
-  const onnx::TensorProto *init = known[name].initializer;
-  if (ints.count(name) ||
-      (init && init->data_type() != onnx::TensorProto::FLOAT))
+  if (const ConstTensor *c = constantNamed(name)) {
+    if (c->isFloat()) {
+      // One constant per known value, however often it is read.
+      Value &m = materialized[name];
+      if (!m)
+        m = materialize(*c);
+      return m;
+    }
     return error("tensor '" + name + "' of element type " +
-                     (init ? elementTypeName(init->data_type())
-                           : std::string("int64")) +
+                     (c->kind == ConstTensor::Kind::Bool ? "bool" : "int64") +
                      " is used as data",
-                 "only float32 tensors are data; integer tensors are only "
-                 "supported as shape operands");
+                 "integer data is not supported (only float32); integer "
+                 "tensors may be shape operands, indices and Cast inputs");
+  }
+  auto it = values.find(name);
+  if (it != values.end()) {
+    Type elem = cast<RankedTensorType>(it->second.getType()).getElementType();
+    if (elem.isF32())
+      return it->second;
+    return error("tensor '" + name + "' of element type int64 is used as data",
+                 "integer data is not supported (only float32); Cast it to "
+                 "float first");
+  }
+  const onnx::TensorProto *init = known[name].initializer;
+  if (init)
+    return error("tensor '" + name + "' of element type " +
+                     elementTypeName(init->data_type()) + " is used as data",
+                 "this element type is not supported as data (only float32)");
   return error("value '" + name + "' is not defined");
 }
 
-FailureOr<SmallVector<int64_t>>
-GraphImporter::intsOf(const onnx::TensorProto &tensor) {
-  switch (tensor.data_type()) {
-  case onnx::TensorProto::INT64: {
-    auto data = onnx::ParseData<int64_t>(&tensor);
-    return SmallVector<int64_t>(data.begin(), data.end());
+FailureOr<Value> GraphImporter::indices(unsigned index) {
+  if (!hasInput(index))
+    return error(
+        llvm::formatv("{0} is missing input {1}", current->op_type(), index));
+  const std::string &name = current->input(index);
+  if (const ConstTensor *c = constantNamed(name)) {
+    if (c->kind != ConstTensor::Kind::Int)
+      return error("indices '" + name + "' are not integers");
+    auto type = RankedTensorType::get(c->shape, b.getI64Type());
+    return ConstantOp::create(
+               b, currentLoc,
+               DenseElementsAttr::get(type, ArrayRef<int64_t>(c->ints)))
+        .getResult();
   }
-  case onnx::TensorProto::INT32: {
-    auto data = onnx::ParseData<int32_t>(&tensor);
-    return SmallVector<int64_t>(data.begin(), data.end());
-  }
-  default:
-    return error("shape operand '" + tensor.name() + "' has element type " +
-                     elementTypeName(tensor.data_type()),
-                 "expected an integer tensor");
-  }
+  auto it = values.find(name);
+  if (it != values.end() && cast<RankedTensorType>(it->second.getType())
+                                .getElementType()
+                                .isInteger(64))
+    return it->second;
+  if (it != values.end() && convertedInts.contains(name))
+    return error("indices '" + name +
+                     "' were converted to float32 by an "
+                     "earlier reshaping op",
+                 "loom's layout ops take float32 tensors; feed the int64 "
+                 "graph input to Gather directly");
+  return error("indices '" + name + "' are not int64 tensors");
 }
 
 FailureOr<SmallVector<int64_t>> GraphImporter::constInts(unsigned index) {
   if (!hasInput(index))
-    return error(llvm::formatv("{0} is missing input {1}", current->op_type(),
-                               index));
+    return error(
+        llvm::formatv("{0} is missing input {1}", current->op_type(), index));
   const std::string &name = current->input(index);
-  auto it = ints.find(name);
-  if (it != ints.end())
-    return it->second;
-  if (const onnx::TensorProto *init = known[name].initializer) {
-    auto parsed = intsOf(*init);
-    if (succeeded(parsed))
-      ints[name] = *parsed;
-    return parsed;
+  if (const ConstTensor *c = constantNamed(name)) {
+    if (c->isFloat())
+      return error("shape operand '" + name + "' has element type float32",
+                   "expected an integer tensor");
+    return SmallVector<int64_t>(c->ints.begin(), c->ints.end());
   }
+  if (const onnx::TensorProto *init = known[name].initializer)
+    return error("shape operand '" + name + "' has element type " +
+                     elementTypeName(init->data_type()),
+                 "expected an integer tensor");
   return error("input '" + name + "' of " + current->op_type() +
                    " is computed at run time",
                "it must be a constant (an initializer or a Constant node)");
+}
+
+FailureOr<SmallVector<int64_t>>
+GraphImporter::optionalConstInts(unsigned index, ArrayRef<int64_t> dflt) {
+  if (!hasInput(index))
+    return SmallVector<int64_t>(dflt);
+  return constInts(index);
 }
 
 LogicalResult GraphImporter::define(unsigned index, Value value) {
@@ -439,8 +580,8 @@ LogicalResult GraphImporter::define(unsigned index, Value value) {
     const auto &dims = it->second.type->tensor_type().shape().dim();
     bool conflict = dims.size() != type.getRank();
     for (int i = 0; !conflict && i < dims.size(); ++i)
-      conflict = dims[i].has_dim_value() &&
-                 dims[i].dim_value() != type.getDimSize(i);
+      conflict =
+          dims[i].has_dim_value() && dims[i].dim_value() != type.getDimSize(i);
     if (conflict) {
       SmallVector<int64_t> onnxShape;
       for (const auto &d : dims)
@@ -460,35 +601,129 @@ LogicalResult GraphImporter::define(unsigned index, Value value) {
       return error("shape mismatch for '" + name + "'",
                    "ONNX shape inference gives " + onnxText +
                        " but the imported op gives " +
-                       shapeString(type.getShape()));
+                       shapeText(type.getShape()));
     }
   }
   values[name] = value;
   return success();
 }
 
+LogicalResult GraphImporter::defineConvertedInts(unsigned index, Value value) {
+  convertedInts.insert(current->output(index));
+  return define(index, value);
+}
+
 LogicalResult GraphImporter::forward(unsigned in, unsigned out) {
-  if (hasInput(in)) {
-    const std::string &name = current->input(in);
-    const onnx::TensorProto *init = known[name].initializer;
-    if (ints.count(name) ||
-        (init && (init->data_type() == onnx::TensorProto::INT64 ||
-                  init->data_type() == onnx::TensorProto::INT32))) {
-      auto vals = constInts(in);
-      if (failed(vals))
-        return failure();
-      defineInts(out, *vals);
-      return success();
-    }
+  if (const ConstTensor *c = constant(in)) {
+    defineConst(out, *c);
+    return success();
   }
-  auto value = data(in);
-  if (failed(value))
-    return failure();
-  return define(out, *value);
+  if (!hasInput(in))
+    return error(
+        llvm::formatv("{0} is missing input {1}", current->op_type(), in));
+  auto it = values.find(current->input(in));
+  if (it == values.end())
+    return data(in); // Reports why.
+  if (holdsConvertedInts(in))
+    convertedInts.insert(current->output(out));
+  return define(out, it->second);
+}
+
+std::optional<SmallVector<int64_t>>
+GraphImporter::inferredShape(unsigned index) const {
+  auto it = known.find(current->output(index));
+  if (it == known.end() || !it->second.type)
+    return std::nullopt;
+  std::string why;
+  auto shape = staticShapeOf(*it->second.type, why);
+  if (failed(shape))
+    return std::nullopt;
+  return *shape;
+}
+
+int32_t GraphImporter::inputElementType(unsigned index) const {
+  if (!hasInput(index))
+    return onnx::TensorProto::UNDEFINED;
+  auto it = known.find(current->input(index));
+  if (it == known.end())
+    return onnx::TensorProto::UNDEFINED;
+  if (it->second.initializer)
+    return it->second.initializer->data_type();
+  if (it->second.type && it->second.type->has_tensor_type())
+    return it->second.type->tensor_type().elem_type();
+  return onnx::TensorProto::UNDEFINED;
+}
+
+bool GraphImporter::outputUsed(unsigned index) const {
+  return index < static_cast<unsigned>(current->output_size()) &&
+         !current->output(index).empty() &&
+         used.contains(current->output(index));
 }
 
 void GraphImporter::defineInts(unsigned index, SmallVector<int64_t> vals) {
-  ints[current->output(index)] = std::move(vals);
+  SmallVector<int64_t> shape = {static_cast<int64_t>(vals.size())};
+  if (auto inferred = inferredShape(index))
+    if (product(*inferred) == static_cast<int64_t>(vals.size()))
+      shape = *inferred;
+  defineConst(index, ConstTensor::ofInts(shape, std::vector<int64_t>(
+                                                    vals.begin(), vals.end())));
+}
+
+void GraphImporter::defineConst(unsigned index, ConstTensor value) {
+  consts[current->output(index)] = std::move(value);
+}
+
+Value GraphImporter::materialize(const ConstTensor &c) {
+  int64_t n = c.numElements();
+  std::vector<float> data(n);
+  for (int64_t i = 0; i < n; ++i)
+    data[i] = static_cast<float>(c.get(i));
+  auto f32 = b.getF32Type();
+  bool splat = n > 0 && llvm::all_equal(data);
+  if (splat || n <= 1) {
+    auto type = RankedTensorType::get(c.shape, f32);
+    ArrayRef<float> values =
+        splat ? ArrayRef<float>(data[0]) : ArrayRef<float>(data);
+    return ConstantOp::create(b, currentLoc,
+                              DenseElementsAttr::get(type, values));
+  }
+  // Dimensions along which the tensor repeats (a mask expanded to the batch)
+  // are kept as size 1 and re-expanded by `loom.expand`.
+  SmallVector<int64_t> strides = stridesOf(c.shape);
+  SmallVector<int64_t> reduced(c.shape);
+  for (auto [d, size] : llvm::enumerate(c.shape)) {
+    if (size <= 1)
+      continue;
+    bool repeats = true;
+    for (int64_t i = 0; repeats && i < n; ++i) {
+      int64_t coord = (i / strides[d]) % size;
+      repeats = coord == 0 || data[i] == data[i - coord * strides[d]];
+    }
+    if (repeats)
+      reduced[d] = 1;
+  }
+  if (reduced == c.shape)
+    return ConstantOp::create(
+        b, currentLoc,
+        DenseElementsAttr::get(RankedTensorType::get(c.shape, f32),
+                               ArrayRef<float>(data)));
+  std::vector<float> small;
+  small.reserve(product(reduced));
+  SmallVector<int64_t> smallStrides = stridesOf(reduced);
+  for (int64_t j = 0, m = product(reduced); j < m; ++j) {
+    int64_t src = 0;
+    for (size_t d = 0; d < reduced.size(); ++d)
+      src += ((j / smallStrides[d]) % reduced[d]) * strides[d];
+    small.push_back(data[src]);
+  }
+  Value base = ConstantOp::create(
+      b, currentLoc,
+      DenseElementsAttr::get(RankedTensorType::get(reduced, f32),
+                             ArrayRef<float>(small)));
+  SmallVector<int64_t> spec;
+  for (auto [r, full] : llvm::zip(reduced, c.shape))
+    spec.push_back(r == full ? -1 : full);
+  return ExpandOp::create(b, currentLoc, base, b.getDenseI64ArrayAttr(spec));
 }
 
 const onnx::AttributeProto *GraphImporter::attr(StringRef name) const {

@@ -2,7 +2,9 @@
 //
 // Internal to `LoomFrontendOnnx`. `OnnxImporter.cpp` loads, checks and
 // shape-infers a model; `GraphImporter` turns the checked graph into
-// `func.func @main`; `OnnxOps.cpp` holds one converter per ONNX op type.
+// `func.func @main`; the op families (OnnxMathOps.cpp, OnnxShapeOps.cpp,
+// OnnxNNOps.cpp) hold one converter per ONNX op type and OnnxFolding.cpp
+// folds nodes whose inputs are all known.
 // Everything here may call ONNX code that throws: `importOnnxFile` catches.
 //
 //===----------------------------------------------------------------------===//
@@ -15,13 +17,56 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 
 #include "onnx/onnx_pb.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace mlir::loom::onnx_import {
+
+/// A tensor whose value the importer knows: integer and boolean tensors of
+/// shape subgraphs and masks, and float tensors computed from `Constant`
+/// nodes. Float initializers are parameters, never `ConstTensor`s.
+struct ConstTensor {
+  enum class Kind { Int, Float, Bool };
+  Kind kind = Kind::Int;
+  SmallVector<int64_t> shape;
+  /// The elements of an `Int` or `Bool` (0/1) tensor, row-major.
+  std::vector<int64_t> ints;
+  /// The elements of a `Float` tensor, row-major.
+  std::vector<float> floats;
+
+  int64_t numElements() const;
+  bool isFloat() const { return kind == Kind::Float; }
+  /// Element `i` as a double (ints and bools converted).
+  double get(int64_t i) const;
+  static ConstTensor ofInts(SmallVector<int64_t> shape,
+                            std::vector<int64_t> values);
+  static ConstTensor ofFloats(SmallVector<int64_t> shape,
+                              std::vector<float> values);
+  /// A tensor of `shape` and this kind whose element `i` is element
+  /// `source[i]` of this one (the layout ops: transpose, slice, gather...).
+  ConstTensor select(SmallVector<int64_t> newShape,
+                     ArrayRef<int64_t> source) const;
+};
+
+/// Folding works on tensors of at most this many elements.
+inline constexpr int64_t kMaxFoldedElements = int64_t(1) << 24;
+
+/// "float32", "int64", ... for an ONNX `TensorProto::DataType`.
+std::string elementTypeName(int32_t dataType);
+/// "2x3x4", or "scalar".
+std::string shapeText(ArrayRef<int64_t> shape);
+/// "[1, -1]".
+std::string listText(ArrayRef<int64_t> values);
+int64_t product(ArrayRef<int64_t> dims);
+/// Row-major strides of `shape`.
+SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape);
+/// The static shape of a ranked tensor value.
+ArrayRef<int64_t> shapeOf(Value v);
 
 /// Where in the model file things are. For `.onnxtext` files the text is
 /// searched so that nodes point at their line; binary files give line 0.
@@ -68,21 +113,61 @@ public:
   //===--------------------------------------------------------------------===//
 
   /// The float32 tensor that is input `index` of the current node, or a
-  /// diagnostic (missing, integer, dynamic shape, ...).
+  /// diagnostic (missing, integer, dynamic shape, ...). A float constant is
+  /// materialized as `loom.constant` at its first use.
   FailureOr<Value> data(unsigned index);
+  /// The int64 tensor that is input `index` (a runtime int64 value such as a
+  /// graph input, or an integer constant materialized as `loom.constant`).
+  FailureOr<Value> indices(unsigned index);
   /// Whether the current node has a non-empty input `index`.
   bool hasInput(unsigned index) const;
+  /// The known value of input `index`, or null when it is computed at run
+  /// time (or is a float initializer, i.e. a parameter).
+  const ConstTensor *constant(unsigned index);
+  /// Whether every non-empty input of the current node is a known value.
+  bool allInputsConstant();
   /// The integers of input `index` of the current node, which must be a
   /// constant (initializer or `Constant` node output).
   FailureOr<SmallVector<int64_t>> constInts(unsigned index);
+  /// Like `constInts`, for an optional input: `dflt` when it is absent.
+  FailureOr<SmallVector<int64_t>> optionalConstInts(unsigned index,
+                                                    ArrayRef<int64_t> dflt);
+  /// The elements of input `index` when it is a float32 initializer with
+  /// data (BatchNormalization's running statistics), or null.
+  std::optional<ConstTensor> floatInitializer(unsigned index);
+  /// The runtime value of input `index`, of any element type, or null.
+  Value runtimeValue(unsigned index);
+  /// Whether input `index` is a runtime value that holds the integers of an
+  /// ONNX int64 tensor converted to f32 (see `Cast`).
+  bool holdsConvertedInts(unsigned index);
   /// Binds output `index` of the current node to `value`, after checking that
   /// its type agrees with what ONNX's shape inference found.
   LogicalResult define(unsigned index, Value value);
+  /// Like `define`, and marks the value as holding converted integers.
+  LogicalResult defineConvertedInts(unsigned index, Value value);
   /// Binds output `out` of the current node to whatever input `in` is (a
-  /// float32 value or an integer constant).
+  /// runtime value or a constant).
   LogicalResult forward(unsigned in, unsigned out);
-  /// Binds output `index` of the current node to integer constants.
+  /// Binds output `index` of the current node to integer constants (1-D, or
+  /// shaped as ONNX's inference says when the sizes agree).
   void defineInts(unsigned index, SmallVector<int64_t> values);
+  /// Binds output `index` of the current node to a known value.
+  void defineConst(unsigned index, ConstTensor value);
+  /// The `loom.constant` (f32; bools as 0/1, ints converted) for `value`.
+  /// A tensor that repeats along some dimensions is built from its distinct
+  /// part and a `loom.expand`, so batch-sized masks stay small.
+  Value materialize(const ConstTensor &value);
+  /// The static shape ONNX's inference found for output `index`, if any.
+  std::optional<SmallVector<int64_t>> inferredShape(unsigned index) const;
+  /// The ONNX element type of input `index` (from inference), or UNDEFINED.
+  int32_t inputElementType(unsigned index) const;
+  /// Whether `name` is an initializer.
+  bool isInitializer(StringRef name) const {
+    auto it = known.find(name);
+    return it != known.end() && it->second.initializer;
+  }
+  /// Whether some later node or the graph outputs read output `index`.
+  bool outputUsed(unsigned index) const;
 
   /// Attribute accessors for the current node, with ONNX defaults.
   const onnx::AttributeProto *attr(StringRef name) const;
@@ -107,9 +192,9 @@ private:
 
   LogicalResult checkSupportedOps();
   bool isFoldedShapeNode(const onnx::NodeProto &node) const;
-  FailureOr<RankedTensorType> staticF32Type(StringRef name, Location loc,
-                                            StringRef role, StringRef where);
-  FailureOr<SmallVector<int64_t>> intsOf(const onnx::TensorProto &tensor);
+  FailureOr<RankedTensorType> staticInputType(StringRef name, Location loc,
+                                              StringRef role, StringRef where);
+  const ConstTensor *constantNamed(StringRef name);
 
   MLIRContext *ctx;
   const onnx::ModelProto &model;
@@ -120,7 +205,15 @@ private:
   /// Types from graph inputs, outputs, `value_info` and initializers.
   llvm::StringMap<Known> known;
   llvm::StringMap<Value> values;
-  llvm::StringMap<SmallVector<int64_t>> ints;
+  /// Known values: integer/bool initializers (parsed at first use), `Constant`
+  /// nodes and everything folded from them.
+  llvm::StringMap<ConstTensor> consts;
+  /// `loom.constant`s built for known float values used as data.
+  llvm::StringMap<Value> materialized;
+  /// Runtime f32 values that hold an ONNX int64 tensor's integers.
+  llvm::StringSet<> convertedInts;
+  /// Names read by some node or graph output.
+  llvm::StringSet<> used;
   llvm::StringMap<SmallVector<int64_t>> folded;
 
   std::vector<Location> nodeLocs;
@@ -145,8 +238,31 @@ ArrayRef<OpConverter> getOpConverters();
 /// The converter for `opType` at `opset`, or null.
 const OpConverter *lookupOpConverter(StringRef opType, int64_t opset);
 
-/// "float32", "int64", ... for an ONNX `TensorProto::DataType`.
-std::string elementTypeName(int32_t dataType);
+/// The converters of each op family (OnnxMathOps.cpp, OnnxShapeOps.cpp,
+/// OnnxNNOps.cpp), merged by `getOpConverters`.
+ArrayRef<OpConverter> getMathOpConverters();
+ArrayRef<OpConverter> getShapeOpConverters();
+ArrayRef<OpConverter> getNNOpConverters();
+
+/// Folds the current node when all its inputs are known and its op type has
+/// a folder (OnnxFolding.cpp). Returns true when the outputs were defined,
+/// false when the node must be converted (no folder, or a result too large
+/// to fold), failure after a diagnostic.
+FailureOr<bool> foldNode(GraphImporter &g);
+/// Whether `opType` has a folder.
+bool hasFolder(StringRef opType);
+
+/// A `loom.reshape` of `input` to the static `outShape` with a batch-agnostic
+/// specification (`batchAgnosticReshapeSpec`), or a diagnostic.
+FailureOr<Value> reshapeTo(GraphImporter &g, Value input,
+                           ArrayRef<int64_t> outShape);
+
+/// NumPy broadcast of two shapes, or failure.
+FailureOr<SmallVector<int64_t>> broadcastShape(ArrayRef<int64_t> a,
+                                               ArrayRef<int64_t> b);
+/// Normalises a possibly negative `axis` against `rank`; failure when out of
+/// range.
+FailureOr<int64_t> normalizeAxis(int64_t axis, int64_t rank);
 
 } // namespace mlir::loom::onnx_import
 

@@ -29,8 +29,8 @@
 #include "onnx/shape_inference/implementation.h"
 
 #include <exception>
-#include <unordered_map>
 #include <regex>
+#include <unordered_map>
 
 using namespace mlir;
 using namespace mlir::loom;
@@ -60,7 +60,8 @@ static std::string oneLine(StringRef message) {
     out.pop_back();
   if (!out.empty() && std::isupper(static_cast<unsigned char>(out[0])) &&
       !(out.size() > 1 && std::isupper(static_cast<unsigned char>(out[1]))))
-    out[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(out[0])));
+    out[0] =
+        static_cast<char>(std::tolower(static_cast<unsigned char>(out[0])));
   return out;
 }
 
@@ -109,9 +110,9 @@ static FailureOr<onnx::ModelProto> parseModel(MLIRContext *ctx, StringRef path,
       size_t lastLine = reason.rtrim().rfind('\n');
       if (lastLine != StringRef::npos)
         reason = reason.drop_front(lastLine + 1);
-      return emitError(loc) << "cannot parse '" << path
-                            << "' as an ONNX model: " << oneLine(reason)
-                            << where;
+      return emitError(loc)
+             << "cannot parse '" << path
+             << "' as an ONNX model: " << oneLine(reason) << where;
     }
     return model;
   }
@@ -134,9 +135,9 @@ static FailureOr<int64_t> defaultOpset(Location loc, StringRef path,
     if (!imp.domain().empty() && imp.domain() != "ai.onnx")
       continue;
     if (imp.version() < kMinOpset || imp.version() > kMaxOpset)
-      return emitError(loc) << "model '" << path << "' uses ONNX opset "
-                            << imp.version() << "; supported opsets are "
-                            << kMinOpset << "-" << kMaxOpset;
+      return emitError(loc)
+             << "model '" << path << "' uses ONNX opset " << imp.version()
+             << "; supported opsets are " << kMinOpset << "-" << kMaxOpset;
     return imp.version();
   }
   return emitError(loc) << "model '" << path
@@ -211,8 +212,8 @@ static void retargetReshapes(onnx::ModelProto &model, int64_t opset) {
     auto out = shapes.find(node.output(0));
     if (in == shapes.end() || out == shapes.end())
       continue;
-    SmallVector<int64_t> spec = batchAgnosticReshapeSpec(in->second,
-                                                         out->second);
+    SmallVector<int64_t> spec =
+        batchAgnosticReshapeSpec(in->second, out->second);
     bool allowZero = false;
     for (const auto &a : node.attribute())
       if (a.name() == "allowzero" && a.i() != 0)
@@ -311,8 +312,7 @@ static LogicalResult applyShapeOptions(Location loc, StringRef path,
     auto shape = options.inputShapes.find(in.name());
     if (shape != options.inputShapes.end()) {
       if (tensor->has_shape() &&
-          tensor->shape().dim_size() !=
-              static_cast<int>(shape->second.size()))
+          tensor->shape().dim_size() != static_cast<int>(shape->second.size()))
         return emitError(loc)
                << "input shape for '" << in.name() << "' has rank "
                << shape->second.size() << " but the model's input has rank "
@@ -429,8 +429,7 @@ mlir::loom::importOnnxFile(MLIRContext *ctx, StringRef path,
     emitError(fileLoc) << "cannot import '" << path
                        << "': " << oneLine(e.what());
   } catch (...) {
-    emitError(fileLoc) << "cannot import '" << path
-                       << "': unknown exception";
+    emitError(fileLoc) << "cannot import '" << path << "': unknown exception";
   }
   return nullptr;
 }

@@ -28,6 +28,7 @@ LOOM_INFER_LIKE_OPERANDS(BatchNormGradOp, 1, 2, 2)
 LOOM_INFER_LIKE_OPERANDS(Conv2dGradInputOp, 2)
 LOOM_INFER_LIKE_OPERANDS(Conv2dGradFilterOp, 2)
 LOOM_INFER_LIKE_OPERANDS(MaxPool2dGradOp, 1)
+LOOM_INFER_LIKE_OPERANDS(AttentionGradOp, 1, 2, 3)
 #undef LOOM_INFER_LIKE_OPERANDS
 
 //===----------------------------------------------------------------------===//
@@ -178,5 +179,42 @@ LogicalResult MaxPool2dOp::verify() {
   if (p.size() == 4 && k.size() == 2 &&
       (p[0] >= k[0] || p[2] >= k[0] || p[1] >= k[1] || p[3] >= k[1]))
     return emitOpError("padding must be smaller than the kernel");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+LogicalResult AttentionOp::inferReturnTypes(
+    MLIRContext *ctx, std::optional<Location> loc, ValueRange operands,
+    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
+    SmallVectorImpl<Type> &inferred) {
+  Adaptor adaptor(operands, attributes, properties, regions);
+  auto q = rankedType(adaptor.getQuery()).getShape();
+  auto v = rankedType(adaptor.getValue()).getShape();
+  if (q.size() < 2 || v.size() != q.size())
+    return emitInferError(loc, "loom.attention needs q, k, v of equal rank "
+                               ">= 2");
+  SmallVector<int64_t> out(q.drop_back());
+  out.push_back(v.back());
+  inferred.push_back(f32Tensor(ctx, out));
+  return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  auto q = getQuery().getType().getShape();
+  auto k = getKey().getType().getShape();
+  auto v = getValue().getType().getShape();
+  if (k.size() != q.size() || v.size() != q.size() ||
+      q.drop_back(2) != k.drop_back(2) || k.drop_back(2) != v.drop_back(2))
+    return emitOpError("q, k and v must share their leading dimensions");
+  if (q.back() != k.back())
+    return emitOpError("q and k head sizes differ: ")
+           << q.back() << " vs " << k.back();
+  if (k[k.size() - 2] != v[v.size() - 2])
+    return emitOpError("k and v sequence lengths differ");
+  if (getCausal() && q[q.size() - 2] != k[k.size() - 2])
+    return emitOpError("causal attention needs equal query and key lengths");
   return success();
 }

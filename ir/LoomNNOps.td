@@ -200,4 +200,44 @@ def Loom_MaxPool2dGradOp : Loom_Op<"max_pool2d_grad", [Pure,
   }];
 }
 
+def Loom_AttentionOp : Loom_Op<"attention", [Pure,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "Scaled dot-product attention, optionally causal";
+  let description = [{
+    `softmax(scale * q k^T + causal mask) v` over the last two dimensions of
+    `q`, `k`, `v` `[..., S, D]` (the leading dimensions — batch and heads —
+    must be equal). With `causal`, query `i` attends to keys `j <= i`.
+    Produced by `loom-raise-attention`; backends compute it without
+    materialising the `S x S` scores.
+
+    ```mlir
+    %o = loom.attention %q, %k, %v {causal, scale = 0.17677669529663687 : f64} : (tensor<2x4x64x32xf32>, tensor<2x4x64x32xf32>, tensor<2x4x64x32xf32>) -> tensor<2x4x64x32xf32>
+    ```
+  }];
+  let arguments = (ins Loom_F32Tensor:$query, Loom_F32Tensor:$key,
+                       Loom_F32Tensor:$value, F64Attr:$scale, UnitAttr:$causal);
+  let results = (outs Loom_F32Tensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value attr-dict `:` `(` type($query) `,` type($key) `,` type($value) `)` `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Loom_AttentionGradOp : Loom_Op<"attention_grad", [Pure,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "Backward of `loom.attention`: gradients of query, key and value";
+  let description = [{
+    Recomputes the attention probabilities from `q` and `k` (nothing of the
+    forward pass is saved besides its inputs).
+  }];
+  let arguments = (ins Loom_F32Tensor:$grad, Loom_F32Tensor:$query,
+                       Loom_F32Tensor:$key, Loom_F32Tensor:$value,
+                       F64Attr:$scale, UnitAttr:$causal);
+  let results = (outs Loom_F32Tensor:$grad_query, Loom_F32Tensor:$grad_key,
+                      Loom_F32Tensor:$grad_value);
+  let assemblyFormat = [{
+    $grad `,` $query `,` $key `,` $value attr-dict `:` `(` type($grad) `,` type($query) `,` type($key) `,` type($value) `)` `->` `(` type(results) `)`
+  }];
+}
+
 #endif // LOOM_NN_OPS_TD

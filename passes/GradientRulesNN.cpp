@@ -66,6 +66,15 @@ LogicalResult GradientBuilder::backwardNN(Operation *op, Value dy) {
                      loc);
         return success();
       })
+      .Case<AttentionOp>([&](AttentionOp a) {
+        auto grads = AttentionGradOp::create(
+            b, loc, dy, a.getQuery(), a.getKey(), a.getValue(), a.getScaleAttr(),
+            a.getCausalAttr());
+        accumulate(a.getQuery(), grads.getGradQuery(), loc);
+        accumulate(a.getKey(), grads.getGradKey(), loc);
+        accumulate(a.getValue(), grads.getGradValue(), loc);
+        return success();
+      })
       .Case<MaxPool2dOp>([&](MaxPool2dOp p) {
         accumulate(p.getInput(),
                    MaxPool2dGradOp::create(b, loc, dy, p.getInput(),

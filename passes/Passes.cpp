@@ -8,6 +8,15 @@
 using namespace mlir;
 using namespace mlir::loom;
 
+void mlir::loom::buildLoomRaisePipeline(OpPassManager &pm) {
+  pm.addNestedPass<func::FuncOp>(createLoomRaiseGeluPass());
+  pm.addNestedPass<func::FuncOp>(createLoomRaiseLayerNormPass());
+  pm.addNestedPass<func::FuncOp>(createLoomRaiseRmsNormPass());
+  pm.addNestedPass<func::FuncOp>(createLoomRaiseLinearPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
 void mlir::loom::buildLoomTrainPipeline(OpPassManager &pm,
                                         const TrainPipelineOptions &options) {
   LoomAppendLossPassOptions loss;
@@ -56,6 +65,9 @@ struct PlanPipelineCLOptions
 } // namespace
 
 void mlir::loom::registerLoomPipelines() {
+  PassPipelineRegistration<>(
+      "loom-raise", "Recognise fused ops (gelu, norms, linear) after import",
+      [](OpPassManager &pm) { buildLoomRaisePipeline(pm); });
   PassPipelineRegistration<TrainPipelineCLOptions>(
       "loom-train", "Turn a forward function into a training step",
       [](OpPassManager &pm, const TrainPipelineCLOptions &cl) {

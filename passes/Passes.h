@@ -45,8 +45,12 @@ struct PlanPipelineOptions {
 void buildLoomPlanPipeline(OpPassManager &pm,
                            const PlanPipelineOptions &options);
 
-/// Registers the pipelines `loom-train` and `loom-plan` (the passes
-/// themselves are registered by the generated `registerLoomPasses()`).
+/// Recognises fused ops in an imported forward function: GELU, layer norm,
+/// RMS norm, then matmul + bias as `loom.linear`; then canonicalize and CSE.
+void buildLoomRaisePipeline(OpPassManager &pm);
+
+/// Registers the pipelines `loom-raise`, `loom-train` and `loom-plan` (the
+/// passes themselves are registered by the generated `registerLoomPasses()`).
 void registerLoomPipelines();
 
 } // namespace mlir::loom

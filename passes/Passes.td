@@ -133,4 +133,150 @@ def LoomPartitionDataParallelPass
   let dependentDialects = ["::mlir::shard::ShardDialect", "::mlir::loom::LoomDialect"];
 }
 
+//===----------------------------------------------------------------------===//
+// raise: recognise fused ops in imported element-wise graphs
+//===----------------------------------------------------------------------===//
+
+def LoomRaiseGeluPass : Pass<"loom-raise-gelu", "mlir::func::FuncOp"> {
+  let summary = "Recognise GELU written out in element-wise ops";
+  let description = [{
+    Pre: loom ops as the importer maps ONNX nodes (one op per node, scalar
+    constants as `loom.constant`).
+    Post: every `0.5 * x * (1 + erf(x / sqrt(2)))` (PyTorch's `nn.GELU()`)
+    is a `loom.gelu`, and every `0.5 * x * (1 + tanh(sqrt(2/pi) * (x +
+    0.044715 * x^3)))` (`approximate='tanh'`, Hugging Face's `gelu_new`) a
+    `loom.gelu {approximate}`. Accepted: the three factors `x`, `0.5`,
+    `1 + f` grouped either way; each commutative op's operands in either
+    order; `x * (1/sqrt(2))` for the division; `x^3` as `loom.pow x, 3` or
+    `x * x * x`. Constants are f32 scalars or splats matched within a
+    relative 1e-6. A candidate whose intermediate values have other uses,
+    or whose product broadcasts beyond `x`, is left alone.
+
+    ```mlir
+    // before
+    %0 = loom.div %x, %sqrt2 : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+    %1 = loom.erf %0 : tensor<2x8xf32>
+    %2 = loom.add %1, %one : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+    %3 = loom.mul %x, %2 : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+    %4 = loom.mul %3, %half : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+    // after
+    %4 = loom.gelu %x : tensor<2x8xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::loom::LoomDialect"];
+}
+
+def LoomRaiseLayerNormPass : Pass<"loom-raise-layer-norm", "mlir::func::FuncOp"> {
+  let summary = "Recognise layer normalisation written out in element-wise ops";
+  let description = [{
+    Pre: loom ops as the importer maps ONNX nodes.
+    Post: every `(x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps)`, both
+    means `loom.reduce_mean` over the same trailing axes `[k, rank)` with
+    `keep_dims`, is a `loom.layer_norm axis k` with `epsilon = eps`; a
+    following `* gamma` and `+ beta` (shaped like the normalized dimensions,
+    possibly with leading 1s) become its scale and bias. Without `gamma` the
+    scale is a `loom.constant` of ones; without `beta` there is no bias.
+    Accepted: the square as `loom.pow d, 2` or `d * d`; the division as
+    `d / sqrt(v)` or `d * rsqrt(v)`, `d * reciprocal(sqrt(v))`,
+    `d * (1 / sqrt(v))`; commutative operands in either order. Means over
+    other axes, a negative or non-constant `eps`, and intermediate values
+    with other uses leave the ops alone.
+
+    ```mlir
+    // before
+    %m = loom.reduce_mean %x axes [1] {keep_dims} : tensor<4x8xf32> -> tensor<4x1xf32>
+    %d = loom.sub %x, %m : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
+    %p = loom.pow %d, %two : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+    %v = loom.reduce_mean %p axes [1] {keep_dims} : tensor<4x8xf32> -> tensor<4x1xf32>
+    %a = loom.add %v, %eps : (tensor<4x1xf32>, tensor<f32>) -> tensor<4x1xf32>
+    %s = loom.sqrt %a : tensor<4x1xf32>
+    %n = loom.div %d, %s : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
+    %y = loom.mul %n, %gamma : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+    %z = loom.add %y, %beta : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+    // after
+    %z = loom.layer_norm %x, %gamma, %beta axis 1 {epsilon = 1.000000e-05 : f64} : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::loom::LoomDialect"];
+}
+
+def LoomRaiseRmsNormPass : Pass<"loom-raise-rms-norm", "mlir::func::FuncOp"> {
+  let summary = "Recognise RMS normalisation (LLaMA's RMSNorm) written out";
+  let description = [{
+    Pre: loom ops as the importer maps ONNX nodes.
+    Post: every `x * rsqrt(mean(x^2) + eps)`, the mean a `loom.reduce_mean`
+    over trailing axes `[k, rank)` with `keep_dims`, is a
+    `loom.rms_norm axis k` with `epsilon = eps`; a following `* weight`
+    (shaped like the normalized dimensions, possibly with leading 1s) becomes
+    its scale, else the scale is a `loom.constant` of ones. Accepted: the
+    square as `loom.pow x, 2` or `x * x`; `rsqrt(v)`, `reciprocal(sqrt(v))`,
+    `1 / sqrt(v)` as a factor in either order, or `x / sqrt(v)`. Means over
+    other axes, a negative or non-constant `eps`, intermediate values with
+    other uses, and an `x` that is `y - mean(y)` over the same axes (a layer
+    norm, for `loom-raise-layer-norm`) leave the ops alone.
+
+    ```mlir
+    // before
+    %p = loom.pow %x, %two : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+    %v = loom.reduce_mean %p axes [1] {keep_dims} : tensor<4x8xf32> -> tensor<4x1xf32>
+    %a = loom.add %v, %eps : (tensor<4x1xf32>, tensor<f32>) -> tensor<4x1xf32>
+    %r = loom.rsqrt %a : tensor<4x1xf32>
+    %n = loom.mul %x, %r : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
+    %y = loom.mul %w, %n : (tensor<8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+    // after
+    %y = loom.rms_norm %x, %w axis 1 {epsilon = 9.9999999999999995E-7 : f64} : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::loom::LoomDialect"];
+}
+
+def LoomRaiseLinearPass : Pass<"loom-raise-linear", "mlir::func::FuncOp"> {
+  let summary = "Fuse a matmul and its bias add into `loom.linear`";
+  let description = [{
+    Pre: loom ops as the importer maps ONNX nodes (`Gemm` is
+    `loom.matmul {transpose_rhs}` + `loom.add`, `MatMul` + `Add` stay two ops).
+    Post: every `loom.add` of a `loom.matmul` without `transpose_lhs`, with a
+    2-D right operand and no other use, and a bias `[N]` (or `[1, ..., 1, N]`,
+    reshaped to `[N]`) that does not change the result's shape, is a
+    `loom.linear` (`transpose_weight` from `transpose_rhs`).
+
+    ```mlir
+    // before
+    %0 = loom.matmul %x, %w {transpose_rhs} : (tensor<2x4x8xf32>, tensor<6x8xf32>) -> tensor<2x4x6xf32>
+    %1 = loom.add %0, %b : (tensor<2x4x6xf32>, tensor<6xf32>) -> tensor<2x4x6xf32>
+    // after
+    %1 = loom.linear %x, %w, %b {transpose_weight} : (tensor<2x4x8xf32>, tensor<6x8xf32>, tensor<6xf32>) -> tensor<2x4x6xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::loom::LoomDialect"];
+}
+
+def LoomRaiseAttentionPass : Pass<"loom-raise-attention", "mlir::func::FuncOp"> {
+  let summary = "Fuse scaled dot-product attention into `loom.attention`";
+  let description = [{
+    Pre: loom ops as the importer maps ONNX nodes.
+    Post: every `P V` product whose `P` is a softmax over the keys of
+    `scale * Q K^T` — `K^T` as `batch_matmul {transpose_rhs}` or a transpose
+    of the last two dimensions, the scale a division or product by a scalar
+    constant (or absent), masked by nothing, a constant all-zero additive
+    mask, or a constant causal mask (a lower-triangular 0/1 `select`
+    condition filled with a value <= -1e4, or an additive mask that is 0 on
+    and below the diagonal and <= -1e4 above) — with every intermediate used
+    once and `q`, `k`, `v` sharing their leading dimensions, is a
+    `loom.attention`. Masks computed from inputs are left alone.
+
+    ```mlir
+    // before
+    %s = loom.batch_matmul %q, %k {transpose_rhs} : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x8xf32>
+    %d = loom.div %s, %c4 : (tensor<2x4x8x8xf32>, tensor<f32>) -> tensor<2x4x8x8xf32>
+    %m = loom.select %tril, %d, %min : (tensor<1x1x8x8xf32>, tensor<2x4x8x8xf32>, tensor<f32>) -> tensor<2x4x8x8xf32>
+    %p = loom.softmax %m axis 3 : tensor<2x4x8x8xf32>
+    %o = loom.batch_matmul %p, %v : (tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+    // after
+    %o = loom.attention %q, %k, %v {causal, scale = 2.500000e-01 : f64} : (...) -> tensor<2x4x8x16xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::loom::LoomDialect"];
+}
+
 #endif // LOOM_PASSES_TD

@@ -18,6 +18,9 @@ output_*.pb (Debian's libonnx-testdata: /usr/share/libonnx-testdata/data/node). 
                            or an input is not a plain tensor (sequence/optional);
   failed (reason)          otherwise.
 `loom-run` runs with LOOMC set to --loomc, so both come from the same build.
+Integer inputs of a data set (shapes, axes, split sizes, indices) are frozen into
+initializers of a copy of the model before it runs, as exported graphs hold them
+(`--no-freeze-ints` feeds them as inputs instead).
 
 Prints one line per test with --verbose; always a table per op type (a test counts
 under each op type of its graph, or, if unsupported for its ops, under those ops only),
@@ -165,7 +168,8 @@ def one_line(text):
     return (errs[-1] if errs else (lines[-1] if lines else ""))[:300]
 
 
-def run_test(test, model, loom_run, loomc, rtol, atol, timeout, work_root):
+def run_test(test, model, loom_run, loomc, rtol, atol, timeout, work_root,
+             freeze_ints=True):
     """Runs every data set of `test` through loom-run --forward; sets its verdict."""
     work = tempfile.mkdtemp(prefix=test.name + ".", dir=work_root)
     try:
@@ -185,7 +189,8 @@ def run_test(test, model, loom_run, loomc, rtol, atol, timeout, work_root):
         env = dict(os.environ, LOOMC=loomc)
         env.setdefault("LOOM_NUM_THREADS", "1")
         for k, ds in enumerate(sets):
-            args = [loom_run, "--forward", os.path.join(test.path, "model.onnx")]
+            args = [loom_run, "--forward", None]
+            frozen = []  # integer inputs, frozen into initializers
             in_files = sorted(glob.glob(os.path.join(ds, "input_*.pb")),
                               key=lambda p: int(re.search(r"input_(\d+)", p).group(1)))
             for i, pb in enumerate(in_files):
@@ -199,9 +204,26 @@ def run_test(test, model, loom_run, loomc, rtol, atol, timeout, work_root):
                         test.status, test.reason = "failed", "%s has no graph input" % os.path.basename(pb)
                         return
                     name = in_names[i]
+                if arr.dtype.kind in "iu" and freeze_ints:
+                    # Exported graphs hold shapes, axes and indices as
+                    # constants; the node tests feed them as inputs.
+                    frozen.append(numpy_helper.from_array(arr, name))
+                    continue
                 f = os.path.join(work, "in%d_%d.npy" % (k, i))
                 np.save(f, arr)
                 args += ["--input", "%s=%s" % (name, f)]
+            model_path = os.path.join(test.path, "model.onnx")
+            if frozen:
+                m = onnx.ModelProto()
+                m.CopyFrom(model)
+                names = {t.name for t in frozen}
+                kept = [i for i in m.graph.input if i.name not in names]
+                del m.graph.input[:]
+                m.graph.input.extend(kept)
+                m.graph.initializer.extend(frozen)
+                model_path = os.path.join(work, "frozen%d.onnx" % k)
+                onnx.save(m, model_path)
+            args[2] = model_path
             out_dir = os.path.join(work, "out%d" % k)
             args += ["--output-dir", out_dir]
             try:
@@ -214,7 +236,7 @@ def run_test(test, model, loom_run, loomc, rtol, atol, timeout, work_root):
                 return
             if r.returncode != 0:
                 msg = one_line(r.stderr) or one_line(r.stdout)
-                msg = msg.replace("'%s'" % os.path.join(test.path, "model.onnx"), "model.onnx")
+                msg = msg.replace("'%s'" % model_path, "model.onnx")
                 msg = msg.replace(work + os.sep, "")
                 if r.returncode < 0:
                     test.status, test.reason = "failed", "loom-run killed by signal %d %s" % (
@@ -281,6 +303,9 @@ def main(argv=None):
                    help="file of test names expected to fail (default %s)"
                    % os.path.basename(DEFAULT_KNOWN))
     p.add_argument("--verbose", "-v", action="store_true", help="one line per test")
+    p.add_argument("--no-freeze-ints", dest="freeze_ints", action="store_false",
+                   help="feed integer inputs as inputs instead of freezing them into "
+                   "initializers")
     args = p.parse_args(argv)
     t0 = time.time()
     try:
@@ -323,7 +348,8 @@ def main(argv=None):
     try:
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
             futs = [pool.submit(run_test, t, m, loom_run, loomc, args.rtol, args.atol,
-                                args.timeout, work_root) for t, m in to_run]
+                                args.timeout, work_root, args.freeze_ints)
+                    for t, m in to_run]
             for f in futs:
                 f.result()
     finally:

@@ -16,8 +16,9 @@ namespace loom::runtime::cpu {
   StatusOr<KernelFn> bind##prefix(const OpView &op, BindContext &ctx);
 
 LOOM_DECLARE_KERNEL(Matmul)
-LOOM_DECLARE_KERNEL(Binary)     // add, sub, mul, div
-LOOM_DECLARE_KERNEL(Unary)      // relu, tanh, sigmoid
+LOOM_DECLARE_KERNEL(Binary)     // add, sub, mul, div, pow, max, min
+LOOM_DECLARE_KERNEL(Unary)      // relu, tanh, sigmoid, exp, log, sqrt, rsqrt,
+                                // neg, reciprocal, erf
 LOOM_DECLARE_KERNEL(UnaryGrad)  // relu_grad, tanh_grad, sigmoid_grad
 LOOM_DECLARE_KERNEL(Scale)
 LOOM_DECLARE_KERNEL(Copy)
@@ -29,6 +30,43 @@ LOOM_DECLARE_KERNEL(MseGrad)
 LOOM_DECLARE_KERNEL(AllReduce)
 LOOM_DECLARE_KERNEL(Sgd)
 LOOM_DECLARE_KERNEL(AdamW)
+
+// BatchMatmul.cpp
+LOOM_DECLARE_KERNEL(BatchMatmul)
+LOOM_DECLARE_KERNEL(Linear)
+// Elementwise.cpp
+LOOM_DECLARE_KERNEL(Select)
+LOOM_DECLARE_KERNEL(Convert)
+// Reduce.cpp
+LOOM_DECLARE_KERNEL(Reduce)     // reduce_sum, reduce_mean, reduce_max
+// Shape.cpp
+LOOM_DECLARE_KERNEL(Transpose)
+LOOM_DECLARE_KERNEL(Expand)     // expand, broadcast_like
+LOOM_DECLARE_KERNEL(Slice)      // slice, slice_grad
+LOOM_DECLARE_KERNEL(Concat)
+// Gather.cpp
+LOOM_DECLARE_KERNEL(Gather)
+LOOM_DECLARE_KERNEL(GatherGrad)
+// Activation.cpp
+LOOM_DECLARE_KERNEL(Softmax)
+LOOM_DECLARE_KERNEL(SoftmaxGrad)
+LOOM_DECLARE_KERNEL(Gelu)
+LOOM_DECLARE_KERNEL(GeluGrad)
+// Normalization.cpp
+LOOM_DECLARE_KERNEL(LayerNorm)     // layer_norm, rms_norm
+LOOM_DECLARE_KERNEL(LayerNormGrad) // layer_norm_grad, rms_norm_grad
+LOOM_DECLARE_KERNEL(BatchNorm)
+LOOM_DECLARE_KERNEL(BatchNormGrad)
+// Conv.cpp: one verify for the three ops
+LOOM_DECLARE_KERNEL(Conv2d)
+StatusOr<KernelFn> bindConv2dGradInput(const OpView &op, BindContext &ctx);
+StatusOr<KernelFn> bindConv2dGradFilter(const OpView &op, BindContext &ctx);
+// Pooling.cpp: one verify for both ops
+LOOM_DECLARE_KERNEL(MaxPool2d)
+StatusOr<KernelFn> bindMaxPool2dGrad(const OpView &op, BindContext &ctx);
+// Attention.cpp: one verify for both ops
+LOOM_DECLARE_KERNEL(Attention)
+StatusOr<KernelFn> bindAttentionGrad(const OpView &op, BindContext &ctx);
 
 #undef LOOM_DECLARE_KERNEL
 

@@ -1,13 +1,15 @@
 //===- Elementwise.cpp - Element-wise ops with broadcasting ------*- C++ -*-===//
 //
-// add/sub/mul/div (NumPy broadcasting to the output's shape), relu/tanh/
-// sigmoid and their gradients, scale and copy.
+// add/sub/mul/div/pow/max/min and select (NumPy broadcasting to the output's
+// shape), relu/tanh/sigmoid and their gradients, exp/log/sqrt/rsqrt/neg/
+// reciprocal/erf, scale, copy and convert.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/Plan.h"
 #include "runtime/kernels/cpu/Broadcast.h"
 #include "runtime/kernels/cpu/CpuKernels.h"
+#include "runtime/kernels/cpu/KernelUtil.h"
 #include "runtime/support/HostTensor.h"
 
 #include <cmath>
@@ -68,6 +70,14 @@ KernelFn makeBinary(const float *a, const float *b, float *c,
   };
 }
 
+template <typename F>
+KernelFn mapUnary(const float *x, float *y, int64_t n, F f) {
+  return [=](const StepContext &) {
+    forEach(n, [&](int64_t i) { y[i] = f(x[i]); });
+    return Status::ok();
+  };
+}
+
 Status expectSameShape(const OpView &op) {
   std::vector<int64_t> out = op.outShape(0);
   for (size_t i = 0; i < op.inputs.size(); ++i)
@@ -107,8 +117,64 @@ StatusOr<KernelFn> bindBinary(const OpView &op, BindContext &ctx) {
   if (name == "mul")
     return makeBinary(a, b, c, as, bs, cs,
                       [](float x, float y) { return x * y; });
-  return makeBinary(a, b, c, as, bs, cs,
-                    [](float x, float y) { return x / y; });
+  if (name == "div")
+    return makeBinary(a, b, c, as, bs, cs,
+                      [](float x, float y) { return x / y; });
+  if (name == "pow")
+    return makeBinary(a, b, c, as, bs, cs,
+                      [](float x, float y) { return std::pow(x, y); });
+  // NaN propagates, as in torch.maximum / torch.minimum.
+  if (name == "max")
+    return makeBinary(a, b, c, as, bs, cs, [](float x, float y) {
+      return (x > y || std::isnan(x)) ? x : y;
+    });
+  return makeBinary(a, b, c, as, bs, cs, [](float x, float y) {
+    return (x < y || std::isnan(x)) ? x : y;
+  });
+}
+
+Status verifySelect(const OpView &op) {
+  LOOM_RETURN_IF_ERROR(op.expectAllDType(plan::F32));
+  LOOM_RETURN_IF_ERROR(op.expectNotInPlace());
+  std::vector<int64_t> out = op.outShape(0);
+  for (size_t i = 0; i < 3; ++i)
+    if (!broadcastsTo(op.inShape(i), out))
+      return makeError("input %zu of shape %s does not broadcast to the "
+                       "output shape %s",
+                       i, shapeToString(op.inShape(i)).c_str(),
+                       shapeToString(out).c_str());
+  return Status::ok();
+}
+
+StatusOr<KernelFn> bindSelect(const OpView &op, BindContext &ctx) {
+  const float *cond = ctx.f32(op.inputs[0]), *a = ctx.f32(op.inputs[1]),
+              *b = ctx.f32(op.inputs[2]);
+  float *y = ctx.f32(op.outputs[0]);
+  std::vector<int64_t> ys = op.outShape(0);
+  int64_t n = numElements(ys);
+  if (n == 0)
+    return noopKernel();
+  if (ys.empty())
+    ys = {1};
+  auto strides = [&](size_t i) {
+    std::vector<int64_t> s = op.inShape(i);
+    return broadcastStrides(s.empty() ? std::vector<int64_t>{1} : s, ys);
+  };
+  std::vector<int64_t> sc = strides(0), sa = strides(1), sb = strides(2);
+  int64_t inner = ys.back(), outer = n / inner;
+  return KernelFn([=](const StepContext &) {
+    int64_t ic = sc.back(), ia = sa.back(), ib = sb.back();
+#pragma omp parallel for schedule(static) if (n >= kParallelThreshold)
+    for (int64_t o = 0; o < outer; ++o) {
+      const float *pc = cond + rowOffset(o, ys, sc);
+      const float *pa = a + rowOffset(o, ys, sa);
+      const float *pb = b + rowOffset(o, ys, sb);
+      float *py = y + o * inner;
+      for (int64_t i = 0; i < inner; ++i)
+        py[i] = pc[i * ic] != 0.0f ? pa[i * ia] : pb[i * ib];
+    }
+    return Status::ok();
+  });
 }
 
 Status verifyUnary(const OpView &op) {
@@ -132,8 +198,43 @@ StatusOr<KernelFn> bindUnary(const OpView &op, BindContext &ctx) {
       forEach(n, [&](int64_t i) { y[i] = std::tanh(x[i]); });
       return Status::ok();
     });
+  if (name == "sigmoid")
+    return KernelFn([=](const StepContext &) {
+      forEach(n, [&](int64_t i) { y[i] = 1.0f / (1.0f + std::exp(-x[i])); });
+      return Status::ok();
+    });
+  if (name == "exp")
+    return mapUnary(x, y, n, [](float v) { return std::exp(v); });
+  if (name == "log")
+    return mapUnary(x, y, n, [](float v) { return std::log(v); });
+  if (name == "sqrt")
+    return mapUnary(x, y, n, [](float v) { return std::sqrt(v); });
+  if (name == "rsqrt")
+    return mapUnary(x, y, n, [](float v) { return 1.0f / std::sqrt(v); });
+  if (name == "neg")
+    return mapUnary(x, y, n, [](float v) { return -v; });
+  if (name == "reciprocal")
+    return mapUnary(x, y, n, [](float v) { return 1.0f / v; });
+  return mapUnary(x, y, n, [](float v) { return std::erf(v); });
+}
+
+Status verifyConvert(const OpView &op) {
+  LOOM_RETURN_IF_ERROR(op.expectNotInPlace());
+  if (op.inputs[0]->dtype() != plan::I64)
+    return makeError("input is %s, expected i64",
+                     dtypeName(op.inputs[0]->dtype()));
+  if (op.outputs[0]->dtype() != plan::F32)
+    return makeError("output is %s, expected f32",
+                     dtypeName(op.outputs[0]->dtype()));
+  return expectOutShape(op, 0, op.inShape(0), "output");
+}
+
+StatusOr<KernelFn> bindConvert(const OpView &op, BindContext &ctx) {
+  const int64_t *x = ctx.i64(op.inputs[0]);
+  float *y = ctx.f32(op.outputs[0]);
+  int64_t n = op.outNumel(0);
   return KernelFn([=](const StepContext &) {
-    forEach(n, [&](int64_t i) { y[i] = 1.0f / (1.0f + std::exp(-x[i])); });
+    forEach(n, [&](int64_t i) { y[i] = static_cast<float>(x[i]); });
     return Status::ok();
   });
 }

@@ -20,7 +20,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <random>
 
 using namespace mlir;
@@ -32,6 +34,8 @@ namespace {
 struct GradCase {
   const char *name;
   const char *mlir; // @main(params..., target) -> loss
+  /// Parameters get well-separated values (no near ties), for max-pooling.
+  bool distinct = false;
 };
 
 void PrintTo(const GradCase &c, std::ostream *os) { *os << c.name; }
@@ -100,6 +104,13 @@ TEST_P(GradientCheck, MatchesFiniteDifferences) {
       for (float &x : v) {
         x = uni(rng);
         x += x < 0 ? -0.25f : 0.25f;
+      }
+      if (c.distinct) {
+        std::vector<int> order(n);
+        std::iota(order.begin(), order.end(), 0);
+        std::shuffle(order.begin(), order.end(), rng);
+        for (int64_t i = 0; i < n; ++i)
+          v[i] = 0.1f * order[i] - 0.05f * n;
       }
       values[p.str()] = v;
     } else if (type.getElementType().isInteger(64)) {
@@ -215,6 +226,106 @@ const GradCase kCases[] = {
       %1 = loom.mul %0, %a : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32>
       %2 = loom.mse %1, %t : tensor<2x2xf32> -> tensor<f32>
       return %2 : tensor<f32> })"},
+    {"batch_matmul_broadcast", R"(func.func @main(%a: tensor<2x2x3xf32> {loom.param = "a"}, %b: tensor<3x2xf32> {loom.param = "b"}, %t: tensor<2x2x2xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+      %0 = loom.batch_matmul %a, %b : (tensor<2x2x3xf32>, tensor<3x2xf32>) -> tensor<2x2x2xf32>
+      %1 = loom.mse %0, %t : tensor<2x2x2xf32> -> tensor<f32>
+      return %1 : tensor<f32> })"},
+    {"batch_matmul_transposed", R"(func.func @main(%a: tensor<2x3x2xf32> {loom.param = "a"}, %b: tensor<1x2x3xf32> {loom.param = "b"}, %t: tensor<2x2x2xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+      %0 = loom.batch_matmul %a, %b {transpose_lhs, transpose_rhs} : (tensor<2x3x2xf32>, tensor<1x2x3xf32>) -> tensor<2x2x2xf32>
+      %1 = loom.mse %0, %t : tensor<2x2x2xf32> -> tensor<f32>
+      return %1 : tensor<f32> })"},
+    {"linear", R"(func.func @main(%x: tensor<2x2x3xf32> {loom.param = "x"}, %w: tensor<4x3xf32> {loom.param = "w"}, %b: tensor<4xf32> {loom.param = "b"}, %t: tensor<2x2x4xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+      %0 = loom.linear %x, %w, %b {transpose_weight} : (tensor<2x2x3xf32>, tensor<4x3xf32>, tensor<4xf32>) -> tensor<2x2x4xf32>
+      %1 = loom.mse %0, %t : tensor<2x2x4xf32> -> tensor<f32>
+      return %1 : tensor<f32> })"},
+    {"pow", R"(func.func @main(%a: tensor<2x3xf32> {loom.param = "a"}, %t: tensor<2x3xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+      %c = loom.constant dense<3.0> : tensor<f32>
+      %0 = loom.pow %a, %c : (tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
+      %1 = loom.mse %0, %t : tensor<2x3xf32> -> tensor<f32>
+      return %1 : tensor<f32> })"},
+    {"exp_log_sqrt", R"(func.func @main(%a: tensor<2x3xf32> {loom.param = "a"}, %t: tensor<2x3xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+      %0 = loom.mul %a, %a : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+      %1 = loom.sqrt %0 : tensor<2x3xf32>
+      %2 = loom.exp %1 : tensor<2x3xf32>
+      %3 = loom.log %2 : tensor<2x3xf32>
+      %4 = loom.rsqrt %2 : tensor<2x3xf32>
+      %5 = loom.add %3, %4 : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+      %6 = loom.mse %5, %t : tensor<2x3xf32> -> tensor<f32>
+      return %6 : tensor<f32> })"},
+    {"neg_reciprocal_erf", R"(func.func @main(%a: tensor<2x3xf32> {loom.param = "a"}, %t: tensor<2x3xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+      %0 = loom.neg %a : tensor<2x3xf32>
+      %1 = loom.reciprocal %0 : tensor<2x3xf32>
+      %2 = loom.erf %1 : tensor<2x3xf32>
+      %3 = loom.mse %2, %t : tensor<2x3xf32> -> tensor<f32>
+      return %3 : tensor<f32> })"},
+    {"select", R"(func.func @main(%a: tensor<2x3xf32> {loom.param = "a"}, %b: tensor<3xf32> {loom.param = "b"}, %t: tensor<2x3xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+      %m = loom.constant dense<[[1.0, 0.0, 1.0], [0.0, 0.0, 1.0]]> : tensor<2x3xf32>
+      %0 = loom.select %m, %a, %b : (tensor<2x3xf32>, tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+      %1 = loom.mse %0, %t : tensor<2x3xf32> -> tensor<f32>
+      return %1 : tensor<f32> })"},
+    {"reduce_sum_mean", R"(func.func @main(%a: tensor<2x3x2xf32> {loom.param = "a"}, %t: tensor<2x1x2xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+      %0 = loom.reduce_mean %a axes [1] {keep_dims} : tensor<2x3x2xf32> -> tensor<2x1x2xf32>
+      %1 = loom.reduce_sum %a axes [1] : tensor<2x3x2xf32> -> tensor<2x2xf32>
+      %2 = loom.reshape %1 [0, 1, 2] : tensor<2x2xf32> -> tensor<2x1x2xf32>
+      %3 = loom.mul %0, %2 : (tensor<2x1x2xf32>, tensor<2x1x2xf32>) -> tensor<2x1x2xf32>
+      %4 = loom.mse %3, %t : tensor<2x1x2xf32> -> tensor<f32>
+      return %4 : tensor<f32> })"},
+    {"transpose_expand", R"(func.func @main(%a: tensor<2x1x3xf32> {loom.param = "a"}, %t: tensor<3x4x2xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+      %0 = loom.expand %a [-1, 4, -1] : tensor<2x1x3xf32> -> tensor<2x4x3xf32>
+      %1 = loom.transpose %0 [2, 1, 0] : tensor<2x4x3xf32> -> tensor<3x4x2xf32>
+      %2 = loom.mse %1, %t : tensor<3x4x2xf32> -> tensor<f32>
+      return %2 : tensor<f32> })"},
+    {"slice_concat", R"(func.func @main(%a: tensor<2x5xf32> {loom.param = "a"}, %b: tensor<2x1xf32> {loom.param = "b"}, %t: tensor<2x3xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+      %0 = loom.slice %a axes [1] starts [1] ends [5] steps [2] : tensor<2x5xf32> -> tensor<2x2xf32>
+      %1 = loom.concat %0, %b axis 1 : (tensor<2x2xf32>, tensor<2x1xf32>) -> tensor<2x3xf32>
+      %2 = loom.mse %1, %t : tensor<2x3xf32> -> tensor<f32>
+      return %2 : tensor<f32> })"},
+    {"gather_embedding", R"(func.func @main(%e: tensor<5x3xf32> {loom.param = "e"}, %t: tensor<2x2x3xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+      %ids = loom.constant dense<[[1, 4], [1, 0]]> : tensor<2x2xi64>
+      %0 = loom.gather %e, %ids axis 0 : (tensor<5x3xf32>, tensor<2x2xi64>) -> tensor<2x2x3xf32>
+      %1 = loom.mse %0, %t : tensor<2x2x3xf32> -> tensor<f32>
+      return %1 : tensor<f32> })"},
+    {"softmax", R"(func.func @main(%a: tensor<2x4xf32> {loom.param = "a"}, %t: tensor<2x4xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+      %0 = loom.softmax %a axis 1 : tensor<2x4xf32>
+      %1 = loom.mse %0, %t : tensor<2x4xf32> -> tensor<f32>
+      return %1 : tensor<f32> })"},
+    {"gelu_exact_and_tanh", R"(func.func @main(%a: tensor<2x4xf32> {loom.param = "a"}, %t: tensor<2x4xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+      %0 = loom.gelu %a : tensor<2x4xf32>
+      %1 = loom.gelu %0 {approximate} : tensor<2x4xf32>
+      %2 = loom.mse %1, %t : tensor<2x4xf32> -> tensor<f32>
+      return %2 : tensor<f32> })"},
+    {"layer_norm", R"(func.func @main(%x: tensor<2x2x4xf32> {loom.param = "x"}, %g: tensor<4xf32> {loom.param = "g"}, %b: tensor<4xf32> {loom.param = "b"}, %t: tensor<2x2x4xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+      %0 = loom.layer_norm %x, %g, %b axis 2 {epsilon = 1.0e-5 : f64} : (tensor<2x2x4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<2x2x4xf32>
+      %1 = loom.mse %0, %t : tensor<2x2x4xf32> -> tensor<f32>
+      return %1 : tensor<f32> })"},
+    {"rms_norm", R"(func.func @main(%x: tensor<2x2x4xf32> {loom.param = "x"}, %g: tensor<4xf32> {loom.param = "g"}, %t: tensor<2x2x4xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+      %0 = loom.rms_norm %x, %g axis 2 {epsilon = 1.0e-6 : f64} : (tensor<2x2x4xf32>, tensor<4xf32>) -> tensor<2x2x4xf32>
+      %1 = loom.mse %0, %t : tensor<2x2x4xf32> -> tensor<f32>
+      return %1 : tensor<f32> })"},
+    {"batch_norm", R"(func.func @main(%x: tensor<3x2x2x2xf32> {loom.param = "x"}, %g: tensor<2xf32> {loom.param = "g"}, %b: tensor<2xf32> {loom.param = "b"}, %t: tensor<3x2x2x2xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+      %0 = loom.batch_norm %x, %g, %b {epsilon = 1.0e-5 : f64} : (tensor<3x2x2x2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<3x2x2x2xf32>
+      %1 = loom.mse %0, %t : tensor<3x2x2x2xf32> -> tensor<f32>
+      return %1 : tensor<f32> })"},
+    {"conv2d", R"(func.func @main(%x: tensor<2x2x5x5xf32> {loom.param = "x"}, %w: tensor<4x1x3x3xf32> {loom.param = "w"}, %t: tensor<2x4x3x3xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+      %0 = loom.conv2d %x, %w strides [2, 2] pads [1, 1, 1, 1] dilations [1, 1] groups 2 : (tensor<2x2x5x5xf32>, tensor<4x1x3x3xf32>) -> tensor<2x4x3x3xf32>
+      %1 = loom.mse %0, %t : tensor<2x4x3x3xf32> -> tensor<f32>
+      return %1 : tensor<f32> })"},
+    {"conv2d_dilated", R"(func.func @main(%x: tensor<1x2x6x6xf32> {loom.param = "x"}, %w: tensor<3x2x2x2xf32> {loom.param = "w"}, %t: tensor<1x3x4x4xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+      %0 = loom.conv2d %x, %w strides [1, 1] pads [0, 0, 0, 0] dilations [2, 2] groups 1 : (tensor<1x2x6x6xf32>, tensor<3x2x2x2xf32>) -> tensor<1x3x4x4xf32>
+      %1 = loom.mse %0, %t : tensor<1x3x4x4xf32> -> tensor<f32>
+      return %1 : tensor<f32> })"},
+    {"attention_causal", R"(func.func @main(%q: tensor<1x2x3x4xf32> {loom.param = "q"}, %k: tensor<1x2x3x4xf32> {loom.param = "k"}, %v: tensor<1x2x3x2xf32> {loom.param = "v"}, %t: tensor<1x2x3x2xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+      %0 = loom.attention %q, %k, %v {causal, scale = 0.5 : f64} : (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>, tensor<1x2x3x2xf32>) -> tensor<1x2x3x2xf32>
+      %1 = loom.mse %0, %t : tensor<1x2x3x2xf32> -> tensor<f32>
+      return %1 : tensor<f32> })"},
+    {"attention_full", R"(func.func @main(%q: tensor<2x2x4xf32> {loom.param = "q"}, %k: tensor<2x3x4xf32> {loom.param = "k"}, %v: tensor<2x3x2xf32> {loom.param = "v"}, %t: tensor<2x2x2xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+      %0 = loom.attention %q, %k, %v {scale = 0.7 : f64} : (tensor<2x2x4xf32>, tensor<2x3x4xf32>, tensor<2x3x2xf32>) -> tensor<2x2x2xf32>
+      %1 = loom.mse %0, %t : tensor<2x2x2xf32> -> tensor<f32>
+      return %1 : tensor<f32> })"},
+    {"max_pool2d", R"(func.func @main(%x: tensor<1x2x4x4xf32> {loom.param = "x"}, %t: tensor<1x2x2x2xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+      %0 = loom.max_pool2d %x kernel [3, 3] strides [2, 2] pads [1, 1, 1, 1] : tensor<1x2x4x4xf32> -> tensor<1x2x2x2xf32>
+      %1 = loom.mse %0, %t : tensor<1x2x2x2xf32> -> tensor<f32>
+      return %1 : tensor<f32> })", /*distinct=*/true},
 };
 
 INSTANTIATE_TEST_SUITE_P(

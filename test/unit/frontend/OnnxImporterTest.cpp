@@ -18,6 +18,8 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include "onnx/onnx_pb.h"
+
 #include <gtest/gtest.h>
 
 using namespace mlir;
@@ -113,13 +115,11 @@ TEST_F(OnnxImporterTest, MlpArgumentsResultsAndModuleAttributes) {
   // Graph input, then float initializers used as data, in initializer order;
   // the integer shape and the unused initializer are not parameters.
   ASSERT_EQ(func.getNumArguments(), 5u);
-  EXPECT_EQ(func.getArgAttrOfType<StringAttr>(0, attr::kInput).getValue(),
-            "x");
+  EXPECT_EQ(func.getArgAttrOfType<StringAttr>(0, attr::kInput).getValue(), "x");
   const char *params[] = {"w1", "b1", "w2", "b2"};
   for (auto [i, name] : llvm::enumerate(params))
-    EXPECT_EQ(
-        func.getArgAttrOfType<StringAttr>(i + 1, attr::kParam).getValue(),
-        name);
+    EXPECT_EQ(func.getArgAttrOfType<StringAttr>(i + 1, attr::kParam).getValue(),
+              name);
   EXPECT_EQ(func.getFunctionType().getInput(0),
             RankedTensorType::get({8, 1, 2, 2}, Float32Type::get(&ctx)));
   ASSERT_EQ(func.getNumResults(), 1u);
@@ -321,10 +321,8 @@ g (float[2, 3] x, float[3] b) => (float[2, 3] y) <float[3] b = {1.0, 2.0, 3.0}> 
   ASSERT_TRUE(module) << onlyError();
   auto func = mainOf(*module);
   ASSERT_EQ(func.getNumArguments(), 2u);
-  EXPECT_EQ(func.getArgAttrOfType<StringAttr>(0, attr::kInput).getValue(),
-            "x");
-  EXPECT_EQ(func.getArgAttrOfType<StringAttr>(1, attr::kParam).getValue(),
-            "b");
+  EXPECT_EQ(func.getArgAttrOfType<StringAttr>(0, attr::kInput).getValue(), "x");
+  EXPECT_EQ(func.getArgAttrOfType<StringAttr>(1, attr::kParam).getValue(), "b");
 }
 
 TEST_F(OnnxImporterTest, InputShapesOverrideWinsOverBatchSize) {
@@ -384,7 +382,8 @@ TEST_F(OnnxImporterTest, DynamicDimensionWithoutBatchSize) {
 }
 
 TEST_F(OnnxImporterTest, MalformedTextSaysWhereAndWhat) {
-  std::string path = write("bad.onnxtext", R"(<ir_version: 8, opset_import: ["" : 17]>
+  std::string path =
+      write("bad.onnxtext", R"(<ir_version: 8, opset_import: ["" : 17]>
 g (float[2, 3] x) => (float[2, 3] y) {
   y = Relu(x
 }
@@ -413,27 +412,95 @@ TEST_F(OnnxImporterTest, InputShapeForUnknownInput) {
                              path + "' are: x");
 }
 
-TEST_F(OnnxImporterTest, IntegerGraphInputIsRejected) {
+TEST_F(OnnxImporterTest, Int64GraphInputIsAnI64ArgumentButNoOutput) {
   EXPECT_FALSE(importText(R"(
 <ir_version: 8, opset_import: ["" : 17]>
 g (int64[2, 3] x) => (int64[2, 3] y) {
   y = Identity(x)
 }
 )"));
-  EXPECT_EQ(onlyError(), "graph input 'x' at node 'Identity_0' has element "
-                         "type int64; only float32 is supported");
+  EXPECT_EQ(onlyError(), "graph output 'y' has element type int64; only "
+                         "float32 is supported");
 }
 
-TEST_F(OnnxImporterTest, BatchedMatMulIsUnsupported) {
+TEST_F(OnnxImporterTest, OtherIntegerGraphInputsAreRejected) {
   EXPECT_FALSE(importText(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (int32[2, 3] x) => (float[2, 3] y) {
+  y = Cast<to = 1>(x)
+}
+)"));
+  EXPECT_EQ(onlyError(), "graph input 'x' at node 'Cast_0' has element type "
+                         "int32; only float32 and int64 are supported");
+}
+
+TEST_F(OnnxImporterTest, BatchedMatMulBecomesBatchMatmul) {
+  auto module = importText(R"(
 <ir_version: 8, opset_import: ["" : 17]>
 g (float[2, 3, 4] x, float[2, 4, 5] w) => (float[2, 3, 5] y) {
   y = MatMul(x, w)
 }
+)");
+  ASSERT_TRUE(module) << (errors.empty() ? "" : errors.front());
+  EXPECT_EQ(opNames(*module), (Names{"loom.batch_matmul", "func.return"}));
+}
+
+TEST_F(OnnxImporterTest, ScalarMatMulIsUnsupported) {
+  EXPECT_FALSE(importText(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float x, float[3, 4] w) => (float[4] y) {
+  y = MatMul(x, w)
+}
 )"));
-  EXPECT_EQ(onlyError(), "unsupported MatMul of shapes 2x3x4 and 2x4x5 at "
-                         "node 'MatMul_0': loom.matmul needs a left operand "
-                         "of rank >= 2 and a right operand of rank 2");
+  ASSERT_FALSE(errors.empty());
+}
+
+TEST_F(OnnxImporterTest, EmbeddingLookupTakesInt64Ids) {
+  OnnxImportOptions options;
+  options.batchSize = 4;
+  auto module = importText(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (int64[N, 3] ids) => (float[N, 3, 2] y)
+  <float[5, 2] emb = {1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0}> {
+  y = Gather(emb, ids)
+}
+)",
+                           options);
+  ASSERT_TRUE(module) << (errors.empty() ? "" : errors.front());
+  auto func = mainOf(*module);
+  ASSERT_EQ(func.getNumArguments(), 2u);
+  EXPECT_EQ(func.getArgumentTypes()[0],
+            RankedTensorType::get({4, 3}, IntegerType::get(&ctx, 64)));
+  EXPECT_EQ(opNames(*module), (Names{"loom.gather", "func.return"}));
+}
+
+TEST_F(OnnxImporterTest, ConstantSubgraphsFoldToOneConstant) {
+  // ConstantOfShape, Trilu, Cast and Where on constants: a causal mask
+  // leaves only its constant and the select.
+  auto module = importText(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[4, 4] x) => (float[4, 4] y) {
+  sh = Constant<value = int64[2] {4, 4}>()
+  ones = ConstantOfShape<value = float[1] {1.0}>(sh)
+  t = Trilu<upper = 0>(ones)
+  c = Cast<to = 9>(t)
+  big = Constant<value = float {-1e9}>()
+  y = Where(c, x, big)
+}
+)");
+  ASSERT_TRUE(module) << (errors.empty() ? "" : errors.front());
+  EXPECT_EQ(opNames(*module), (Names{"loom.constant", "loom.constant",
+                                     "loom.select", "func.return"}));
+  ConstantOp mask;
+  mainOf(*module).walk([&](ConstantOp c) {
+    if (!mask)
+      mask = c;
+  });
+  ASSERT_TRUE(mask);
+  auto values = cast<DenseElementsAttr>(mask.getValue()).getValues<float>();
+  SmallVector<float> got(values.begin(), values.end());
+  EXPECT_EQ(got, (SmallVector<float>{1, 0, 0, 0, 1, 1, 0, 0, 1, 1, 1, 0, 1, 1,
+                                     1, 1}));
 }
 
 TEST_F(OnnxImporterTest, ReshapeShapeFromAGraphInputIsRejected) {
@@ -443,8 +510,9 @@ g (float[2, 6] x, int64[2] s) => (float[3, 4] y) {
   y = Reshape(x, s)
 }
 )"));
-  EXPECT_EQ(onlyError(), "graph input 's' at node 'Reshape_0' has element "
-                         "type int64; only float32 is supported");
+  EXPECT_EQ(onlyError(), "input 's' of Reshape is computed at run time at "
+                         "node 'Reshape_0': it must be a constant (an "
+                         "initializer or a Constant node)");
 }
 
 TEST_F(OnnxImporterTest, NonBroadcastingOperandsAreReported) {
@@ -511,6 +579,39 @@ protected:
     if (!llvm::sys::fs::is_directory(LOOM_ONNX_TESTDATA_DIR))
       GTEST_SKIP() << "libonnx-testdata is not installed";
   }
+
+  /// Imports node test `test` with the graph inputs `names` turned into
+  /// initializers holding the test's first input data set.
+  OwningOpRef<ModuleOp> importWithConstants(StringRef test,
+                                            ArrayRef<std::string> names) {
+    onnx::ModelProto proto;
+    auto buffer = llvm::MemoryBuffer::getFile(model(test));
+    EXPECT_TRUE(buffer) << test.str();
+    if (!buffer)
+      return nullptr;
+    EXPECT_TRUE(proto.ParseFromString((*buffer)->getBuffer().str()));
+    onnx::GraphProto &graph = *proto.mutable_graph();
+    for (int i = graph.input_size() - 1; i >= 0; --i) {
+      if (!llvm::is_contained(names, graph.input(i).name()))
+        continue;
+      std::string pb = (Twine(LOOM_ONNX_TESTDATA_DIR) + "/" + test +
+                        "/test_data_set_0/input_" + Twine(i) + ".pb")
+                           .str();
+      auto data = llvm::MemoryBuffer::getFile(pb);
+      EXPECT_TRUE(data) << pb;
+      if (!data)
+        return nullptr;
+      onnx::TensorProto *init = graph.add_initializer();
+      EXPECT_TRUE(init->ParseFromString((*data)->getBuffer().str())) << pb;
+      init->set_name(graph.input(i).name());
+      graph.mutable_input()->DeleteSubrange(i, 1);
+    }
+    std::string path = write("model.onnx", "");
+    std::string bytes;
+    proto.SerializeToString(&bytes);
+    write("model.onnx", bytes);
+    return importOnnxFile(&ctx, path, {});
+  }
 };
 
 TEST_F(OnnxConformanceTest, SupportedNodeModelsImport) {
@@ -561,10 +662,172 @@ TEST_F(OnnxConformanceTest, TruncatedBinaryIsReported) {
             std::string::npos);
 }
 
-TEST_F(OnnxConformanceTest, BatchedMatMulFileIsDiagnosed) {
-  EXPECT_FALSE(importOnnxFile(&ctx, model("test_matmul_3d"), {}));
-  EXPECT_NE(onlyError().find("unsupported MatMul of shapes"),
-            std::string::npos);
+TEST_F(OnnxConformanceTest, BatchedMatMulFilesImport) {
+  for (const char *test : {"test_matmul_3d", "test_matmul_4d"}) {
+    errors.clear();
+    auto module = importOnnxFile(&ctx, model(test), {});
+    ASSERT_TRUE(module) << test << ": "
+                        << (errors.empty() ? "" : errors.front());
+    EXPECT_EQ(opNames(*module), (Names{"loom.batch_matmul", "func.return"}))
+        << test;
+  }
+}
+
+TEST_F(OnnxConformanceTest, TransformerAndConvNodeModelsImport) {
+  const char *tests[] = {
+      "test_softmax_axis_0",
+      "test_softmax_axis_1",
+      "test_softmax_axis_2",
+      "test_softmax_default_axis",
+      "test_softmax_example",
+      "test_softmax_large_number",
+      "test_softmax_negative_axis",
+      "test_softmax_axis_1_expanded",
+      "test_layer_normalization_2d_axis0_expanded",
+      "test_layer_normalization_4d_axis_negative_1_expanded",
+      "test_transpose_default",
+      "test_transpose_all_permutations_0",
+      "test_transpose_all_permutations_5",
+      "test_gather_0",
+      "test_gather_1",
+      "test_gather_2d_indices",
+      "test_gather_negative_indices",
+      "test_concat_1d_axis_0",
+      "test_concat_2d_axis_negative_1",
+      "test_concat_3d_axis_1",
+      "test_split_equal_parts_1d",
+      "test_split_equal_parts_2d",
+      "test_split_equal_parts_default_axis",
+      "test_basic_conv_with_padding",
+      "test_basic_conv_without_padding",
+      "test_conv_with_strides_padding",
+      "test_conv_with_strides_no_padding",
+      "test_conv_with_strides_and_asymmetric_padding",
+      "test_maxpool_2d_default",
+      "test_maxpool_2d_pads",
+      "test_maxpool_2d_strides",
+      "test_maxpool_2d_precomputed_pads",
+      "test_maxpool_2d_precomputed_strides",
+      "test_globalaveragepool",
+      "test_globalaveragepool_precomputed",
+      "test_reduce_mean_default_axes_keepdims_example",
+      "test_reduce_mean_do_not_keepdims_random",
+      "test_reduce_mean_negative_axes_keepdims_example",
+      "test_reduce_max_keepdims_random",
+      "test_erf",
+      "test_pow",
+      "test_pow_bcast_array",
+      "test_exp",
+      "test_log",
+      "test_sqrt",
+      "test_neg",
+      "test_reciprocal",
+      "test_max_two_inputs",
+      "test_min_two_inputs",
+      "test_dropout_default",
+      "test_dropout_default_ratio",
+      "test_constant",
+      "test_unsqueeze_axis_3",
+  };
+  for (const char *test : tests) {
+    errors.clear();
+    auto module = importOnnxFile(&ctx, model(test), {});
+    EXPECT_TRUE(module) << test << ": "
+                        << (errors.empty() ? "" : errors.front());
+  }
+}
+
+TEST_F(OnnxConformanceTest, NodeModelsWithConstantOperandsImport) {
+  // These tests pass shapes, axes, indices and conditions as graph inputs;
+  // Loom needs them constant, so their test data becomes initializers.
+  struct Case {
+    const char *test;
+    std::vector<std::string> constants;
+    const char *op; // A loom op the import must contain ("" for none).
+  };
+  const Case cases[] = {
+      {"test_slice", {"starts", "ends", "axes", "steps"}, "loom.slice"},
+      {"test_slice_default_axes", {"starts", "ends"}, "loom.slice"},
+      {"test_slice_default_steps", {"starts", "ends", "axes"}, "loom.slice"},
+      {"test_slice_end_out_of_bounds",
+       {"starts", "ends", "axes", "steps"},
+       "loom.slice"},
+      {"test_slice_neg", {"starts", "ends", "axes", "steps"}, "loom.slice"},
+      {"test_slice_negative_axes", {"starts", "ends", "axes"}, "loom.slice"},
+      {"test_slice_start_out_of_bounds",
+       {"starts", "ends", "axes", "steps"},
+       ""},
+      {"test_unsqueeze_axis_0", {"axes"}, "loom.reshape"},
+      {"test_unsqueeze_negative_axes", {"axes"}, "loom.reshape"},
+      {"test_unsqueeze_unsorted_axes", {"axes"}, "loom.reshape"},
+      {"test_squeeze", {"axes"}, "loom.reshape"},
+      {"test_squeeze_negative_axes", {"axes"}, "loom.reshape"},
+      {"test_expand_dim_changed", {"new_shape"}, "loom.expand"},
+      {"test_expand_dim_unchanged", {"new_shape"}, "loom.expand"},
+      {"test_where_example", {"condition"}, "loom.select"},
+      {"test_reduce_sum_keepdims_random", {"axes"}, "loom.reduce_sum"},
+      {"test_reduce_sum_negative_axes_keepdims_example",
+       {"axes"},
+       "loom.reduce_sum"},
+      {"test_reduce_sum_default_axes_keepdims_example",
+       {"axes"},
+       "loom.reduce_sum"},
+      {"test_reshape_negative_dim", {"shape"}, "loom.reshape"},
+      {"test_reshape_reordered_all_dims", {"shape"}, "loom.reshape"},
+      {"test_split_variable_parts_2d", {"split"}, "loom.slice"},
+      {"test_batchnorm_example", {"mean", "var"}, "loom.sub"},
+      {"test_batchnorm_epsilon", {"mean", "var"}, "loom.sub"},
+      {"test_pow_types_float32_int64", {"y"}, "loom.pow"},
+  };
+  for (const Case &c : cases) {
+    errors.clear();
+    auto module = importWithConstants(c.test, c.constants);
+    ASSERT_TRUE(module) << c.test << ": "
+                        << (errors.empty() ? "" : errors.front());
+    if (*c.op)
+      EXPECT_TRUE(llvm::is_contained(opNames(*module), c.op))
+          << c.test << " has no " << c.op;
+  }
+}
+
+TEST_F(OnnxConformanceTest, UnsupportedNodeVariantsAreDiagnosed) {
+  const std::pair<const char *, const char *> cases[] = {
+      {"test_layer_normalization_2d_axis0",
+       "unsupported use of output 1 ('Mean') of LayerNormalization"},
+      {"test_batchnorm_example_training_mode",
+       "loom.batch_norm does not update running statistics"},
+      {"test_maxpool_2d_ceil", "unsupported attribute ceil_mode=1"},
+      {"test_maxpool_2d_dilations", "unsupported attribute dilations=[2, 2]"},
+      {"test_maxpool_2d_same_upper", "unsupported attribute auto_pad="},
+      {"test_conv_with_autopad_same", "unsupported attribute auto_pad="},
+      {"test_dropout_default_mask", "unsupported Dropout mask output"},
+      {"test_cos", "unsupported Cos of a value computed at run time"},
+      {"test_max_example", "unsupported Max of 3 inputs"},
+      {"test_cast_FLOAT_to_DOUBLE", "unsupported Cast from float32 to "
+                                    "float64"},
+  };
+  for (auto [test, message] : cases) {
+    errors.clear();
+    EXPECT_FALSE(importOnnxFile(&ctx, model(test), {})) << test;
+    ASSERT_EQ(errors.size(), 1u) << test;
+    EXPECT_NE(errors.front().find(message), std::string::npos)
+        << test << ": " << errors.front();
+  }
+  errors.clear();
+  // Float initializers are parameters, so they do not fold.
+  EXPECT_FALSE(importWithConstants("test_range_float_type_positive_delta",
+                                   {"start", "limit", "delta"}));
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors.front().find("input 'start' is a float32 initializer, "
+                                "i.e. a parameter"),
+            std::string::npos)
+      << errors.front();
+  errors.clear();
+  EXPECT_FALSE(importWithConstants("test_slice_neg_steps",
+                                   {"starts", "ends", "axes", "steps"}));
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors.front().find("unsupported Slice step -1"), std::string::npos)
+      << errors.front();
 }
 
 } // namespace

@@ -1,0 +1,365 @@
+//===- OnnxMathOps.cpp - Element-wise, linear algebra, reductions -*- C++
+//-*-===//
+//
+// Converters for arithmetic ONNX ops. Each checks what the loom op it builds
+// requires (ranks, broadcastable shapes, contraction sizes) first, so that
+// result-type inference never fails on user input. Nodes whose inputs are
+// all known were folded before their converter runs (OnnxFolding.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontend/OnnxGraphImporter.h"
+
+#include "ir/LoomOps.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace mlir::loom;
+using namespace mlir::loom::onnx_import;
+
+//===----------------------------------------------------------------------===//
+// Element-wise
+//===----------------------------------------------------------------------===//
+
+template <typename OpTy> static LogicalResult convertBinary(GraphImporter &g) {
+  auto lhs = g.data(0);
+  // Pow's exponent may be an integer tensor (ONNX's T2).
+  FailureOr<Value> rhs = failure();
+  const ConstTensor *exponent = g.constant(1);
+  if (g.node().op_type() == "Pow" && exponent && !exponent->isFloat())
+    rhs = g.materialize(*exponent);
+  else
+    rhs = g.data(1);
+  if (failed(lhs) || failed(rhs))
+    return failure();
+  if (failed(broadcastShape(shapeOf(*lhs), shapeOf(*rhs))))
+    return g.error(g.node().op_type() + " operand shapes " +
+                   shapeText(shapeOf(*lhs)) + " and " +
+                   shapeText(shapeOf(*rhs)) + " do not broadcast");
+  return g.define(0, OpTy::create(g.builder(), g.loc(), *lhs, *rhs));
+}
+
+template <typename OpTy> static LogicalResult convertUnary(GraphImporter &g) {
+  auto input = g.data(0);
+  if (failed(input))
+    return failure();
+  return g.define(0, OpTy::create(g.builder(), g.loc(), *input));
+}
+
+static LogicalResult convertMaxMin(GraphImporter &g) {
+  if (g.node().input_size() != 2)
+    return g.error(llvm::formatv("unsupported {0} of {1} inputs",
+                                 g.node().op_type(), g.node().input_size()),
+                   "only the two-input form is supported");
+  if (g.node().op_type() == "Max")
+    return convertBinary<MaxOp>(g);
+  return convertBinary<MinOp>(g);
+}
+
+/// `Where(condition, x, y)`: the boolean condition must be known; it becomes
+/// an f32 0/1 mask for `loom.select`.
+static LogicalResult convertWhere(GraphImporter &g) {
+  const ConstTensor *cond = g.constant(0);
+  if (!cond)
+    return g.error("unsupported Where with a condition computed at run time",
+                   "loom.select needs a constant condition (a mask built "
+                   "from constants folds to one)");
+  Value mask = g.materialize(*cond);
+  auto x = g.data(1);
+  auto y = g.data(2);
+  if (failed(x) || failed(y))
+    return failure();
+  auto xy = broadcastShape(shapeOf(*x), shapeOf(*y));
+  if (failed(xy) || failed(broadcastShape(shapeOf(mask), *xy)))
+    return g.error("Where operand shapes " + shapeText(shapeOf(mask)) + ", " +
+                   shapeText(shapeOf(*x)) + " and " + shapeText(shapeOf(*y)) +
+                   " do not broadcast");
+  return g.define(0, SelectOp::create(g.builder(), g.loc(), mask, *x, *y));
+}
+
+/// Ops that loom has no runtime equivalent for: they only fold.
+static LogicalResult convertFoldOnly(GraphImporter &g) {
+  std::string runtime;
+  for (int i = 0; i < g.node().input_size(); ++i)
+    if (g.hasInput(i) && !g.constant(i)) {
+      runtime = g.node().input(i);
+      break;
+    }
+  if (runtime.empty())
+    return g.error("cannot fold " + g.node().op_type(),
+                   llvm::formatv("the result has more than {0} elements",
+                                 kMaxFoldedElements));
+  // A float initializer is a parameter (trained), not a constant.
+  bool param = g.isInitializer(runtime);
+  return g.error(
+      "unsupported " + g.node().op_type() + " of a value computed at run time",
+      "loom has no such op; the importer only folds it when all "
+      "inputs are constants, and input '" +
+          runtime + "' is " +
+          (param ? "a float32 initializer, i.e. a parameter" : "not"));
+}
+
+/// Cast of a runtime value: float to float is the identity, int64 to float
+/// is `loom.convert`.
+static LogicalResult convertCast(GraphImporter &g) {
+  int64_t to = g.intAttr("to", 0);
+  int32_t from = g.inputElementType(0);
+  Value in = g.runtimeValue(0);
+  if (!in)
+    return g.data(0); // Reports why there is no value.
+  Type elem = cast<RankedTensorType>(in.getType()).getElementType();
+  if (to == onnx::TensorProto::FLOAT) {
+    if (elem.isF32())
+      return g.define(0, in);
+    if (elem.isInteger(64))
+      return g.define(0, ConvertOp::create(g.builder(), g.loc(), in));
+  }
+  if (to == onnx::TensorProto::INT64 && elem.isInteger(64))
+    return g.forward(0, 0);
+  if (to == onnx::TensorProto::INT64 && g.holdsConvertedInts(0))
+    return g.forward(0, 0);
+  return g.error(
+      llvm::formatv("unsupported Cast from {0} to {1}", elementTypeName(from),
+                    elementTypeName(static_cast<int32_t>(to))),
+      "only float32 to float32 and int64 to float32 casts of runtime values "
+      "are supported");
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra
+//===----------------------------------------------------------------------===//
+
+static Value buildMatmul(GraphImporter &g, Value lhs, Value rhs, bool transA,
+                         bool transB) {
+  OpBuilder &b = g.builder();
+  return MatmulOp::create(b, g.loc(), lhs, rhs,
+                          transA ? b.getUnitAttr() : UnitAttr(),
+                          transB ? b.getUnitAttr() : UnitAttr());
+}
+
+static LogicalResult convertMatMul(GraphImporter &g) {
+  auto lhs = g.data(0);
+  auto rhs = g.data(1);
+  if (failed(lhs) || failed(rhs))
+    return failure();
+  SmallVector<int64_t> a(shapeOf(*lhs)), w(shapeOf(*rhs));
+  if (a.empty() || w.empty())
+    return g.error("unsupported MatMul of shapes " + shapeText(a) + " and " +
+                   shapeText(w) + ": scalars are not matrices");
+  // Vectors become matrices ([K] -> [1, K] on the left, [K, 1] on the
+  // right) and the added dimension is dropped from the result, as NumPy.
+  bool vecA = a.size() == 1, vecB = w.size() == 1;
+  Value l = *lhs, r = *rhs;
+  if (vecA) {
+    a.insert(a.begin(), 1);
+    auto reshaped = reshapeTo(g, l, a);
+    if (failed(reshaped))
+      return failure();
+    l = *reshaped;
+  }
+  if (vecB) {
+    w.push_back(1);
+    auto reshaped = reshapeTo(g, r, w);
+    if (failed(reshaped))
+      return failure();
+    r = *reshaped;
+  }
+  if (a.back() != w[w.size() - 2])
+    return g.error("MatMul contraction sizes differ",
+                   "shapes " + shapeText(shapeOf(*lhs)) + " and " +
+                       shapeText(shapeOf(*rhs)));
+  Value result;
+  if (w.size() == 2) {
+    result = buildMatmul(g, l, r, false, false);
+  } else {
+    if (failed(broadcastShape(ArrayRef<int64_t>(a).drop_back(2),
+                              ArrayRef<int64_t>(w).drop_back(2))))
+      return g.error("MatMul batch dimensions do not broadcast",
+                     "shapes " + shapeText(shapeOf(*lhs)) + " and " +
+                         shapeText(shapeOf(*rhs)));
+    result = BatchMatmulOp::create(g.builder(), g.loc(), l, r, UnitAttr(),
+                                   UnitAttr());
+  }
+  if (vecA || vecB) {
+    SmallVector<int64_t> out(shapeOf(result));
+    if (vecB)
+      out.pop_back();
+    if (vecA)
+      out.erase(out.end() - (vecB ? 1 : 2));
+    auto reshaped = reshapeTo(g, result, out);
+    if (failed(reshaped))
+      return failure();
+    result = *reshaped;
+  }
+  return g.define(0, result);
+}
+
+static LogicalResult convertGemm(GraphImporter &g) {
+  auto lhs = g.data(0);
+  auto rhs = g.data(1);
+  if (failed(lhs) || failed(rhs))
+    return failure();
+  bool transA = g.intAttr("transA", 0) != 0;
+  bool transB = g.intAttr("transB", 0) != 0;
+  double alpha = g.floatAttr("alpha", 1.0f);
+  double beta = g.floatAttr("beta", 1.0f);
+  ArrayRef<int64_t> a = shapeOf(*lhs), w = shapeOf(*rhs);
+  if (a.size() != 2 || w.size() != 2)
+    return g.error("Gemm operands must be matrices, got shapes " +
+                   shapeText(a) + " and " + shapeText(w));
+  int64_t m = transA ? a[1] : a[0], k = transA ? a[0] : a[1];
+  int64_t kw = transB ? w[1] : w[0], n = transB ? w[0] : w[1];
+  if (k != kw)
+    return g.error("Gemm contraction sizes differ",
+                   llvm::formatv("{0} vs {1} (shapes {2} and {3}, transA={4}, "
+                                 "transB={5})",
+                                 k, kw, shapeText(a), shapeText(w), int(transA),
+                                 int(transB)));
+
+  OpBuilder &b = g.builder();
+  Value result = buildMatmul(g, *lhs, *rhs, transA, transB);
+  if (alpha != 1.0)
+    result = ScaleOp::create(b, g.loc(), result, b.getF64FloatAttr(alpha));
+  if (g.hasInput(2) && beta != 0.0) {
+    auto c = g.data(2);
+    if (failed(c))
+      return failure();
+    SmallVector<int64_t> mn = {m, n};
+    auto shape = broadcastShape(mn, shapeOf(*c));
+    if (failed(shape) || ArrayRef<int64_t>(*shape) != ArrayRef<int64_t>(mn))
+      return g.error("Gemm bias of shape " + shapeText(shapeOf(*c)) +
+                     " does not broadcast to the product's shape " +
+                     shapeText(mn));
+    Value bias = *c;
+    if (beta != 1.0)
+      bias = ScaleOp::create(b, g.loc(), bias, b.getF64FloatAttr(beta));
+    result = AddOp::create(b, g.loc(), result, bias);
+  }
+  return g.define(0, result);
+}
+
+//===----------------------------------------------------------------------===//
+// Softmax and reductions
+//===----------------------------------------------------------------------===//
+
+static LogicalResult convertSoftmax(GraphImporter &g) {
+  auto input = g.data(0);
+  if (failed(input))
+    return failure();
+  int64_t rank = shapeOf(*input).size();
+  int64_t raw = g.intAttr("axis", g.opset() >= 13 ? -1 : 1);
+  auto axis = normalizeAxis(raw, rank);
+  if (failed(axis))
+    return g.error(llvm::formatv("unsupported attribute axis={0}", raw),
+                   llvm::formatv("the input has rank {0}", rank));
+  // Before opset 13, Softmax normalises over all dimensions from `axis` on
+  // (the input coerced to 2-D); that is a softmax along one axis only when
+  // the later dimensions are 1.
+  if (g.opset() < 13 && product(shapeOf(*input).drop_front(*axis + 1)) != 1)
+    return g.error(
+        llvm::formatv("unsupported Softmax axis={0} of a {1} input in opset "
+                      "{2}",
+                      raw, shapeText(shapeOf(*input)), g.opset()),
+        "before opset 13 Softmax normalises over all dimensions from axis on; "
+        "only the last axis is supported (re-export with opset >= 13)");
+  return g.define(0, SoftmaxOp::create(g.builder(), g.loc(), *input,
+                                       g.builder().getI64IntegerAttr(*axis)));
+}
+
+template <typename OpTy> static LogicalResult convertReduce(GraphImporter &g) {
+  auto input = g.data(0);
+  if (failed(input))
+    return failure();
+  int64_t rank = shapeOf(*input).size();
+  // ReduceSum takes `axes` as an input from opset 13 (18 for the others).
+  bool axesInput =
+      g.node().op_type() == "ReduceSum" ? g.opset() >= 13 : g.opset() >= 18;
+  SmallVector<int64_t> raw;
+  if (axesInput) {
+    auto axes = g.optionalConstInts(1, {});
+    if (failed(axes))
+      return failure();
+    raw = *axes;
+  } else if (const onnx::AttributeProto *a = g.attr("axes")) {
+    raw.assign(a->ints().begin(), a->ints().end());
+  }
+  bool keepDims = g.intAttr("keepdims", 1) != 0;
+  if (raw.empty() && g.intAttr("noop_with_empty_axes", 0) != 0)
+    return g.forward(0, 0);
+  SmallVector<int64_t> axes;
+  if (raw.empty())
+    for (int64_t i = 0; i < rank; ++i)
+      axes.push_back(i);
+  for (int64_t a : raw) {
+    auto axis = normalizeAxis(a, rank);
+    if (failed(axis))
+      return g.error(llvm::formatv("unsupported axes {0}", listText(raw)),
+                     llvm::formatv("the input has rank {0}", rank));
+    axes.push_back(*axis);
+  }
+  llvm::sort(axes);
+  axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
+  OpBuilder &b = g.builder();
+  return g.define(0,
+                  OpTy::create(b, g.loc(), *input, b.getDenseI64ArrayAttr(axes),
+                               keepDims ? b.getUnitAttr() : UnitAttr()));
+}
+
+//===----------------------------------------------------------------------===//
+// The family's table
+//===----------------------------------------------------------------------===//
+
+static const OpConverter kMathConverters[] = {
+    {"Add", 7, 17, convertBinary<AddOp>, "loom.add"},
+    {"And", 1, 17, convertFoldOnly, "folded (constant inputs only)"},
+    {"Cast", 6, 17, convertCast,
+     "identity (float32 to float32), loom.convert (int64 to float32); "
+     "constants fold"},
+    {"Cos", 7, 17, convertFoldOnly, "folded (constant inputs only)"},
+    {"Div", 7, 17, convertBinary<DivOp>, "loom.div"},
+    {"Equal", 7, 17, convertFoldOnly, "folded (constant inputs only)"},
+    {"Erf", 9, 17, convertUnary<ErfOp>, "loom.erf"},
+    {"Exp", 6, 17, convertUnary<ExpOp>, "loom.exp"},
+    {"Gemm", 1, 17, convertGemm,
+     "loom.matmul [+ loom.scale by alpha] [+ loom.add of C, loom.scale by "
+     "beta]"},
+    {"Greater", 7, 17, convertFoldOnly, "folded (constant inputs only)"},
+    {"GreaterOrEqual", 12, 17, convertFoldOnly,
+     "folded (constant inputs only)"},
+    {"Less", 7, 17, convertFoldOnly, "folded (constant inputs only)"},
+    {"LessOrEqual", 12, 17, convertFoldOnly, "folded (constant inputs only)"},
+    {"Log", 6, 17, convertUnary<LogOp>, "loom.log"},
+    {"MatMul", 1, 17, convertMatMul,
+     "loom.matmul (right operand of rank 2), loom.batch_matmul (both rank >= "
+     "2), vectors through loom.reshape"},
+    {"Max", 8, 17, convertMaxMin, "loom.max (two inputs)"},
+    {"Min", 8, 17, convertMaxMin, "loom.min (two inputs)"},
+    {"Mul", 7, 17, convertBinary<MulOp>, "loom.mul"},
+    {"Neg", 6, 17, convertUnary<NegOp>, "loom.neg"},
+    {"Not", 1, 17, convertFoldOnly, "folded (constant inputs only)"},
+    {"Or", 7, 17, convertFoldOnly, "folded (constant inputs only)"},
+    {"Pow", 7, 17, convertBinary<PowOp>, "loom.pow"},
+    {"Range", 11, 17, convertFoldOnly, "folded (constant inputs only)"},
+    {"Reciprocal", 6, 17, convertUnary<ReciprocalOp>, "loom.reciprocal"},
+    {"ReduceMax", 1, 17, convertReduce<ReduceMaxOp>, "loom.reduce_max"},
+    {"ReduceMean", 1, 17, convertReduce<ReduceMeanOp>, "loom.reduce_mean"},
+    {"ReduceSum", 1, 17, convertReduce<ReduceSumOp>, "loom.reduce_sum"},
+    {"Relu", 1, 17, convertUnary<ReluOp>, "loom.relu"},
+    {"Sigmoid", 1, 17, convertUnary<SigmoidOp>, "loom.sigmoid"},
+    {"Sin", 7, 17, convertFoldOnly, "folded (constant inputs only)"},
+    {"Softmax", 1, 17, convertSoftmax,
+     "loom.softmax (opset < 13: last axis only)"},
+    {"Sqrt", 6, 17, convertUnary<SqrtOp>, "loom.sqrt"},
+    {"Sub", 7, 17, convertBinary<SubOp>, "loom.sub"},
+    {"Tanh", 1, 17, convertUnary<TanhOp>, "loom.tanh"},
+    {"Trilu", 14, 17, convertFoldOnly, "folded (constant inputs only)"},
+    {"Where", 9, 17, convertWhere,
+     "loom.select with the constant condition as an f32 0/1 mask"},
+    {"Xor", 7, 17, convertFoldOnly, "folded (constant inputs only)"},
+};
+
+ArrayRef<OpConverter> onnx_import::getMathOpConverters() {
+  return kMathConverters;
+}

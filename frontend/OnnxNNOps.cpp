@@ -1,0 +1,313 @@
+//===- OnnxNNOps.cpp - Normalisation, convolution, pooling ------*- C++ -*-===//
+//
+// Converters for ONNX's neural-network layers. Only the forms the loom ops
+// express are accepted (2-D NCHW convolution and pooling, explicit pads,
+// training-mode batch statistics); everything else is refused with the
+// attribute that is in the way.
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontend/OnnxGraphImporter.h"
+
+#include "ir/LoomOps.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::loom;
+using namespace mlir::loom::onnx_import;
+
+static SmallVector<int64_t> intsAttr(GraphImporter &g, StringRef name,
+                                     ArrayRef<int64_t> dflt) {
+  if (const onnx::AttributeProto *a = g.attr(name))
+    return SmallVector<int64_t>(a->ints().begin(), a->ints().end());
+  return SmallVector<int64_t>(dflt);
+}
+
+static std::string stringAttr(GraphImporter &g, StringRef name,
+                              StringRef dflt) {
+  if (const onnx::AttributeProto *a = g.attr(name))
+    return a->s();
+  return dflt.str();
+}
+
+/// Refuses outputs after the first one that some node reads.
+static LogicalResult onlyFirstOutputUsed(GraphImporter &g, StringRef why) {
+  for (int i = 1; i < g.node().output_size(); ++i)
+    if (g.outputUsed(i))
+      return g.error(llvm::formatv("unsupported use of output {0} ('{1}') of "
+                                   "{2}",
+                                   i, g.node().output(i), g.node().op_type()),
+                     why);
+  return success();
+}
+
+/// `value` of shape `[C]` reshaped to `[1, C, 1, ...]` for a rank-`rank`
+/// NC... tensor.
+static FailureOr<Value> perChannel(GraphImporter &g, Value value,
+                                   int64_t rank) {
+  SmallVector<int64_t> shape(rank, 1);
+  shape[1] = shapeOf(value).front();
+  return reshapeTo(g, value, shape);
+}
+
+//===----------------------------------------------------------------------===//
+// Normalisation
+//===----------------------------------------------------------------------===//
+
+static LogicalResult convertLayerNorm(GraphImporter &g) {
+  if (failed(onlyFirstOutputUsed(
+          g, "loom.layer_norm has no Mean/InvStdDev outputs")))
+    return failure();
+  auto x = g.data(0);
+  auto scale = g.data(1);
+  if (failed(x) || failed(scale))
+    return failure();
+  FailureOr<Value> bias = Value();
+  if (g.hasInput(2))
+    bias = g.data(2);
+  if (failed(bias))
+    return failure();
+  ArrayRef<int64_t> in = shapeOf(*x);
+  int64_t raw = g.intAttr("axis", -1);
+  auto axis = normalizeAxis(raw, in.size());
+  if (failed(axis))
+    return g.error(llvm::formatv("unsupported attribute axis={0}", raw),
+                   llvm::formatv("the input has rank {0}", in.size()));
+  ArrayRef<int64_t> normalized = in.drop_front(*axis);
+  for (Value p : {*scale, *bias})
+    if (p && shapeOf(p) != normalized)
+      return g.error("unsupported LayerNormalization parameter of shape " +
+                         shapeText(shapeOf(p)),
+                     "loom.layer_norm needs scale and bias shaped like the "
+                     "normalised dimensions " +
+                         shapeText(normalized));
+  OpBuilder &b = g.builder();
+  double eps = g.floatAttr("epsilon", 1e-5f);
+  return g.define(0, LayerNormOp::create(b, g.loc(), *x, *scale, *bias,
+                                         b.getI64IntegerAttr(*axis),
+                                         b.getF64FloatAttr(eps)));
+}
+
+static LogicalResult convertBatchNorm(GraphImporter &g) {
+  auto x = g.data(0);
+  auto scale = g.data(1);
+  auto bias = g.data(2);
+  if (failed(x) || failed(scale) || failed(bias))
+    return failure();
+  ArrayRef<int64_t> in = shapeOf(*x);
+  if (in.size() < 2)
+    return g.error("BatchNormalization input must be N x C x ..., got shape " +
+                   shapeText(in));
+  for (Value p : {*scale, *bias})
+    if (shapeOf(p).size() != 1 || shapeOf(p)[0] != in[1])
+      return g.error("BatchNormalization parameter of shape " +
+                     shapeText(shapeOf(p)) + " for " + std::to_string(in[1]) +
+                     " channels");
+  // Opsets 14-15 say it with `training_mode`; before, training graphs have
+  // the running statistics as extra outputs.
+  bool training = g.opset() >= 14 ? g.intAttr("training_mode", 0) != 0
+                                  : g.node().output_size() > 1;
+  if (g.opset() < 9 && g.intAttr("spatial", 1) == 0)
+    return g.error("unsupported attribute spatial=0",
+                   "only per-channel statistics are supported");
+  if (failed(onlyFirstOutputUsed(
+          g, "loom.batch_norm does not update running statistics")))
+    return failure();
+  OpBuilder &b = g.builder();
+  double eps = g.floatAttr("epsilon", 1e-5f);
+  if (training)
+    return g.define(0, BatchNormOp::create(b, g.loc(), *x, *scale, *bias,
+                                           b.getF64FloatAttr(eps)));
+
+  // Inference: (x - mean) / sqrt(var + eps) * scale + bias with the running
+  // statistics as constants (they are buffers, not parameters).
+  int64_t rank = in.size();
+  auto mean = g.floatInitializer(3), var = g.floatInitializer(4);
+  if (!mean || !var)
+    return g.error("unsupported inference-mode BatchNormalization with "
+                   "running statistics that are not initializers with data",
+                   "export in training mode or with the statistics as "
+                   "initializers");
+  if (mean->shape != SmallVector<int64_t>{in[1]} ||
+      var->shape != SmallVector<int64_t>{in[1]})
+    return g.error("BatchNormalization statistics of shapes " +
+                   shapeText(mean->shape) + " and " + shapeText(var->shape) +
+                   " for " + std::to_string(in[1]) + " channels");
+  SmallVector<int64_t> channel(rank, 1);
+  channel[1] = in[1];
+  ConstTensor inv = *var;
+  for (float &v : inv.floats)
+    v = static_cast<float>(1.0 / std::sqrt(static_cast<double>(v) + eps));
+  mean->shape = channel;
+  inv.shape = channel;
+  Value centered = SubOp::create(b, g.loc(), *x, g.materialize(*mean));
+  Value normalized = MulOp::create(b, g.loc(), centered, g.materialize(inv));
+  auto s = perChannel(g, *scale, rank);
+  auto c = perChannel(g, *bias, rank);
+  if (failed(s) || failed(c))
+    return failure();
+  Value scaled = MulOp::create(b, g.loc(), normalized, *s);
+  return g.define(0, AddOp::create(b, g.loc(), scaled, *c));
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution and pooling
+//===----------------------------------------------------------------------===//
+
+/// Pads from `pads` / `auto_pad` (NOTSET or VALID) for a 2-D window.
+static FailureOr<SmallVector<int64_t>> windowPads(GraphImporter &g) {
+  std::string autoPad = stringAttr(g, "auto_pad", "NOTSET");
+  if (autoPad == "VALID")
+    return SmallVector<int64_t>(4, 0);
+  if (autoPad != "NOTSET")
+    return g.error("unsupported attribute auto_pad=" + autoPad,
+                   "only NOTSET (explicit pads) and VALID are supported");
+  SmallVector<int64_t> pads = intsAttr(g, "pads", {0, 0, 0, 0});
+  if (pads.size() != 4 || llvm::any_of(pads, [](int64_t p) { return p < 0; }))
+    return g.error("unsupported attribute pads=" + listText(pads),
+                   "expected 4 non-negative pads of a 2-D window");
+  return pads;
+}
+
+static LogicalResult convertConv(GraphImporter &g) {
+  auto x = g.data(0);
+  auto w = g.data(1);
+  if (failed(x) || failed(w))
+    return failure();
+  ArrayRef<int64_t> in = shapeOf(*x), filter = shapeOf(*w);
+  if (in.size() != 4 || filter.size() != 4)
+    return g.error("unsupported Conv of shapes " + shapeText(in) + " and " +
+                       shapeText(filter),
+                   "only 2-D convolutions of NCHW inputs are supported");
+  auto pads = windowPads(g);
+  if (failed(pads))
+    return failure();
+  SmallVector<int64_t> strides = intsAttr(g, "strides", {1, 1});
+  SmallVector<int64_t> dilations = intsAttr(g, "dilations", {1, 1});
+  SmallVector<int64_t> kernel =
+      intsAttr(g, "kernel_shape", filter.drop_front(2));
+  int64_t groups = g.intAttr("group", 1);
+  if (strides.size() != 2 || dilations.size() != 2 ||
+      ArrayRef<int64_t>(kernel) != filter.drop_front(2))
+    return g.error("unsupported Conv attributes strides=" + listText(strides) +
+                       " dilations=" + listText(dilations) +
+                       " kernel_shape=" + listText(kernel),
+                   "expected two strides and dilations and the filter's "
+                   "kernel size " +
+                       shapeText(filter.drop_front(2)));
+  if (groups < 1 || in[1] % groups || filter[0] % groups ||
+      filter[1] * groups != in[1])
+    return g.error(llvm::formatv("Conv channels {0} do not match filter {1} "
+                                 "with group={2}",
+                                 in[1], shapeText(filter), groups));
+  for (int d = 0; d < 2; ++d) {
+    int64_t span = dilations[d] * (filter[2 + d] - 1) + 1;
+    if (strides[d] < 1 || dilations[d] < 1 ||
+        in[2 + d] + (*pads)[d] + (*pads)[d + 2] < span)
+      return g.error("Conv window does not fit the padded input",
+                     "input " + shapeText(in) + ", filter " +
+                         shapeText(filter) + ", pads " + listText(*pads));
+  }
+  OpBuilder &b = g.builder();
+  Value result = Conv2dOp::create(
+      b, g.loc(), *x, *w, b.getDenseI64ArrayAttr(strides),
+      b.getDenseI64ArrayAttr(*pads), b.getDenseI64ArrayAttr(dilations),
+      b.getI64IntegerAttr(groups));
+  if (g.hasInput(2)) {
+    auto bias = g.data(2);
+    if (failed(bias))
+      return failure();
+    if (shapeOf(*bias) != ArrayRef<int64_t>{filter[0]})
+      return g.error("Conv bias of shape " + shapeText(shapeOf(*bias)) +
+                     " for " + std::to_string(filter[0]) + " output channels");
+    auto reshaped = perChannel(g, *bias, 4);
+    if (failed(reshaped))
+      return failure();
+    result = AddOp::create(b, g.loc(), result, *reshaped);
+  }
+  return g.define(0, result);
+}
+
+static LogicalResult convertMaxPool(GraphImporter &g) {
+  if (failed(onlyFirstOutputUsed(g, "loom.max_pool2d has no Indices output")))
+    return failure();
+  auto x = g.data(0);
+  if (failed(x))
+    return failure();
+  ArrayRef<int64_t> in = shapeOf(*x);
+  if (in.size() != 4)
+    return g.error("unsupported MaxPool of shape " + shapeText(in),
+                   "only 2-D pooling of NCHW inputs is supported");
+  auto pads = windowPads(g);
+  if (failed(pads))
+    return failure();
+  SmallVector<int64_t> kernel = intsAttr(g, "kernel_shape", {});
+  SmallVector<int64_t> strides = intsAttr(g, "strides", {1, 1});
+  SmallVector<int64_t> dilations = intsAttr(g, "dilations", {1, 1});
+  if (g.intAttr("ceil_mode", 0) != 0)
+    return g.error("unsupported attribute ceil_mode=1",
+                   "only floor output sizes are supported");
+  if (g.intAttr("storage_order", 0) != 0)
+    return g.error("unsupported attribute storage_order=1");
+  if (dilations != SmallVector<int64_t>{1, 1})
+    return g.error("unsupported attribute dilations=" + listText(dilations),
+                   "only dilation 1 is supported");
+  if (kernel.size() != 2 || strides.size() != 2)
+    return g.error("unsupported MaxPool attributes kernel_shape=" +
+                       listText(kernel) + " strides=" + listText(strides),
+                   "expected a 2-D window");
+  for (int d = 0; d < 2; ++d)
+    if (kernel[d] < 1 || strides[d] < 1 || (*pads)[d] >= kernel[d] ||
+        (*pads)[d + 2] >= kernel[d] ||
+        in[2 + d] + (*pads)[d] + (*pads)[d + 2] < kernel[d])
+      return g.error("MaxPool window does not fit",
+                     "input " + shapeText(in) + ", kernel " + listText(kernel) +
+                         ", pads " + listText(*pads) +
+                         " (pads must be smaller than the kernel)");
+  OpBuilder &b = g.builder();
+  return g.define(0, MaxPool2dOp::create(b, g.loc(), *x,
+                                         b.getDenseI64ArrayAttr(kernel),
+                                         b.getDenseI64ArrayAttr(strides),
+                                         b.getDenseI64ArrayAttr(*pads)));
+}
+
+static LogicalResult convertGlobalAveragePool(GraphImporter &g) {
+  auto x = g.data(0);
+  if (failed(x))
+    return failure();
+  int64_t rank = shapeOf(*x).size();
+  if (rank < 3)
+    return g.error("GlobalAveragePool input must be N x C x ..., got shape " +
+                   shapeText(shapeOf(*x)));
+  SmallVector<int64_t> axes;
+  for (int64_t i = 2; i < rank; ++i)
+    axes.push_back(i);
+  OpBuilder &b = g.builder();
+  return g.define(0, ReduceMeanOp::create(b, g.loc(), *x,
+                                          b.getDenseI64ArrayAttr(axes),
+                                          b.getUnitAttr()));
+}
+
+//===----------------------------------------------------------------------===//
+// The family's table
+//===----------------------------------------------------------------------===//
+
+static const OpConverter kNNConverters[] = {
+    {"BatchNormalization", 7, 17, convertBatchNorm,
+     "loom.batch_norm (training mode); inference mode: element-wise ops with "
+     "the running statistics as constants"},
+    {"Conv", 1, 17, convertConv,
+     "loom.conv2d [+ loom.add of the bias reshaped to [1, C, 1, 1]]"},
+    {"GlobalAveragePool", 1, 17, convertGlobalAveragePool,
+     "loom.reduce_mean over the spatial axes, keep_dims"},
+    {"LayerNormalization", 17, 17, convertLayerNorm,
+     "loom.layer_norm (Mean/InvStdDev outputs unused)"},
+    {"MaxPool", 1, 17, convertMaxPool,
+     "loom.max_pool2d (no ceil_mode, dilation 1, Indices unused)"},
+};
+
+ArrayRef<OpConverter> onnx_import::getNNOpConverters() { return kNNConverters; }

@@ -1,0 +1,184 @@
+//===- RaiseAttention.cpp - Recognise scaled dot-product attention -------===//
+//
+// Matches, as the ONNX exporters emit it for GPT-2, BERT and LLaMA,
+//   P = softmax(mask(scale * Q K^T), last axis);  O = P V
+// where K^T is `batch_matmul {transpose_rhs}` or an explicit transpose of the
+// last two dimensions, the scale a division or multiplication by a scalar
+// constant, and the mask either absent, a constant all-zero additive mask,
+// or a constant causal mask (a 0/1 `select` condition that is lower
+// triangular, or an additive mask that is 0 on and below the diagonal and
+// very negative above it). Rewrites it into `loom.attention`.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/LoomOps.h"
+#include "passes/Passes.h"
+
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mlir::loom {
+#define GEN_PASS_DEF_LOOMRAISEATTENTIONPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::loom
+
+using namespace mlir;
+using namespace mlir::loom;
+
+namespace {
+
+/// Masked-out additive entries must be at least this negative.
+constexpr double kMaskedOut = -1e4;
+
+enum class MaskKind { None, Causal, Unknown };
+
+/// The value of a scalar (or splat) f32 constant.
+std::optional<double> scalarConstant(Value v) {
+  DenseElementsAttr attr;
+  if (!matchPattern(v, m_Constant(&attr)) || !attr.isSplat() ||
+      !attr.getElementType().isF32())
+    return std::nullopt;
+  return attr.getSplatValue<APFloat>().convertToDouble();
+}
+
+/// Classifies a constant mask broadcast to `[..., sq, sk]`: `additive`
+/// masks add 0 / very negative values, otherwise it is a 0/1 condition.
+MaskKind classifyMask(Value mask, int64_t sq, int64_t sk, bool additive) {
+  DenseElementsAttr attr;
+  if (!matchPattern(mask, m_Constant(&attr)) ||
+      !attr.getElementType().isF32())
+    return MaskKind::Unknown;
+  auto shape = cast<ShapedType>(attr.getType()).getShape();
+  if (shape.size() < 2)
+    return MaskKind::Unknown;
+  int64_t rows = shape[shape.size() - 2], cols = shape.back();
+  if ((rows != sq && rows != 1) || (cols != sk && cols != 1))
+    return MaskKind::Unknown;
+  bool allZero = true, causal = rows == sq && cols == sk && sq == sk;
+  int64_t n = 0;
+  for (APFloat f : attr.getValues<APFloat>()) {
+    double x = f.convertToDouble();
+    int64_t j = n % cols, i = (n / cols) % rows;
+    ++n;
+    bool keep = j <= i;
+    if (additive) {
+      allZero &= x == 0.0;
+      causal &= keep ? x == 0.0 : x <= kMaskedOut;
+    } else {
+      allZero = false;
+      causal &= keep ? x != 0.0 : x == 0.0;
+    }
+  }
+  if (additive && allZero)
+    return MaskKind::None;
+  return causal ? MaskKind::Causal : MaskKind::Unknown;
+}
+
+struct RaiseAttention : public OpRewritePattern<BatchMatmulOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(BatchMatmulOp pv,
+                                PatternRewriter &rewriter) const override {
+    if (pv.getTransposeLhs() || pv.getTransposeRhs())
+      return rewriter.notifyMatchFailure(pv, "P V must not be transposed");
+    auto softmax = pv.getLhs().getDefiningOp<SoftmaxOp>();
+    if (!softmax || !softmax->hasOneUse())
+      return rewriter.notifyMatchFailure(pv, "lhs is not a single-use softmax");
+    auto sType = softmax.getInput().getType();
+    if (softmax.getAxis() != sType.getRank() - 1)
+      return rewriter.notifyMatchFailure(pv, "softmax is not over keys");
+    int64_t sq = sType.getDimSize(sType.getRank() - 2), sk = sType.getShape().back();
+
+    // The mask.
+    Value scores = softmax.getInput();
+    bool causal = false;
+    if (auto sel = scores.getDefiningOp<SelectOp>()) {
+      std::optional<double> fill = scalarConstant(sel.getOnFalse());
+      if (!sel->hasOneUse() || !fill || *fill > kMaskedOut ||
+          classifyMask(sel.getCondition(), sq, sk, false) != MaskKind::Causal)
+        return rewriter.notifyMatchFailure(pv, "select is not a causal mask");
+      causal = true;
+      scores = sel.getOnTrue();
+    } else if (auto add = scores.getDefiningOp<AddOp>()) {
+      if (!add->hasOneUse())
+        return rewriter.notifyMatchFailure(pv, "masked scores reused");
+      MaskKind kind = classifyMask(add.getRhs(), sq, sk, true);
+      Value other = add.getLhs();
+      if (kind == MaskKind::Unknown) {
+        kind = classifyMask(add.getLhs(), sq, sk, true);
+        other = add.getRhs();
+      }
+      if (kind == MaskKind::Unknown)
+        return rewriter.notifyMatchFailure(pv, "additive mask not constant "
+                                               "causal or zero");
+      causal = kind == MaskKind::Causal;
+      scores = other;
+    }
+
+    // The scale.
+    double scale = 1.0;
+    if (auto div = scores.getDefiningOp<DivOp>()) {
+      std::optional<double> c = scalarConstant(div.getRhs());
+      if (!div->hasOneUse() || !c || *c == 0.0)
+        return rewriter.notifyMatchFailure(pv, "division is not by a scalar");
+      scale = 1.0 / *c;
+      scores = div.getLhs();
+    } else if (auto mul = scores.getDefiningOp<MulOp>()) {
+      std::optional<double> c = scalarConstant(mul.getRhs());
+      Value other = mul.getLhs();
+      if (!c) {
+        c = scalarConstant(mul.getLhs());
+        other = mul.getRhs();
+      }
+      if (!mul->hasOneUse() || !c)
+        return rewriter.notifyMatchFailure(pv, "product is not by a scalar");
+      scale = *c;
+      scores = other;
+    }
+
+    // Q K^T.
+    auto qk = scores.getDefiningOp<BatchMatmulOp>();
+    if (!qk || !qk->hasOneUse() || qk.getTransposeLhs())
+      return rewriter.notifyMatchFailure(pv, "scores are not Q K^T");
+    Value q = qk.getLhs(), k = qk.getRhs();
+    if (!qk.getTransposeRhs()) {
+      auto t = k.getDefiningOp<TransposeOp>();
+      int64_t r = cast<RankedTensorType>(k.getType()).getRank();
+      SmallVector<int64_t> swapLast;
+      for (int64_t i = 0; i < r; ++i)
+        swapLast.push_back(i);
+      if (r >= 2)
+        std::swap(swapLast[r - 1], swapLast[r - 2]);
+      if (!t || t.getPermutation() != ArrayRef<int64_t>(swapLast))
+        return rewriter.notifyMatchFailure(pv, "K is not transposed");
+      k = t.getInput();
+    }
+    Value v = pv.getRhs();
+    auto qT = cast<RankedTensorType>(q.getType());
+    auto kT = cast<RankedTensorType>(k.getType());
+    auto vT = cast<RankedTensorType>(v.getType());
+    if (qT.getRank() != kT.getRank() || qT.getRank() != vT.getRank() ||
+        qT.getShape().drop_back(2) != kT.getShape().drop_back(2) ||
+        kT.getShape().drop_back(2) != vT.getShape().drop_back(2))
+      return rewriter.notifyMatchFailure(pv, "q, k, v leading dimensions "
+                                             "differ (broadcast)");
+
+    rewriter.replaceOpWithNewOp<AttentionOp>(
+        pv, pv.getType(), q, k, v, rewriter.getF64FloatAttr(scale),
+        causal ? rewriter.getUnitAttr() : nullptr);
+    return success();
+  }
+};
+
+struct RaiseAttentionPass
+    : public loom::impl::LoomRaiseAttentionPassBase<RaiseAttentionPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<RaiseAttention>(&getContext());
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      return signalPassFailure();
+  }
+};
+
+} // namespace

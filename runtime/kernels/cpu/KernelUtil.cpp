@@ -1,0 +1,83 @@
+//===- KernelUtil.cpp - Helpers shared by the CPU kernels -------*- C++ -*-===//
+
+#include "runtime/kernels/cpu/KernelUtil.h"
+
+#include <cblas.h>
+#include <cmath>
+
+namespace loom::runtime::cpu {
+
+StatusOr<bool> flagAttr(const OpView &op, const char *name) {
+  LOOM_ASSIGN_OR_RETURN(double v, op.numAttr(name, 0.0));
+  if (v != 0 && v != 1)
+    return makeError("attribute '%s' must be 0 or 1, got %g", name, v);
+  return v == 1;
+}
+
+StatusOr<int64_t> intAttr(const OpView &op, const char *name) {
+  LOOM_ASSIGN_OR_RETURN(double v, op.numAttr(name));
+  if (v != std::floor(v))
+    return makeError("attribute '%s' must be an integer, got %g", name, v);
+  return static_cast<int64_t>(v);
+}
+
+StatusOr<int64_t> axisAttr(const OpView &op, const char *name, int64_t rank) {
+  LOOM_ASSIGN_OR_RETURN(int64_t axis, intAttr(op, name));
+  int64_t a = axis < 0 ? axis + rank : axis;
+  if (a < 0 || a >= rank)
+    return makeError("%s %lld is out of range for rank %lld", name,
+                     (long long)axis, (long long)rank);
+  return a;
+}
+
+StatusOr<std::vector<int64_t>> intsAttrOfSize(const OpView &op,
+                                              const char *name, size_t size) {
+  LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> v, op.intsAttr(name));
+  if (v.size() != size)
+    return makeError("attribute '%s' must have %zu entries, got %zu", name,
+                     size, v.size());
+  return v;
+}
+
+Status expectInShape(const OpView &op, size_t i,
+                     const std::vector<int64_t> &shape, const char *what) {
+  if (op.inShape(i) != shape)
+    return makeError("%s has shape %s, expected %s", what,
+                     shapeToString(op.inShape(i)).c_str(),
+                     shapeToString(shape).c_str());
+  return Status::ok();
+}
+
+Status expectOutShape(const OpView &op, size_t i,
+                      const std::vector<int64_t> &shape, const char *what) {
+  if (op.outShape(i) != shape)
+    return makeError("%s has shape %s, expected %s", what,
+                     shapeToString(op.outShape(i)).c_str(),
+                     shapeToString(shape).c_str());
+  return Status::ok();
+}
+
+KernelFn noopKernel() {
+  return [](const StepContext &) { return Status::ok(); };
+}
+
+int maxThreads() { return std::max(1, omp_get_max_threads()); }
+
+void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+           const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
+           float *c, int64_t ldc) {
+  if (m == 0 || n == 0)
+    return;
+  if (k == 0) {
+    // BLAS leaves `c` alone for k = 0 only when beta = 1; spell it out.
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        c[i * ldc + j] = beta == 0 ? 0.0f : beta * c[i * ldc + j];
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+              tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb,
+              beta, c, ldc);
+}
+
+} // namespace loom::runtime::cpu
