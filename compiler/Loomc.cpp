@@ -42,7 +42,7 @@ namespace cl = llvm::cl;
 
 namespace {
 
-enum class EmitKind { Plan, Import, Train, Planned, Lowered };
+enum class EmitKind { Plan, Import, Raised, Train, Planned, Lowered };
 
 struct Options {
   cl::OptionCategory cat{"loomc options"};
@@ -97,6 +97,8 @@ struct Options {
       "emit", cl::init(EmitKind::Plan), cl::desc("what to write"),
       cl::values(clEnumValN(EmitKind::Plan, "plan", "the plan (default)"),
                  clEnumValN(EmitKind::Import, "mlir-import", "imported forward IR"),
+                 clEnumValN(EmitKind::Raised, "mlir-raised",
+                            "forward IR after recognising fused ops"),
                  clEnumValN(EmitKind::Train, "mlir-train", "training-step IR"),
                  clEnumValN(EmitKind::Planned, "mlir-planned", "IR with the plan annotated"),
                  clEnumValN(EmitKind::Lowered, "mlir-lowered", "one rank's IR")),
@@ -119,6 +121,10 @@ struct Options {
                            cl::desc("check the emitted plan with the runtime's "
                                     "own validator before writing it"),
                            cl::cat(cat)};
+  cl::opt<bool> noRaise{"no-raise",
+                        cl::desc("keep the imported ops as they are (no fused "
+                                 "GELU, norms, linear layers, attention)"),
+                        cl::cat(cat)};
   cl::opt<bool> listOps{"list-ops", cl::desc("list the supported ONNX ops and exit"),
                         cl::cat(cat)};
   cl::opt<bool> quiet{"quiet", cl::desc("do not print the summary"),
@@ -312,6 +318,16 @@ int run(Options &o) {
   if (!module)
     return 1;
   if (o.emit == EmitKind::Import)
+    return failed(printModule(*module, o.outputFile)) ? 1 : 0;
+
+  // Recognise fused ops (GELU, norms, linear layers, attention).
+  if (!o.noRaise) {
+    PassManager raise(&ctx);
+    buildLoomRaisePipeline(raise);
+    if (failed(raise.run(*module)))
+      return 1;
+  }
+  if (o.emit == EmitKind::Raised)
     return failed(printModule(*module, o.outputFile)) ? 1 : 0;
 
   // Without --global-batch, the model's own static batch is the global one.

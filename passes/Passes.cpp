@@ -13,6 +13,7 @@ void mlir::loom::buildLoomRaisePipeline(OpPassManager &pm) {
   pm.addNestedPass<func::FuncOp>(createLoomRaiseLayerNormPass());
   pm.addNestedPass<func::FuncOp>(createLoomRaiseRmsNormPass());
   pm.addNestedPass<func::FuncOp>(createLoomRaiseLinearPass());
+  pm.addNestedPass<func::FuncOp>(createLoomRaiseAttentionPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 }

@@ -257,7 +257,7 @@ def LoomRaiseAttentionPass : Pass<"loom-raise-attention", "mlir::func::FuncOp"> 
     Pre: loom ops as the importer maps ONNX nodes.
     Post: every `P V` product whose `P` is a softmax over the keys of
     `scale * Q K^T` — `K^T` as `batch_matmul {transpose_rhs}` or a transpose
-    of the last two dimensions, the scale a division or product by a scalar
+    whose last two dimensions are K's swapped, the scale a division or product by a scalar
     constant (or absent), masked by nothing, a constant all-zero additive
     mask, or a constant causal mask (a lower-triangular 0/1 `select`
     condition filled with a value <= -1e4, or an additive mask that is 0 on

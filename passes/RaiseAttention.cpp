@@ -142,21 +142,27 @@ struct RaiseAttention : public OpRewritePattern<BatchMatmulOp> {
     if (!qk || !qk->hasOneUse() || qk.getTransposeLhs())
       return rewriter.notifyMatchFailure(pv, "scores are not Q K^T");
     Value q = qk.getLhs(), k = qk.getRhs();
+    SmallVector<int64_t> kPerm; // K = transpose(k, kPerm) when not empty
     if (!qk.getTransposeRhs()) {
+      // K^T = transpose(X, perm): K is X permuted by `perm` with its last two
+      // entries swapped (often X itself, or the head split of the exporters).
       auto t = k.getDefiningOp<TransposeOp>();
-      int64_t r = cast<RankedTensorType>(k.getType()).getRank();
-      SmallVector<int64_t> swapLast;
-      for (int64_t i = 0; i < r; ++i)
-        swapLast.push_back(i);
-      if (r >= 2)
-        std::swap(swapLast[r - 1], swapLast[r - 2]);
-      if (!t || t.getPermutation() != ArrayRef<int64_t>(swapLast))
+      if (!t || !t->hasOneUse() || t.getPermutation().size() < 2)
         return rewriter.notifyMatchFailure(pv, "K is not transposed");
+      SmallVector<int64_t> perm(t.getPermutation());
+      std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
+      kPerm = perm;
       k = t.getInput();
     }
     Value v = pv.getRhs();
     auto qT = cast<RankedTensorType>(q.getType());
     auto kT = cast<RankedTensorType>(k.getType());
+    if (!kPerm.empty()) {
+      SmallVector<int64_t> shape;
+      for (int64_t p : kPerm)
+        shape.push_back(kT.getDimSize(p));
+      kT = kT.clone(shape);
+    }
     auto vT = cast<RankedTensorType>(v.getType());
     if (qT.getRank() != kT.getRank() || qT.getRank() != vT.getRank() ||
         qT.getShape().drop_back(2) != kT.getShape().drop_back(2) ||
@@ -164,6 +170,11 @@ struct RaiseAttention : public OpRewritePattern<BatchMatmulOp> {
       return rewriter.notifyMatchFailure(pv, "q, k, v leading dimensions "
                                              "differ (broadcast)");
 
+    bool identity = true;
+    for (auto [i, p] : llvm::enumerate(kPerm))
+      identity &= static_cast<int64_t>(i) == p;
+    if (!identity)
+      k = TransposeOp::create(rewriter, pv.getLoc(), k, kPerm);
     rewriter.replaceOpWithNewOp<AttentionOp>(
         pv, pv.getType(), q, k, v, rewriter.getF64FloatAttr(scale),
         causal ? rewriter.getUnitAttr() : nullptr);
