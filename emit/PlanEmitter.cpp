@@ -59,7 +59,10 @@ private:
   LogicalResult emitReturn(func::ReturnOp ret);
   plan::Instruction &addInstruction(StringRef name, ArrayRef<Value> inputs,
                                     ArrayRef<int> outputs, Location loc);
+  /// The buffer whose bytes `id` shares (itself unless it is an alias).
+  int root(int id) const { return aliasOf[id] < 0 ? id : aliasOf[id]; }
   void use(int buffer) {
+    buffer = root(buffer);
     ranges[buffer].start = std::min(ranges[buffer].start, step());
     ranges[buffer].end = std::max(ranges[buffer].end, step());
   }
@@ -70,6 +73,8 @@ private:
   plan::Program *program = nullptr;
   DenseMap<Value, int> buffers;
   std::vector<LiveRange> ranges;
+  /// For a reshape's result, the buffer it is a view of; -1 otherwise.
+  std::vector<int> aliasOf;
 };
 
 FailureOr<int> Emitter::newBuffer(Type t, plan::Role role, Location loc) {
@@ -108,6 +113,7 @@ FailureOr<int> Emitter::newBuffer(Type t, plan::Role role, Location loc) {
   range.start = (persistent || data) ? 0 : kForever;
   range.end = persistent ? kForever : 0;
   ranges.push_back(range);
+  aliasOf.push_back(-1);
   return id;
 }
 
@@ -250,11 +256,22 @@ LogicalResult Emitter::emitOp(Operation *op) {
     return success();
   }
 
+  // A reshape is a view: its result shares its input's bytes and costs no
+  // instruction; the input then lives as long as the view is used.
+  if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+    FailureOr<int> id = newBuffer(reshape.getResult(), plan::TEMPORARY, loc);
+    if (failed(id))
+      return failure();
+    program->mutable_buffers(*id)->set_name(describeLoc(loc));
+    aliasOf[*id] = root(bufferOf(reshape.getInput()));
+    ranges[*id].size = 0;
+    use(*id);
+    return success();
+  }
+
   StringRef name;
   if (isa<shard::AllReduceOp>(op))
     name = "all_reduce";
-  else if (isa<ReshapeOp>(op))
-    name = "copy";
   else if (isa<LoomDialect>(op->getDialect()))
     name = op->getName().stripDialect();
   else
@@ -287,7 +304,7 @@ LogicalResult Emitter::emitOp(Operation *op) {
     for (int16_t axis : ar.getGridAxes())
       axes.mutable_ints()->add_values(axis);
     (*inst.mutable_attrs())["reduction"].set_s("sum");
-  } else if (!isa<ReshapeOp>(op)) {
+  } else {
     // Every other op's attributes carry over by name (docs/plan-format.md).
     for (NamedAttribute a : op->getAttrDictionary()) {
       plan::Attr &out = (*inst.mutable_attrs())[a.getName().str()];
@@ -322,7 +339,7 @@ LogicalResult Emitter::emitReturn(func::ReturnOp ret) {
         return ret.emitError("the loss must be computed, not an argument");
       buf->set_role(plan::LOSS);
       buf->set_name("loss");
-      ranges[id].end = kForever;
+      ranges[root(id)].end = kForever;
       program->set_loss_buffer(id);
       continue;
     }
@@ -363,7 +380,7 @@ LogicalResult Emitter::emitReturn(func::ReturnOp ret) {
     buf->set_role(plan::OUTPUT);
     buf->set_name(name);
     buf->set_binding(name);
-    ranges[id].end = kForever;
+    ranges[root(id)].end = kForever;
   }
   return success();
 }
@@ -397,7 +414,7 @@ LogicalResult Emitter::run(plan::Program &prog) {
   int64_t arena = 0;
   std::vector<int64_t> offsets = assignArenaOffsets(ranges, arena);
   for (auto [i, off] : llvm::enumerate(offsets))
-    program->mutable_buffers(i)->set_offset(off);
+    program->mutable_buffers(i)->set_offset(offsets[root(i)]);
   program->set_arena_bytes(arena);
   memory.arena = arena;
   memory.activations = std::max<int64_t>(

@@ -4,8 +4,11 @@
 
 #include "runtime/onnx/OnnxWeights.h"
 
-#include <cstring>
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <set>
 
 namespace loom::runtime {
@@ -25,7 +28,10 @@ private:
 
 Executor::Executor(const plan::Plan &plan, int rank, std::string planPath)
     : thePlan(plan), myRank(rank), planPath(std::move(planPath)) {}
-Executor::~Executor() = default;
+Executor::~Executor() {
+  if (profile)
+    printProfile();
+}
 
 std::string Executor::where(int index) const {
   const plan::Instruction &inst = theProgram->instructions(index);
@@ -93,6 +99,12 @@ Executor::create(const plan::Plan &plan, Communicator &world,
     if (!fn.isOk())
       return fn.status().withContext(exec->where(i));
     exec->calls.push_back({std::move(fn).value(), i});
+  }
+  const char *prof = std::getenv("LOOM_PROFILE");
+  if (prof && *prof && std::strcmp(prof, "0") != 0) {
+    exec->profile = std::make_unique<Profile>();
+    exec->profile->seconds.assign(exec->calls.size(), 0.0);
+    exec->profile->firstStep.assign(exec->calls.size(), 0.0);
   }
   return exec;
 }
@@ -184,12 +196,89 @@ Status Executor::initializeBuffers() {
 Status Executor::runStep(int64_t step) {
   StepContext ctx;
   ctx.step = step;
+  if (profile) {
+    using Clock = std::chrono::steady_clock;
+    std::vector<double> &acc =
+        profile->steps == 0 ? profile->firstStep : profile->seconds;
+    ++profile->steps;
+    for (size_t i = 0; i < calls.size(); ++i) {
+      Clock::time_point t0 = Clock::now();
+      Status s = calls[i].fn(ctx);
+      acc[i] += std::chrono::duration<double>(Clock::now() - t0).count();
+      if (!s.isOk())
+        return s.withContext(where(calls[i].index));
+    }
+    return Status::ok();
+  }
   for (const Call &call : calls) {
     Status s = call.fn(ctx);
     if (!s.isOk())
       return s.withContext(where(call.index));
   }
   return Status::ok();
+}
+
+void Executor::printProfile() const {
+  if (profile->steps == 0)
+    return;
+  bool skipFirst = profile->steps > 1;
+  const std::vector<double> &secs =
+      skipFirst ? profile->seconds : profile->firstStep;
+  double steps = static_cast<double>(skipFirst ? profile->steps - 1 : 1);
+  struct Row {
+    std::string name;
+    int count = 0;
+    double seconds = 0;
+  };
+  std::map<std::string, Row> byOp;
+  double total = 0;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const plan::Instruction &inst = theProgram->instructions(calls[i].index);
+    Row &row = byOp[inst.op()];
+    row.name = inst.op();
+    ++row.count;
+    row.seconds += secs[i];
+    total += secs[i];
+  }
+  std::vector<Row> rows;
+  for (auto &kv : byOp)
+    rows.push_back(kv.second);
+  std::sort(rows.begin(), rows.end(),
+            [](const Row &a, const Row &b) { return a.seconds > b.seconds; });
+  std::fprintf(stderr,
+               "loom profile: rank %d, %.0f step(s)%s, %.3f ms/step in "
+               "kernels\n  %-22s %6s %10s %10s %6s\n",
+               myRank, steps, skipFirst ? " after the first" : "",
+               total / steps * 1e3, "op", "calls", "ms/step", "us/call",
+               "%");
+  for (const Row &r : rows)
+    std::fprintf(stderr, "  %-22s %6d %10.3f %10.1f %5.1f%%\n", r.name.c_str(),
+                 r.count, r.seconds / steps * 1e3,
+                 r.seconds / steps / r.count * 1e6,
+                 total > 0 ? 100 * r.seconds / total : 0.0);
+  // The most expensive single instructions, with their output shapes.
+  std::vector<size_t> order(calls.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return secs[a] > secs[b]; });
+  std::map<int32_t, const plan::Buffer *> byId;
+  for (const plan::Buffer &b : theProgram->buffers())
+    byId[b.id()] = &b;
+  std::fprintf(stderr, "  top instructions:\n");
+  for (size_t j = 0; j < std::min<size_t>(order.size(), 15); ++j) {
+    size_t i = order[j];
+    const plan::Instruction &inst = theProgram->instructions(calls[i].index);
+    std::string shapes;
+    for (int32_t id : inst.inputs()) {
+      auto it = byId.find(id);
+      if (it != byId.end())
+        shapes += (shapes.empty() ? "" : ",") + shapeToString(bufferShape(*it->second));
+    }
+    std::fprintf(stderr, "  %10.3f ms  #%-4d %-18s %-30s %s\n",
+                 secs[i] / steps * 1e3, calls[i].index, inst.op().c_str(),
+                 inst.loc().c_str(), shapes.c_str());
+  }
 }
 
 const plan::Buffer *Executor::findBuffer(int32_t id) const {

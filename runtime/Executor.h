@@ -72,6 +72,12 @@ private:
     KernelFn fn;
     int index; // instruction index, for errors
   };
+  /// LOOM_PROFILE=1: wall time of every call, summed over the steps after
+  /// the first (all steps when only one ran); printed by the destructor.
+  struct Profile {
+    std::vector<double> seconds, firstStep;
+    int64_t steps = 0;
+  };
 
   Executor(const plan::Plan &plan, int rank, std::string planPath);
   Status initializeBuffers();
@@ -84,6 +90,8 @@ private:
   Arena arena;
   std::map<std::vector<int64_t>, std::unique_ptr<Communicator>> axisComms;
   std::vector<Call> calls;
+  std::unique_ptr<Profile> profile;
+  void printProfile() const;
 };
 
 } // namespace loom::runtime

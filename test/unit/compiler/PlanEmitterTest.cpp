@@ -153,3 +153,34 @@ TEST_F(PlanEmitterTest, OutputThatIsAnInputIsCopied) {
 }
 
 } // namespace
+
+namespace {
+
+TEST_F(PlanEmitterTest, ReshapesAreViewsWithoutInstructions) {
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(R"(
+    func.func @main(%x: tensor<2x6xf32> {loom.input = "x"}) -> (tensor<3x4xf32> {loom.output = "y"}) {
+      %0 = loom.relu %x : tensor<2x6xf32>
+      %1 = loom.reshape %0 [3, 4] : tensor<2x6xf32> -> tensor<3x4xf32>
+      %2 = loom.tanh %1 : tensor<3x4xf32>
+      return %2 : tensor<3x4xf32>
+    })", &ctx);
+  ASSERT_TRUE(module);
+  FailureOr<::loom::plan::Plan> plan = emitPlan(*module, EmitOptions());
+  ASSERT_TRUE(succeeded(plan));
+  const ::loom::plan::Program &p = plan->programs(0);
+  ASSERT_EQ(p.instructions_size(), 2); // relu, tanh: no copy
+  const auto &relu = p.instructions(0), &tanh = p.instructions(1);
+  const auto &relued = p.buffers(relu.outputs(0));
+  const auto &view = p.buffers(tanh.inputs(0));
+  EXPECT_NE(relued.id(), view.id());
+  EXPECT_EQ(view.offset(), relued.offset());
+  EXPECT_EQ(view.shape(0), 3);
+  // The tanh output may not reuse the bytes its (viewed) input still needs.
+  const auto &out = p.buffers(tanh.outputs(0));
+  EXPECT_TRUE(out.offset() + out.size_bytes() <= view.offset() ||
+              view.offset() + view.size_bytes() <= out.offset());
+  ::loom::runtime::Status valid = ::loom::runtime::validatePlan(*plan, "p");
+  EXPECT_TRUE(valid.isOk()) << valid.message();
+}
+
+} // namespace
