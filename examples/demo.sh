@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The Loom demo: train a classifier of handwritten digits (scikit-learn's
-# bundled 8x8 digits) with data parallelism on 4 CPU ranks, then check it on
-# held-out images with `loom-run --forward`.
+# The Loom demo: a small GPT-2 (Hugging Face transformers, random init) learns
+# the text of the GNU GPL character by character, with data parallelism on 4
+# CPU ranks; then the trained model, exported back to ONNX, is evaluated on
+# held-out text with `loom-run --forward`.
 #   usage: examples/demo.sh [BUILD_DIR] [WORK_DIR]
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -11,30 +12,40 @@ BIN=$BUILD/bin
 PY=/usr/bin/python3
 mkdir -p "$WORK" && cd "$WORK"
 
-echo "== 1. the model and data: a PyTorch MLP 64-128-128-10 exported to ONNX, 1797 digits"
-$PY "$SRC/test/models/digits.py" --out . >/dev/null
+echo "== 1. the model and data: GPT-2 (2 layers, d=128, 4 heads, 64 characters of"
+echo "      context) exported from PyTorch to ONNX; the GPL-3 text as characters"
+$PY "$SRC/test/models/hf_models.py" --model gpt2 --out . --batch 8 >/dev/null
 $PY - <<'PY'
 import numpy as np
-x, y = np.load("x.npy"), np.load("target.npy")
-np.save("train_x.npy", x[:1500]); np.save("train_y.npy", y[:1500])
-np.save("test_x.npy", x[1500:]); np.save("test_y.npy", y[1500:])
-print("   1500 training images, 297 held out")
+x, y = np.load("input_ids.npy"), np.load("target.npy")
+n = len(x) - 48  # the last 48 windows are held out
+np.save("train_x.npy", x[:n]); np.save("train_y.npy", y[:n])
+np.save("test_x.npy", x[n:n + 8]); np.save("test_y.npy", y[n:n + 8])
+print("   %d training windows of 64 characters, 8 held out for evaluation" % n)
 PY
 
 echo "== 2. loomc plans the training step for 4 CPU ranks"
-"$BIN/loomc" model.onnx --cluster cpu:4 --global-batch 64 --loss cross_entropy \
-  --optimizer adamw --lr 2e-3 -o demo.loomplan
+"$BIN/loomc" model.onnx --cluster cpu:4 --global-batch 32 --loss cross_entropy \
+  --optimizer adamw --lr 1e-3 -o demo.loomplan
 
 echo "== 3. loom-run trains it under mpirun -np 4"
 mpirun --allow-run-as-root --oversubscribe -np 4 "$BIN/loom-run" demo.loomplan \
-  --data x=train_x.npy --data target=train_y.npy --steps 400 --log-every 40 \
+  --data input_ids=train_x.npy --data target=train_y.npy --steps 200 --log-every 20 \
   --metrics metrics.jsonl --export-onnx trained.onnx
 
-echo "== 4. the trained model, exported to ONNX, classifies held-out digits"
-"$BIN/loom-run" --forward trained.onnx --input x=test_x.npy --output-dir eval
+echo "== 4. the trained model, exported to ONNX, on held-out text"
+"$BIN/loom-run" --forward model.onnx --input input_ids=test_x.npy --output-dir eval-before
+"$BIN/loom-run" --forward trained.onnx --input input_ids=test_x.npy --output-dir eval-after
 $PY - <<'PY'
 import numpy as np
-logits, y = np.load("eval/logits.npy"), np.load("test_y.npy")
-print("   held-out accuracy: %.1f%% (%d images)" % (100 * (logits.argmax(1) == y).mean(), len(y)))
+y = np.load("test_y.npy")
+def loss(d):
+    z = np.load(d + "/logits.npy").astype(np.float64)
+    z -= z.max(-1, keepdims=True)
+    logp = z - np.log(np.exp(z).sum(-1, keepdims=True))
+    return -np.take_along_axis(logp, y[..., None], -1).mean()
+before, after = loss("eval-before"), loss("eval-after")
+print("   held-out cross-entropy: %.3f before training, %.3f after (%.2f bits/char)"
+      % (before, after, after / np.log(2)))
 PY
 echo "== files are in $WORK (metrics.jsonl, trained.onnx)"
