@@ -58,10 +58,27 @@ static FailureOr<Value> perChannel(GraphImporter &g, Value value,
 // Normalisation
 //===----------------------------------------------------------------------===//
 
+/// A rank-0 f32 `loom.constant`.
+static Value scalarConstant(GraphImporter &g, float value) {
+  return g.materialize(ConstTensor::ofFloats({}, {value}));
+}
+
+/// `rsqrt(mean((x - mean)^2 over axes) + eps)` with the reduced axes kept as
+/// size 1; `mean` is `x`'s mean over the same axes, kept as well.
+static Value invStdDev(GraphImporter &g, Value x, Value mean,
+                       ArrayRef<int64_t> axes, double eps) {
+  OpBuilder &b = g.builder();
+  Value centered = SubOp::create(b, g.loc(), x, mean);
+  Value squared = MulOp::create(b, g.loc(), centered, centered);
+  Value var = ReduceMeanOp::create(b, g.loc(), squared,
+                                   b.getDenseI64ArrayAttr(axes),
+                                   b.getUnitAttr());
+  Value shifted = AddOp::create(b, g.loc(), var,
+                                scalarConstant(g, static_cast<float>(eps)));
+  return RsqrtOp::create(b, g.loc(), shifted);
+}
+
 static LogicalResult convertLayerNorm(GraphImporter &g) {
-  if (failed(onlyFirstOutputUsed(
-          g, "loom.layer_norm has no Mean/InvStdDev outputs")))
-    return failure();
   auto x = g.data(0);
   auto scale = g.data(1);
   if (failed(x) || failed(scale))
@@ -85,11 +102,69 @@ static LogicalResult convertLayerNorm(GraphImporter &g) {
                      "loom.layer_norm needs scale and bias shaped like the "
                      "normalised dimensions " +
                          shapeText(normalized));
+  // `stash_type` is the element type of the statistics (and of their
+  // computation); loom computes in float32. Other float types only change
+  // the rounding of Y, but the Mean/InvStdDev outputs would have them.
+  int64_t stash = g.intAttr("stash_type", onnx::TensorProto::FLOAT);
+  bool statsUsed = g.outputUsed(1) || g.outputUsed(2);
+  if (stash != onnx::TensorProto::FLOAT &&
+      (statsUsed || (stash != onnx::TensorProto::DOUBLE &&
+                     stash != onnx::TensorProto::FLOAT16 &&
+                     stash != onnx::TensorProto::BFLOAT16)))
+    return g.error("unsupported attribute stash_type=" + std::to_string(stash) +
+                       " (" + elementTypeName(stash) + ")",
+                   statsUsed ? "the Mean and InvStdDev outputs are float32 "
+                               "only"
+                             : "expected a floating-point type");
   OpBuilder &b = g.builder();
   double eps = g.floatAttr("epsilon", 1e-5f);
-  return g.define(0, LayerNormOp::create(b, g.loc(), *x, *scale, *bias,
-                                         b.getI64IntegerAttr(*axis),
-                                         b.getF64FloatAttr(eps)));
+  if (failed(g.define(0, LayerNormOp::create(b, g.loc(), *x, *scale, *bias,
+                                             b.getI64IntegerAttr(*axis),
+                                             b.getF64FloatAttr(eps)))))
+    return failure();
+  if (!statsUsed)
+    return success();
+  // Mean and InvStdDev: the statistics over the normalised dimensions,
+  // which are kept as size 1 (`X.shape[:axis] + [1] * (rank - axis)`).
+  SmallVector<int64_t> axes;
+  for (int64_t i = *axis; i < static_cast<int64_t>(in.size()); ++i)
+    axes.push_back(i);
+  Value mean = ReduceMeanOp::create(b, g.loc(), *x,
+                                    b.getDenseI64ArrayAttr(axes),
+                                    b.getUnitAttr());
+  if (g.outputUsed(1) && failed(g.define(1, mean)))
+    return failure();
+  if (g.outputUsed(2) &&
+      failed(g.define(2, invStdDev(g, *x, mean, axes, eps))))
+    return failure();
+  return success();
+}
+
+/// Running statistic `index` (3: mean, 4: variance) of BatchNormalization
+/// as data: a float32 initializer with data becomes a constant (a buffer, not
+/// a parameter), a runtime value (a graph input) is used as is. An
+/// initializer without data is refused: it would become a parameter.
+static FailureOr<Value> runningStatistic(GraphImporter &g, unsigned index,
+                                         int64_t channels, StringRef why) {
+  if (std::optional<ConstTensor> init = g.floatInitializer(index)) {
+    if (init->shape != SmallVector<int64_t>{channels})
+      return g.error("BatchNormalization statistic of shape " +
+                     shapeText(init->shape) + " for " +
+                     std::to_string(channels) + " channels");
+    return g.materialize(*init);
+  }
+  if (g.hasInput(index) && g.isInitializer(g.node().input(index)))
+    return g.error("unsupported BatchNormalization with running statistics "
+                   "that are initializers without data",
+                   why);
+  auto v = g.data(index);
+  if (failed(v))
+    return failure();
+  if (shapeOf(*v) != ArrayRef<int64_t>{channels})
+    return g.error("BatchNormalization statistic of shape " +
+                   shapeText(shapeOf(*v)) + " for " +
+                   std::to_string(channels) + " channels");
+  return v;
 }
 
 static LogicalResult convertBatchNorm(GraphImporter &g) {
@@ -114,38 +189,109 @@ static LogicalResult convertBatchNorm(GraphImporter &g) {
   if (g.opset() < 9 && g.intAttr("spatial", 1) == 0)
     return g.error("unsupported attribute spatial=0",
                    "only per-channel statistics are supported");
-  if (failed(onlyFirstOutputUsed(
-          g, "loom.batch_norm does not update running statistics")))
-    return failure();
+  // Outputs 1 and 2 are the updated running statistics (training mode);
+  // 3 and 4 (before opset 14) the batch's saved statistics.
+  for (int i = 3; i < g.node().output_size(); ++i)
+    if (g.outputUsed(i))
+      return g.error(llvm::formatv("unsupported use of output {0} ('{1}') of "
+                                   "BatchNormalization",
+                                   i, g.node().output(i)),
+                     "only the running statistics (outputs 1 and 2) are "
+                     "computed");
   OpBuilder &b = g.builder();
   double eps = g.floatAttr("epsilon", 1e-5f);
-  if (training)
-    return g.define(0, BatchNormOp::create(b, g.loc(), *x, *scale, *bias,
-                                           b.getF64FloatAttr(eps)));
-
-  // Inference: (x - mean) / sqrt(var + eps) * scale + bias with the running
-  // statistics as constants (they are buffers, not parameters).
   int64_t rank = in.size();
-  auto mean = g.floatInitializer(3), var = g.floatInitializer(4);
-  if (!mean || !var)
-    return g.error("unsupported inference-mode BatchNormalization with "
-                   "running statistics that are not initializers with data",
-                   "export in training mode or with the statistics as "
-                   "initializers");
-  if (mean->shape != SmallVector<int64_t>{in[1]} ||
-      var->shape != SmallVector<int64_t>{in[1]})
-    return g.error("BatchNormalization statistics of shapes " +
-                   shapeText(mean->shape) + " and " + shapeText(var->shape) +
-                   " for " + std::to_string(in[1]) + " channels");
+  if (training) {
+    if (failed(g.define(0, BatchNormOp::create(b, g.loc(), *x, *scale, *bias,
+                                               b.getF64FloatAttr(eps)))))
+      return failure();
+    if (!g.outputUsed(1) && !g.outputUsed(2))
+      return success();
+    // running = running * momentum + batch * (1 - momentum), with the batch's
+    // mean and biased variance over every dimension but the channels (the
+    // value loom.batch_norm normalises with). The values are outputs of the
+    // graph: loom does not write them back to the initializers.
+    double momentum = g.floatAttr("momentum", 0.9f);
+    SmallVector<int64_t> axes;
+    for (int64_t i = 0; i < rank; ++i)
+      if (i != 1)
+        axes.push_back(i);
+    Value keptMean = ReduceMeanOp::create(b, g.loc(), *x,
+                                          b.getDenseI64ArrayAttr(axes),
+                                          b.getUnitAttr());
+    Value centered = SubOp::create(b, g.loc(), *x, keptMean);
+    Value squared = MulOp::create(b, g.loc(), centered, centered);
+    Value batchVar = ReduceMeanOp::create(b, g.loc(), squared,
+                                          b.getDenseI64ArrayAttr(axes),
+                                          UnitAttr());
+    auto batchMean = reshapeTo(g, keptMean, {in[1]});
+    if (failed(batchMean))
+      return failure();
+    Value batchStats[2] = {*batchMean, batchVar};
+    for (unsigned out : {1u, 2u}) {
+      if (!g.outputUsed(out))
+        continue;
+      auto running = runningStatistic(
+          g, 2 + out, in[1],
+          "the updated running statistics are computed from them");
+      if (failed(running))
+        return failure();
+      Value kept = ScaleOp::create(b, g.loc(), *running,
+                                   b.getF64FloatAttr(momentum));
+      Value added = ScaleOp::create(b, g.loc(), batchStats[out - 1],
+                                    b.getF64FloatAttr(1.0 - momentum));
+      if (failed(g.define(out, AddOp::create(b, g.loc(), kept, added))))
+        return failure();
+    }
+    return success();
+  }
+  for (int i = 1; i < 3 && i < g.node().output_size(); ++i)
+    if (g.outputUsed(i))
+      return g.error(llvm::formatv("unsupported use of output {0} ('{1}') of "
+                                   "BatchNormalization in inference mode",
+                                   i, g.node().output(i)),
+                     "the running statistics are outputs in training mode "
+                     "only");
+
+  // Inference: (x - mean) / sqrt(var + eps) * scale + bias. Running
+  // statistics that are initializers with data become constants (they are
+  // buffers, not parameters) and 1/sqrt(var + eps) is folded; runtime ones
+  // (graph inputs) are reshaped to [1, C, 1, ...] and computed with.
   SmallVector<int64_t> channel(rank, 1);
   channel[1] = in[1];
-  ConstTensor inv = *var;
-  for (float &v : inv.floats)
-    v = static_cast<float>(1.0 / std::sqrt(static_cast<double>(v) + eps));
-  mean->shape = channel;
-  inv.shape = channel;
-  Value centered = SubOp::create(b, g.loc(), *x, g.materialize(*mean));
-  Value normalized = MulOp::create(b, g.loc(), centered, g.materialize(inv));
+  Value centered, normalized;
+  auto mean = g.floatInitializer(3), var = g.floatInitializer(4);
+  if (mean && var) {
+    if (mean->shape != SmallVector<int64_t>{in[1]} ||
+        var->shape != SmallVector<int64_t>{in[1]})
+      return g.error("BatchNormalization statistics of shapes " +
+                     shapeText(mean->shape) + " and " + shapeText(var->shape) +
+                     " for " + std::to_string(in[1]) + " channels");
+    ConstTensor inv = *var;
+    for (float &v : inv.floats)
+      v = static_cast<float>(1.0 / std::sqrt(static_cast<double>(v) + eps));
+    mean->shape = channel;
+    inv.shape = channel;
+    centered = SubOp::create(b, g.loc(), *x, g.materialize(*mean));
+    normalized = MulOp::create(b, g.loc(), centered, g.materialize(inv));
+  } else {
+    const char *why = "export with the statistics as initializers with data";
+    auto m = runningStatistic(g, 3, in[1], why);
+    if (failed(m))
+      return failure();
+    auto v = runningStatistic(g, 4, in[1], why);
+    if (failed(v))
+      return failure();
+    auto m4 = perChannel(g, *m, rank);
+    auto v4 = perChannel(g, *v, rank);
+    if (failed(m4) || failed(v4))
+      return failure();
+    centered = SubOp::create(b, g.loc(), *x, *m4);
+    Value shifted = AddOp::create(b, g.loc(), *v4,
+                                  scalarConstant(g, static_cast<float>(eps)));
+    normalized = MulOp::create(b, g.loc(), centered,
+                               RsqrtOp::create(b, g.loc(), shifted));
+  }
   auto s = perChannel(g, *scale, rank);
   auto c = perChannel(g, *bias, rank);
   if (failed(s) || failed(c))

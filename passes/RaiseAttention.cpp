@@ -45,6 +45,12 @@ std::optional<double> scalarConstant(Value v) {
 /// Classifies a constant mask broadcast to `[..., sq, sk]`: `additive`
 /// masks add 0 / very negative values, otherwise it is a 0/1 condition.
 MaskKind classifyMask(Value mask, int64_t sq, int64_t sk, bool additive) {
+  // Broadcasting the constant over batch or heads keeps its pattern.
+  while (Operation *def = mask.getDefiningOp()) {
+    if (!isa<ExpandOp, BroadcastLikeOp>(def) || !def->hasOneUse())
+      break;
+    mask = def->getOperand(0);
+  }
   DenseElementsAttr attr;
   if (!matchPattern(mask, m_Constant(&attr)) ||
       !attr.getElementType().isF32())

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/kernels/cpu/CpuKernels.h"
+#include "runtime/kernels/cpu/FastMath.h"
 #include "runtime/kernels/cpu/KernelUtil.h"
 
 #include <cmath>
@@ -82,17 +83,7 @@ StatusOr<KernelFn> bindSoftmax(const OpView &op, BindContext &ctx) {
         [&](int64_t off) {
           const float *px = x + off;
           float *py = y + off;
-          float mx = px[0];
-          for (int64_t i = 1; i < d; ++i)
-            mx = std::max(mx, px[i]);
-          float sum = 0;
-          for (int64_t i = 0; i < d; ++i) {
-            py[i] = std::exp(px[i] - mx);
-            sum += py[i];
-          }
-          float inv = 1.0f / sum;
-          for (int64_t i = 0; i < d; ++i)
-            py[i] *= inv;
+          softmaxRow(px, py, d);
         },
         [&](int64_t off, int64_t w) {
           float mx[kColumns], sum[kColumns];
@@ -103,12 +94,16 @@ StatusOr<KernelFn> bindSoftmax(const OpView &op, BindContext &ctx) {
           for (int64_t i = 1; i < d; ++i)
             for (int64_t c = 0; c < w; ++c)
               mx[c] = std::max(mx[c], x[off + i * in + c]);
-          for (int64_t i = 0; i < d; ++i)
+          for (int64_t i = 0; i < d; ++i) {
+            const float *px = x + off + i * in;
+            float *py = y + off + i * in;
+#pragma omp simd
             for (int64_t c = 0; c < w; ++c) {
-              float e = std::exp(x[off + i * in + c] - mx[c]);
-              y[off + i * in + c] = e;
+              float e = fastExp(px[c] - mx[c]);
+              py[c] = e;
               sum[c] += e;
             }
+          }
           for (int64_t c = 0; c < w; ++c)
             sum[c] = 1.0f / sum[c];
           for (int64_t i = 0; i < d; ++i)
@@ -165,6 +160,24 @@ constexpr float kInvSqrt2 = 0.7071067811865476f;
 constexpr float kInvSqrt2Pi = 0.3989422804014327f;
 constexpr float kGeluCubic = 0.044715f;
 
+/// Runs `f(lo, hi)` over `[0, n)`: one chunk per OpenMP thread when `n` is
+/// big enough, else one chunk. Inner loops over a chunk can be `omp simd`.
+template <typename F> void forChunks(int64_t n, F f) {
+  if (n < kParallelThreshold || maxThreads() == 1) {
+    f(0, n);
+    return;
+  }
+#pragma omp parallel
+  {
+    int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+    // Chunks of whole cache lines (16 floats).
+    int64_t per = ((n + nt - 1) / nt + 15) / 16 * 16;
+    int64_t lo = std::min(n, t * per), hi = std::min(n, lo + per);
+    if (lo < hi)
+      f(lo, hi);
+  }
+}
+
 template <typename F> KernelFn mapN(int64_t n, F f) {
   return [=](const StepContext &) {
 #pragma omp parallel for schedule(static) if (n >= kParallelThreshold)
@@ -186,11 +199,18 @@ StatusOr<KernelFn> bindGelu(const OpView &op, BindContext &ctx) {
   const float *x = ctx.f32(op.inputs[0]);
   float *y = ctx.f32(op.outputs[0]);
   int64_t n = op.outNumel(0);
+  // 0.5 v (1 + tanh(u)) = v sigmoid(2u): one vectorised exp, no libm.
   if (tanhForm)
-    return mapN(n, [=](int64_t i) {
-      float v = x[i];
-      float u = kSqrt2OverPi * (v + kGeluCubic * v * v * v);
-      y[i] = 0.5f * v * (1.0f + std::tanh(u));
+    return KernelFn([=](const StepContext &) {
+      forChunks(n, [=](int64_t lo, int64_t hi) {
+#pragma omp simd
+        for (int64_t i = lo; i < hi; ++i) {
+          float v = x[i];
+          float u = kSqrt2OverPi * (v + kGeluCubic * v * v * v);
+          y[i] = v / (1.0f + fastExp(-2.0f * u));
+        }
+      });
+      return Status::ok();
     });
   return mapN(n, [=](int64_t i) {
     float v = x[i];
@@ -205,12 +225,24 @@ StatusOr<KernelFn> bindGeluGrad(const OpView &op, BindContext &ctx) {
   const float *dy = ctx.f32(op.inputs[0]), *x = ctx.f32(op.inputs[1]);
   float *dx = ctx.f32(op.outputs[0]);
   int64_t n = op.outNumel(0);
+  // With t = tanh(u), e = exp(-2u), s = 1 / (1 + e) = (1 + t) / 2:
+  // 1 - t^2 = 4 s (1 - s) = 4 s (e s). Clamping -2u at 88 keeps e finite,
+  // so e s -> 1 (not inf * 0) where s underflows.
   if (tanhForm)
-    return mapN(n, [=](int64_t i) {
-      float v = x[i];
-      float t = std::tanh(kSqrt2OverPi * (v + kGeluCubic * v * v * v));
-      float du = kSqrt2OverPi * (1.0f + 3.0f * kGeluCubic * v * v);
-      dx[i] = dy[i] * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * du);
+    return KernelFn([=](const StepContext &) {
+      forChunks(n, [=](int64_t lo, int64_t hi) {
+#pragma omp simd
+        for (int64_t i = lo; i < hi; ++i) {
+          float v = x[i];
+          float u = kSqrt2OverPi * (v + kGeluCubic * v * v * v);
+          float m = -2.0f * u;
+          float e = fastExp(m > 88.0f ? 88.0f : m);
+          float sg = 1.0f / (1.0f + e);
+          float du = kSqrt2OverPi * (1.0f + 3.0f * kGeluCubic * v * v);
+          dx[i] = dy[i] * (sg + 2.0f * v * sg * (e * sg) * du);
+        }
+      });
+      return Status::ok();
     });
   return mapN(n, [=](int64_t i) {
     float v = x[i];

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/kernels/cpu/CpuKernels.h"
+#include "runtime/kernels/cpu/FastMath.h"
 #include "runtime/kernels/cpu/KernelUtil.h"
 
 #include <cmath>
@@ -75,17 +76,7 @@ void probabilities(const AttnGeom &g, const float *q, const float *k,
   for (int64_t i = 0; i < g.sq; ++i) {
     float *row = p + i * g.sk;
     int64_t n = keysOf(g, i);
-    float mx = -std::numeric_limits<float>::infinity();
-    for (int64_t j = 0; j < n; ++j)
-      mx = std::max(mx, row[j]);
-    float sum = 0.0f;
-    for (int64_t j = 0; j < n; ++j) {
-      row[j] = std::exp(row[j] - mx);
-      sum += row[j];
-    }
-    float inv = 1.0f / sum;
-    for (int64_t j = 0; j < n; ++j)
-      row[j] *= inv;
+    softmaxRow(row, row, n);
     for (int64_t j = n; j < g.sk; ++j)
       row[j] = 0.0f;
   }
@@ -173,8 +164,10 @@ StatusOr<KernelFn> bindAttentionGrad(const OpView &op, BindContext &ctx) {
         float *pr = p + i * g.sk, *dr = dp + i * g.sk;
         int64_t n = keysOf(g, i);
         float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
         for (int64_t j = 0; j < n; ++j)
           dot += dr[j] * pr[j];
+#pragma omp simd
         for (int64_t j = 0; j < n; ++j)
           dr[j] = pr[j] * (dr[j] - dot);
         for (int64_t j = n; j < g.sk; ++j)

@@ -1,12 +1,14 @@
 //===- Loss.cpp - cross_entropy and mse with their gradients -----*- C++ -*-===//
 //
 // Losses accumulate in double and use the log-sum-exp trick, so they stay
-// finite for large logits.
+// finite for large logits. Cross-entropy's exponentials are float
+// (`fastExp`, vectorised), as PyTorch's log_softmax computes them.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/Plan.h"
 #include "runtime/kernels/cpu/CpuKernels.h"
+#include "runtime/kernels/cpu/FastMath.h"
 #include "runtime/support/HostTensor.h"
 
 #include <cmath>
@@ -38,6 +40,34 @@ Status verifyCrossEntropyOperands(const OpView &op) {
   return op.expectNotInPlace();
 }
 
+/// Maximum of a logits row.
+inline float rowMax(const float *row, int64_t n) {
+  float mx = row[0];
+#pragma omp simd reduction(max : mx)
+  for (int64_t c = 0; c < n; ++c)
+    mx = row[c] > mx ? row[c] : mx;
+  return mx;
+}
+
+/// sum_c exp(row[c] - mx), accumulated in double; with `e`, also stores the
+/// exponentials there.
+inline double sumExp(const float *row, int64_t n, float mx, float *e) {
+  double sum = 0;
+  if (e) {
+#pragma omp simd reduction(+ : sum)
+    for (int64_t c = 0; c < n; ++c) {
+      float v = fastExp(row[c] - mx);
+      e[c] = v;
+      sum += v;
+    }
+  } else {
+#pragma omp simd reduction(+ : sum)
+    for (int64_t c = 0; c < n; ++c)
+      sum += fastExp(row[c] - mx);
+  }
+  return sum;
+}
+
 Status classOutOfRange(int64_t row, int64_t cls, int64_t classes) {
   return makeError("target class id %lld in row %lld is outside [0, %lld)",
                    (long long)cls, (long long)row, (long long)classes);
@@ -66,12 +96,8 @@ StatusOr<KernelFn> bindCrossEntropy(const OpView &op, BindContext &ctx) {
       int64_t t = target[r];
       if (t < 0 || t >= classes)
         return classOutOfRange(r, t, classes);
-      float mx = row[0];
-      for (int64_t c = 1; c < classes; ++c)
-        mx = std::max(mx, row[c]);
-      double sum = 0;
-      for (int64_t c = 0; c < classes; ++c)
-        sum += std::exp(static_cast<double>(row[c]) - mx);
+      float mx = rowMax(row, classes);
+      double sum = sumExp(row, classes, mx, nullptr);
       total += mx + std::log(sum) - row[t];
     }
     loss[0] = rows ? static_cast<float>(total / rows) : 0.0f;
@@ -103,16 +129,16 @@ StatusOr<KernelFn> bindCrossEntropyGrad(const OpView &op, BindContext &ctx) {
     for (int64_t r = 0; r < rows; ++r) {
       const float *row = logits + r * classes;
       float *g = grad + r * classes;
-      float mx = row[0];
-      for (int64_t c = 1; c < classes; ++c)
-        mx = std::max(mx, row[c]);
-      double sum = 0;
+      float mx = rowMax(row, classes);
+      double sum = sumExp(row, classes, mx, g);
+      // g = (softmax - onehot) / rows.
+      int64_t t = target[r];
+      double pt = g[t] / sum;
+      float k = static_cast<float>(invRows / sum);
+#pragma omp simd
       for (int64_t c = 0; c < classes; ++c)
-        sum += std::exp(static_cast<double>(row[c]) - mx);
-      for (int64_t c = 0; c < classes; ++c) {
-        double p = std::exp(static_cast<double>(row[c]) - mx) / sum;
-        g[c] = static_cast<float>((p - (c == target[r] ? 1.0 : 0.0)) * invRows);
-      }
+        g[c] *= k;
+      g[t] = static_cast<float>((pt - 1.0) * invRows);
     }
     return Status::ok();
   });
