@@ -30,13 +30,15 @@ for m in gpt2 bert llama; do
   cd ..
 done
 
-# Data parallelism on a real model: GPT-2 on 2 ranks matches 1 rank.
-cd gpt2
-loomc model.onnx --cluster cpu:2 --global-batch 8 --optimizer adamw --lr 1e-3 -o p2.loomplan --quiet
-loom_run_np 2 p2.loomplan --data input_ids=input_ids.npy --data target=target.npy --steps 10 \
-  --metrics m2.jsonl --quiet
-$PY "$MODELS/compare.py" --metrics m2.jsonl --metrics2 m1.jsonl --rtol 1e-5
-cd ..
+# Data parallelism on real models: GPT-2 and LLaMA on 2 ranks match 1 rank.
+for m in gpt2 llama; do
+  cd $m
+  loomc model.onnx --cluster cpu:2 --global-batch 8 --optimizer adamw --lr 1e-3 -o p2.loomplan --quiet
+  loom_run_np 2 p2.loomplan --data input_ids=input_ids.npy --data target=target.npy --steps 10 \
+    --metrics m2.jsonl --quiet
+  $PY "$MODELS/compare.py" --metrics m2.jsonl --metrics2 m1.jsonl --rtol 1e-5
+  cd ..
+done
 
 # ResNet-18 in training mode (BatchNormalization with batch statistics).
 # Forward parity with ONNX Runtime; one gradient (the weights after one SGD
