@@ -1,9 +1,9 @@
 //===- OnnxNNOps.cpp - Normalisation, convolution, pooling ------*- C++ -*-===//
 //
 // Converters for ONNX's neural-network layers. Only the forms the loom ops
-// express are accepted (2-D NCHW convolution and pooling, explicit pads,
-// training-mode batch statistics); everything else is refused with the
-// attribute that is in the way.
+// express are accepted (1-D and 2-D convolution and max pooling, the 1-D
+// ones as 1 x k windows; statistics outputs that reductions compute);
+// everything else is refused with the attribute that is in the way.
 //
 //===----------------------------------------------------------------------===//
 
@@ -304,19 +304,90 @@ static LogicalResult convertBatchNorm(GraphImporter &g) {
 // Convolution and pooling
 //===----------------------------------------------------------------------===//
 
-/// Pads from `pads` / `auto_pad` (NOTSET or VALID) for a 2-D window.
-static FailureOr<SmallVector<int64_t>> windowPads(GraphImporter &g) {
+/// The window attributes of a 1-D or 2-D Conv/MaxPool, lifted to 2-D (a
+/// 1-D window over `[N, C, L]` is a `1 x k` window over `[N, C, 1, L]`).
+struct Window {
+  SmallVector<int64_t> kernel, strides, dilations;
+  /// `[top, left, bottom, right]`.
+  SmallVector<int64_t> pads;
+};
+
+/// Reads `kernel_shape` (default `kernelDflt`), `strides`, `dilations`,
+/// `pads` and `auto_pad` for the spatial dimensions `spatial` (1 or 2 of
+/// them). SAME_UPPER / SAME_LOWER become explicit pads giving
+/// `ceil(in / stride)` outputs, the odd pad at the end / the beginning.
+static FailureOr<Window> windowAttrs(GraphImporter &g,
+                                     ArrayRef<int64_t> spatial,
+                                     ArrayRef<int64_t> kernelDflt) {
+  size_t r = spatial.size();
+  Window w;
+  w.kernel = intsAttr(g, "kernel_shape", kernelDflt);
+  w.strides = intsAttr(g, "strides", SmallVector<int64_t>(r, 1));
+  w.dilations = intsAttr(g, "dilations", SmallVector<int64_t>(r, 1));
+  if (w.kernel.size() != r || w.strides.size() != r ||
+      w.dilations.size() != r)
+    return g.error("unsupported " + g.node().op_type() + " attributes " +
+                       "kernel_shape=" + listText(w.kernel) +
+                       " strides=" + listText(w.strides) +
+                       " dilations=" + listText(w.dilations),
+                   llvm::formatv("expected {0} of each for a {0}-D window", r));
+  for (size_t d = 0; d < r; ++d)
+    if (w.kernel[d] < 1 || w.strides[d] < 1 || w.dilations[d] < 1)
+      return g.error("unsupported " + g.node().op_type() + " attributes " +
+                         "kernel_shape=" + listText(w.kernel) +
+                         " strides=" + listText(w.strides) +
+                         " dilations=" + listText(w.dilations),
+                     "sizes, strides and dilations must be positive");
   std::string autoPad = stringAttr(g, "auto_pad", "NOTSET");
-  if (autoPad == "VALID")
-    return SmallVector<int64_t>(4, 0);
-  if (autoPad != "NOTSET")
+  if (autoPad == "VALID") {
+    w.pads.assign(2 * r, 0);
+  } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+    w.pads.assign(2 * r, 0);
+    for (size_t d = 0; d < r; ++d) {
+      int64_t out = (spatial[d] + w.strides[d] - 1) / w.strides[d];
+      int64_t span = w.dilations[d] * (w.kernel[d] - 1) + 1;
+      int64_t total =
+          std::max<int64_t>(0, (out - 1) * w.strides[d] + span - spatial[d]);
+      int64_t small = total / 2, large = total - small;
+      bool upper = autoPad == "SAME_UPPER";
+      w.pads[d] = upper ? small : large;
+      w.pads[d + r] = upper ? large : small;
+    }
+  } else if (autoPad == "NOTSET") {
+    w.pads = intsAttr(g, "pads", SmallVector<int64_t>(2 * r, 0));
+    if (w.pads.size() != 2 * r ||
+        llvm::any_of(w.pads, [](int64_t p) { return p < 0; }))
+      return g.error("unsupported attribute pads=" + listText(w.pads),
+                     llvm::formatv("expected {0} non-negative pads of a {1}-D "
+                                   "window",
+                                   2 * r, r));
+  } else {
     return g.error("unsupported attribute auto_pad=" + autoPad,
-                   "only NOTSET (explicit pads) and VALID are supported");
-  SmallVector<int64_t> pads = intsAttr(g, "pads", {0, 0, 0, 0});
-  if (pads.size() != 4 || llvm::any_of(pads, [](int64_t p) { return p < 0; }))
-    return g.error("unsupported attribute pads=" + listText(pads),
-                   "expected 4 non-negative pads of a 2-D window");
-  return pads;
+                   "expected NOTSET, VALID, SAME_UPPER or SAME_LOWER");
+  }
+  if (r == 1) {
+    w.kernel.insert(w.kernel.begin(), 1);
+    w.strides.insert(w.strides.begin(), 1);
+    w.dilations.insert(w.dilations.begin(), 1);
+    w.pads = {0, w.pads[0], 0, w.pads[1]};
+  }
+  return w;
+}
+
+/// `[N, C, L]` as `[N, C, 1, L]`; 4-D values unchanged.
+static FailureOr<Value> liftTo2d(GraphImporter &g, Value v) {
+  ArrayRef<int64_t> shape = shapeOf(v);
+  if (shape.size() != 3)
+    return v;
+  return reshapeTo(g, v, {shape[0], shape[1], 1, shape[2]});
+}
+
+/// The inverse of `liftTo2d` for a result when the input had rank 3.
+static FailureOr<Value> lowerTo1d(GraphImporter &g, Value v, size_t rank) {
+  if (rank != 3)
+    return v;
+  ArrayRef<int64_t> shape = shapeOf(v);
+  return reshapeTo(g, v, {shape[0], shape[1], shape[3]});
 }
 
 static LogicalResult convertConv(GraphImporter &g) {
@@ -325,44 +396,44 @@ static LogicalResult convertConv(GraphImporter &g) {
   if (failed(x) || failed(w))
     return failure();
   ArrayRef<int64_t> in = shapeOf(*x), filter = shapeOf(*w);
-  if (in.size() != 4 || filter.size() != 4)
+  if ((in.size() != 3 && in.size() != 4) || filter.size() != in.size())
     return g.error("unsupported Conv of shapes " + shapeText(in) + " and " +
                        shapeText(filter),
-                   "only 2-D convolutions of NCHW inputs are supported");
-  auto pads = windowPads(g);
-  if (failed(pads))
+                   "only 1-D and 2-D convolutions of NC(H)W inputs are "
+                   "supported");
+  size_t rank = in.size();
+  auto win = windowAttrs(g, in.drop_front(2), filter.drop_front(2));
+  if (failed(win))
     return failure();
-  SmallVector<int64_t> strides = intsAttr(g, "strides", {1, 1});
-  SmallVector<int64_t> dilations = intsAttr(g, "dilations", {1, 1});
-  SmallVector<int64_t> kernel =
-      intsAttr(g, "kernel_shape", filter.drop_front(2));
   int64_t groups = g.intAttr("group", 1);
-  if (strides.size() != 2 || dilations.size() != 2 ||
-      ArrayRef<int64_t>(kernel) != filter.drop_front(2))
-    return g.error("unsupported Conv attributes strides=" + listText(strides) +
-                       " dilations=" + listText(dilations) +
-                       " kernel_shape=" + listText(kernel),
-                   "expected two strides and dilations and the filter's "
-                   "kernel size " +
+  if (ArrayRef<int64_t>(win->kernel).take_back(rank - 2) !=
+      filter.drop_front(2))
+    return g.error("unsupported Conv attribute kernel_shape=" +
+                       listText(intsAttr(g, "kernel_shape", {})),
+                   "expected the filter's kernel size " +
                        shapeText(filter.drop_front(2)));
   if (groups < 1 || in[1] % groups || filter[0] % groups ||
       filter[1] * groups != in[1])
     return g.error(llvm::formatv("Conv channels {0} do not match filter {1} "
                                  "with group={2}",
                                  in[1], shapeText(filter), groups));
+  auto x2 = liftTo2d(g, *x);
+  auto w2 = liftTo2d(g, *w);
+  if (failed(x2) || failed(w2))
+    return failure();
+  ArrayRef<int64_t> in2 = shapeOf(*x2), filter2 = shapeOf(*w2);
   for (int d = 0; d < 2; ++d) {
-    int64_t span = dilations[d] * (filter[2 + d] - 1) + 1;
-    if (strides[d] < 1 || dilations[d] < 1 ||
-        in[2 + d] + (*pads)[d] + (*pads)[d + 2] < span)
+    int64_t span = win->dilations[d] * (filter2[2 + d] - 1) + 1;
+    if (in2[2 + d] + win->pads[d] + win->pads[d + 2] < span)
       return g.error("Conv window does not fit the padded input",
                      "input " + shapeText(in) + ", filter " +
-                         shapeText(filter) + ", pads " + listText(*pads));
+                         shapeText(filter) + ", pads " + listText(win->pads));
   }
   OpBuilder &b = g.builder();
   Value result = Conv2dOp::create(
-      b, g.loc(), *x, *w, b.getDenseI64ArrayAttr(strides),
-      b.getDenseI64ArrayAttr(*pads), b.getDenseI64ArrayAttr(dilations),
-      b.getI64IntegerAttr(groups));
+      b, g.loc(), *x2, *w2, b.getDenseI64ArrayAttr(win->strides),
+      b.getDenseI64ArrayAttr(win->pads),
+      b.getDenseI64ArrayAttr(win->dilations), b.getI64IntegerAttr(groups));
   if (g.hasInput(2)) {
     auto bias = g.data(2);
     if (failed(bias))
@@ -375,7 +446,10 @@ static LogicalResult convertConv(GraphImporter &g) {
       return failure();
     result = AddOp::create(b, g.loc(), result, *reshaped);
   }
-  return g.define(0, result);
+  auto lowered = lowerTo1d(g, result, rank);
+  if (failed(lowered))
+    return failure();
+  return g.define(0, *lowered);
 }
 
 static LogicalResult convertMaxPool(GraphImporter &g) {
@@ -385,40 +459,59 @@ static LogicalResult convertMaxPool(GraphImporter &g) {
   if (failed(x))
     return failure();
   ArrayRef<int64_t> in = shapeOf(*x);
-  if (in.size() != 4)
+  if (in.size() != 3 && in.size() != 4)
     return g.error("unsupported MaxPool of shape " + shapeText(in),
-                   "only 2-D pooling of NCHW inputs is supported");
-  auto pads = windowPads(g);
-  if (failed(pads))
+                   "only 1-D and 2-D pooling of NC(H)W inputs is supported");
+  size_t rank = in.size();
+  if (!g.attr("kernel_shape"))
+    return g.error("MaxPool needs the attribute kernel_shape");
+  auto win = windowAttrs(g, in.drop_front(2), {});
+  if (failed(win))
     return failure();
-  SmallVector<int64_t> kernel = intsAttr(g, "kernel_shape", {});
-  SmallVector<int64_t> strides = intsAttr(g, "strides", {1, 1});
-  SmallVector<int64_t> dilations = intsAttr(g, "dilations", {1, 1});
-  if (g.intAttr("ceil_mode", 0) != 0)
-    return g.error("unsupported attribute ceil_mode=1",
-                   "only floor output sizes are supported");
   if (g.intAttr("storage_order", 0) != 0)
     return g.error("unsupported attribute storage_order=1");
-  if (dilations != SmallVector<int64_t>{1, 1})
-    return g.error("unsupported attribute dilations=" + listText(dilations),
+  if (llvm::any_of(win->dilations, [](int64_t d) { return d != 1; }))
+    return g.error("unsupported attribute dilations=" +
+                       listText(intsAttr(g, "dilations", {})),
                    "only dilation 1 is supported");
-  if (kernel.size() != 2 || strides.size() != 2)
-    return g.error("unsupported MaxPool attributes kernel_shape=" +
-                       listText(kernel) + " strides=" + listText(strides),
-                   "expected a 2-D window");
-  for (int d = 0; d < 2; ++d)
-    if (kernel[d] < 1 || strides[d] < 1 || (*pads)[d] >= kernel[d] ||
-        (*pads)[d + 2] >= kernel[d] ||
-        in[2 + d] + (*pads)[d] + (*pads)[d + 2] < kernel[d])
+  auto x2 = liftTo2d(g, *x);
+  if (failed(x2))
+    return failure();
+  ArrayRef<int64_t> in2 = shapeOf(*x2);
+  SmallVector<int64_t> &k = win->kernel, &s = win->strides, &p = win->pads;
+  bool ceil = g.intAttr("ceil_mode", 0) != 0;
+  for (int d = 0; d < 2; ++d) {
+    int64_t room = in2[2 + d] + p[d] + p[d + 2] - k[d];
+    if (room < 0)
       return g.error("MaxPool window does not fit",
-                     "input " + shapeText(in) + ", kernel " + listText(kernel) +
-                         ", pads " + listText(*pads) +
-                         " (pads must be smaller than the kernel)");
+                     "input " + shapeText(in) + ", kernel " +
+                         listText(intsAttr(g, "kernel_shape", {})) +
+                         ", pads " + listText(intsAttr(g, "pads", {})));
+    if (!ceil || room % s[d] == 0)
+      continue;
+    // ceil_mode: one more window, which reaches past the end pad; it becomes
+    // extra end padding (padding never wins a max). The last window must
+    // start before the end pad, where ONNX's conventions agree.
+    int64_t last = (room / s[d] + 1) * s[d];
+    if (last >= in2[2 + d] + p[d])
+      return g.error("unsupported attribute ceil_mode=1",
+                     "the last window would start in the padding");
+    p[d + 2] += last + k[d] - (in2[2 + d] + p[d] + p[d + 2]);
+  }
+  for (int d = 0; d < 2; ++d)
+    if (p[d] >= k[d] || p[d + 2] >= k[d])
+      return g.error("unsupported MaxPool pads " + listText(p) +
+                         " for the kernel " + listText(k),
+                     "pads must be smaller than the kernel");
   OpBuilder &b = g.builder();
-  return g.define(0, MaxPool2dOp::create(b, g.loc(), *x,
-                                         b.getDenseI64ArrayAttr(kernel),
-                                         b.getDenseI64ArrayAttr(strides),
-                                         b.getDenseI64ArrayAttr(*pads)));
+  Value pooled = MaxPool2dOp::create(b, g.loc(), *x2,
+                                     b.getDenseI64ArrayAttr(k),
+                                     b.getDenseI64ArrayAttr(s),
+                                     b.getDenseI64ArrayAttr(p));
+  auto lowered = lowerTo1d(g, pooled, rank);
+  if (failed(lowered))
+    return failure();
+  return g.define(0, *lowered);
 }
 
 static LogicalResult convertGlobalAveragePool(GraphImporter &g) {
@@ -444,16 +537,17 @@ static LogicalResult convertGlobalAveragePool(GraphImporter &g) {
 
 static const OpConverter kNNConverters[] = {
     {"BatchNormalization", 7, 17, convertBatchNorm,
-     "loom.batch_norm (training mode); inference mode: element-wise ops with "
-     "the running statistics as constants"},
+     "loom.batch_norm (training mode; running statistics: loom.reduce_mean, "
+     "loom.scale); inference mode: element-wise ops"},
     {"Conv", 1, 17, convertConv,
-     "loom.conv2d [+ loom.add of the bias reshaped to [1, C, 1, 1]]"},
+     "loom.conv2d [+ loom.add of the bias reshaped to [1, C, 1, 1]]; 1-D "
+     "as 1 x k"},
     {"GlobalAveragePool", 1, 17, convertGlobalAveragePool,
      "loom.reduce_mean over the spatial axes, keep_dims"},
     {"LayerNormalization", 17, 17, convertLayerNorm,
-     "loom.layer_norm (Mean/InvStdDev outputs unused)"},
+     "loom.layer_norm; Mean/InvStdDev: loom.reduce_mean, loom.rsqrt"},
     {"MaxPool", 1, 17, convertMaxPool,
-     "loom.max_pool2d (no ceil_mode, dilation 1, Indices unused)"},
+     "loom.max_pool2d; 1-D as 1 x k (dilation 1, Indices unused)"},
 };
 
 ArrayRef<OpConverter> onnx_import::getNNOpConverters() { return kNNConverters; }

@@ -279,15 +279,20 @@ static LogicalResult convertTranspose(GraphImporter &g) {
 }
 
 namespace {
-/// One normalised slice: `start, start + step, ...` below `end` along `axis`.
+/// One normalised slice: `start, start + step, ...` below `end` along `axis`
+/// (positive steps), then the axes of `reversed` reversed (ONNX's negative
+/// steps).
 struct SliceSpec {
   SmallVector<int64_t> axes, starts, ends, steps;
+  SmallVector<int64_t> reversed;
 };
 } // namespace
 
 /// Normalises ONNX slice parameters against `shape`: negative indices count
 /// from the end, everything is clamped to the dimension (so INT64_MAX ends
 /// mean "to the end"), axes that keep their whole dimension are dropped.
+/// A negative step takes the same elements as a positive one from the last
+/// element taken, followed by a reversal of the axis.
 static FailureOr<SliceSpec>
 normalizeSlice(GraphImporter &g, ArrayRef<int64_t> shape,
                ArrayRef<int64_t> starts, ArrayRef<int64_t> ends,
@@ -307,10 +312,30 @@ normalizeSlice(GraphImporter &g, ArrayRef<int64_t> shape,
       return g.error("unsupported Slice axes " + listText(axes),
                      llvm::formatv("the input has rank {0}", rank));
     seen[*axis] = true;
-    if (steps[i] <= 0)
-      return g.error(llvm::formatv("unsupported Slice step {0}", steps[i]),
-                     "only positive steps are supported");
+    if (steps[i] == 0)
+      return g.error("Slice step 0 on axis " + std::to_string(*axis));
     int64_t dim = shape[*axis];
+    if (steps[i] < 0) {
+      // Elements start, start + step, ... above end, with start clamped to
+      // [0, dim - 1] and end to [-1, dim - 1].
+      int64_t step = -steps[i];
+      int64_t first = starts[i] < 0 ? starts[i] + dim : starts[i];
+      int64_t last = ends[i] < 0 ? ends[i] + dim : ends[i];
+      first = std::clamp<int64_t>(first, 0, dim - 1);
+      last = std::clamp<int64_t>(last, -1, dim - 1);
+      int64_t n = first > last ? (first - last + step - 1) / step : 0;
+      int64_t low = n ? first - (n - 1) * step : 0;
+      int64_t high = n ? first + 1 : 0;
+      if (n > 1)
+        spec.reversed.push_back(*axis);
+      if (low == 0 && high == dim && step == 1)
+        continue;
+      spec.axes.push_back(*axis);
+      spec.starts.push_back(low);
+      spec.ends.push_back(high);
+      spec.steps.push_back(n > 1 ? step : 1);
+      continue;
+    }
     auto clampIndex = [&](int64_t v) {
       if (v < 0)
         v = v < -dim ? 0 : v + dim;
@@ -332,7 +357,7 @@ normalizeSlice(GraphImporter &g, ArrayRef<int64_t> shape,
 /// Folds or emits one slice of input 0 into output `out`.
 static LogicalResult emitSlice(GraphImporter &g, const LayoutInput &in,
                                const SliceSpec &spec, unsigned out) {
-  if (spec.axes.empty()) {
+  if (spec.axes.empty() && spec.reversed.empty()) {
     if (in.known) {
       g.defineConst(out, *in.known);
       return success();
@@ -343,6 +368,9 @@ static LogicalResult emitSlice(GraphImporter &g, const LayoutInput &in,
   if (in.known) {
     SmallVector<int64_t> outShape(shape);
     SmallVector<int64_t> start(shape.size(), 0), step(shape.size(), 1);
+    SmallVector<bool> reversed(shape.size(), false);
+    for (int64_t a : spec.reversed)
+      reversed[a] = true;
     for (size_t i = 0; i < spec.axes.size(); ++i) {
       int64_t a = spec.axes[i];
       start[a] = spec.starts[i];
@@ -355,21 +383,38 @@ static LogicalResult emitSlice(GraphImporter &g, const LayoutInput &in,
     std::vector<int64_t> src(product(outShape));
     for (int64_t i = 0, n = src.size(); i < n; ++i) {
       int64_t s = 0;
-      for (size_t d = 0; d < shape.size(); ++d)
-        s += (start[d] + ((i / outStrides[d]) % outShape[d]) * step[d]) *
-             inStrides[d];
+      for (size_t d = 0; d < shape.size(); ++d) {
+        int64_t c = (i / outStrides[d]) % outShape[d];
+        if (reversed[d])
+          c = outShape[d] - 1 - c;
+        s += (start[d] + c * step[d]) * inStrides[d];
+      }
       src[i] = s;
     }
     g.defineConst(out, in.known->select(outShape, src));
     return success();
   }
   OpBuilder &b = g.builder();
-  return defineLayout(g, out, in,
-                      SliceOp::create(b, g.loc(), in.value,
-                                      b.getDenseI64ArrayAttr(spec.axes),
-                                      b.getDenseI64ArrayAttr(spec.starts),
-                                      b.getDenseI64ArrayAttr(spec.ends),
-                                      b.getDenseI64ArrayAttr(spec.steps)));
+  Value result = in.value;
+  if (!spec.axes.empty())
+    result = SliceOp::create(b, g.loc(), in.value,
+                             b.getDenseI64ArrayAttr(spec.axes),
+                             b.getDenseI64ArrayAttr(spec.starts),
+                             b.getDenseI64ArrayAttr(spec.ends),
+                             b.getDenseI64ArrayAttr(spec.steps));
+  // Reversals: loom.gather with the indices n-1, ..., 0.
+  for (int64_t a : spec.reversed) {
+    int64_t n = shapeOf(result)[a];
+    SmallVector<int64_t> indices;
+    for (int64_t i = n - 1; i >= 0; --i)
+      indices.push_back(i);
+    auto type = RankedTensorType::get({n}, b.getI64Type());
+    Value idx = ConstantOp::create(
+        b, g.loc(), DenseElementsAttr::get(type, ArrayRef<int64_t>(indices)));
+    result = GatherOp::create(b, g.loc(), result, idx,
+                              b.getI64IntegerAttr(a));
+  }
+  return defineLayout(g, out, in, result);
 }
 
 static LogicalResult convertSlice(GraphImporter &g) {
@@ -655,10 +700,15 @@ static LogicalResult convertShape(GraphImporter &g) {
   return success();
 }
 
+static LogicalResult convertSize(GraphImporter &g) {
+  auto shape = inputShape(g);
+  if (failed(shape))
+    return failure();
+  g.defineInts(0, {product(*shape)});
+  return success();
+}
+
 static LogicalResult convertDropout(GraphImporter &g) {
-  if (g.outputUsed(1))
-    return g.error("unsupported Dropout mask output",
-                   "loom has no dropout; only the first output may be used");
   // From opset 12 the ratio and training mode are inputs; in training mode a
   // non-zero ratio would drop activations.
   if (g.opset() >= 12 && g.hasInput(2)) {
@@ -680,6 +730,32 @@ static LogicalResult convertDropout(GraphImporter &g) {
             llvm::formatv("unsupported Dropout with ratio {0} in training mode",
                           ratio),
             "loom has no dropout; export with dropout probability 0");
+    }
+  }
+  if (g.outputUsed(1)) {
+    // Nothing is dropped, so the mask is all true: a known value (bool from
+    // opset 10, float ones before). Before opset 7 `is_test = 0` (the
+    // default) means training with the `ratio` attribute.
+    if (g.opset() < 7)
+      return g.error("unsupported Dropout mask output in opset " +
+                         std::to_string(g.opset()),
+                     "only the first output may be used before opset 7");
+    auto shape = inputShape(g);
+    if (failed(shape))
+      return failure();
+    int64_t n = product(*shape);
+    if (n > kMaxFoldedElements)
+      return g.error("unsupported Dropout mask output of shape " +
+                         shapeText(*shape),
+                     llvm::formatv("the all-true mask is only built up to {0} "
+                                   "elements",
+                                   kMaxFoldedElements));
+    if (g.opset() < 10) {
+      g.defineConst(1, ConstTensor::ofFloats(*shape, std::vector<float>(n, 1)));
+    } else {
+      ConstTensor mask = ConstTensor::ofInts(*shape, std::vector<int64_t>(n, 1));
+      mask.kind = ConstTensor::Kind::Bool;
+      g.defineConst(1, std::move(mask));
     }
   }
   return g.forward(0, 0);
@@ -726,7 +802,8 @@ static const OpConverter kShapeConverters[] = {
     {"ConstantOfShape", 9, 17, convertConstantOfShape,
      "a known value; loom.constant splat when too large to fold"},
     {"Dropout", 1, 17, convertDropout,
-     "forwards its input (ratio 0 or inference mode; mask unused)"},
+     "forwards its input (ratio 0 or inference mode); the mask is a known "
+     "all-true value"},
     {"Expand", 8, 17, convertExpand,
      "loom.expand (-1 where the dimension is kept); known inputs fold"},
     {"Flatten", 1, 17, convertFlatten, "loom.reshape"},
@@ -735,8 +812,10 @@ static const OpConverter kShapeConverters[] = {
     {"Identity", 1, 17, convertIdentity, "forwards its input"},
     {"Reshape", 1, 17, convertReshape, "loom.reshape"},
     {"Shape", 1, 17, convertShape, "a known int64 value (static shapes)"},
+    {"Size", 1, 17, convertSize, "a known int64 value (static shapes)"},
     {"Slice", 1, 17, convertSlice,
-     "loom.slice (positive steps; whole-dimension axes dropped)"},
+     "loom.slice (whole-dimension axes dropped); negative steps: loom.slice "
+     "and loom.gather reversing the axis"},
     {"Split", 2, 17, convertSplit, "one loom.slice per output"},
     {"Squeeze", 1, 17, convertSqueeze, "loom.reshape"},
     {"Transpose", 1, 17, convertTranspose, "loom.transpose"},

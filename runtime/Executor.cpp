@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -16,7 +17,10 @@ namespace loom::runtime {
 class Executor::Binder final : public BindContext {
 public:
   explicit Binder(Executor &exec) : exec(exec) {}
-  uint8_t *arena() override { return exec.arena.data(); }
+  uint8_t *arena() override {
+    return exec.deviceArena ? exec.deviceArena : exec.arena.data();
+  }
+  Device *device() override { return exec.theDevice; }
   Communicator *commForAxes(const std::vector<int64_t> &axes) override {
     auto it = exec.axisComms.find(axes);
     return it == exec.axisComms.end() ? nullptr : it->second.get();
@@ -31,6 +35,11 @@ Executor::Executor(const plan::Plan &plan, int rank, std::string planPath)
 Executor::~Executor() {
   if (profile)
     printProfile();
+  // Prepared calls may hold device resources (library descriptors): release
+  // them before the memory they point into.
+  calls.clear();
+  if (deviceArena)
+    theDevice->freeArena(deviceArena);
 }
 
 std::string Executor::where(int index) const {
@@ -42,7 +51,7 @@ std::string Executor::where(int index) const {
 
 StatusOr<std::unique_ptr<Executor>>
 Executor::create(const plan::Plan &plan, Communicator &world,
-                 const std::string &planPath) {
+                 const std::string &planPath, Device *device) {
   if (world.size() != plan.world_size())
     return makeError("%s: plan is for %d rank(s) but %d were launched; run "
                      "with mpirun -np %d",
@@ -80,6 +89,18 @@ Executor::create(const plan::Plan &plan, Communicator &world,
   LOOM_ASSIGN_OR_RETURN(exec->arena,
                         Arena::allocate(exec->theProgram->arena_bytes()));
   LOOM_RETURN_IF_ERROR(exec->initializeBuffers());
+  if (device) {
+    // Initial values are built on the host and uploaded once.
+    exec->theDevice = device;
+    LOOM_ASSIGN_OR_RETURN(exec->deviceArena,
+                          device->allocateArena(exec->theProgram->arena_bytes()));
+    LOOM_RETURN_IF_ERROR(
+        device->upload(exec->deviceArena, exec->arena.data(),
+                       exec->theProgram->arena_bytes()));
+    for (const plan::Buffer &b : exec->theProgram->buffers())
+      if (b.role() == plan::INPUT || b.role() == plan::TARGET)
+        exec->stepInputs.push_back(&b);
+  }
 
   std::map<int32_t, const plan::Buffer *> byId;
   for (const plan::Buffer &b : exec->theProgram->buffers())
@@ -87,9 +108,13 @@ Executor::create(const plan::Plan &plan, Communicator &world,
   Binder binder(*exec);
   for (int i = 0; i < exec->theProgram->instructions_size(); ++i) {
     const plan::Instruction &inst = exec->theProgram->instructions(i);
-    const KernelDef *kernel = findKernel(inst.op());
+    const KernelDef *kernel =
+        device ? device->findKernel(inst.op()) : findKernel(inst.op());
     if (!kernel)
-      return makeError("%s: unknown op", exec->where(i).c_str());
+      return device ? makeError("%s: op '%s' has no kernel on %s yet",
+                                exec->where(i).c_str(), inst.op().c_str(),
+                                device->name().c_str())
+                    : makeError("%s: unknown op", exec->where(i).c_str());
     OpView view{plan, inst, {}, {}};
     for (int32_t id : inst.inputs())
       view.inputs.push_back(byId.at(id));
@@ -103,6 +128,7 @@ Executor::create(const plan::Plan &plan, Communicator &world,
   const char *prof = std::getenv("LOOM_PROFILE");
   if (prof && *prof && std::strcmp(prof, "0") != 0) {
     exec->profile = std::make_unique<Profile>();
+    exec->profile->allInstructions = std::strcmp(prof, "2") == 0;
     exec->profile->seconds.assign(exec->calls.size(), 0.0);
     exec->profile->firstStep.assign(exec->calls.size(), 0.0);
   }
@@ -196,6 +222,27 @@ Status Executor::initializeBuffers() {
 Status Executor::runStep(int64_t step) {
   StepContext ctx;
   ctx.step = step;
+  if (theDevice) {
+    for (const plan::Buffer *b : stepInputs)
+      LOOM_RETURN_IF_ERROR(theDevice->upload(deviceArena + b->offset(),
+                                             bufferData(*b), b->size_bytes()));
+    LOOM_RETURN_IF_ERROR(runCalls(ctx));
+    // Waiting here makes step times honest and surfaces the kernels'
+    // device-side data checks before the loss is read.
+    LOOM_RETURN_IF_ERROR(
+        theDevice->synchronize().withContext(planPath + ": rank " +
+                                             std::to_string(myRank)));
+    const plan::Buffer *loss = findBuffer(theProgram->loss_buffer());
+    if (theProgram->loss_buffer() >= 0 && loss)
+      LOOM_RETURN_IF_ERROR(theDevice->download(bufferData(*loss),
+                                               deviceArena + loss->offset(),
+                                               loss->size_bytes()));
+    return Status::ok();
+  }
+  return runCalls(ctx);
+}
+
+Status Executor::runCalls(const StepContext &ctx) {
   if (profile) {
     using Clock = std::chrono::steady_clock;
     std::vector<double> &acc =
@@ -204,6 +251,9 @@ Status Executor::runStep(int64_t step) {
     for (size_t i = 0; i < calls.size(); ++i) {
       Clock::time_point t0 = Clock::now();
       Status s = calls[i].fn(ctx);
+      // Device kernels are asynchronous: wait so the time is the kernel's.
+      if (s.isOk() && theDevice)
+        s = theDevice->synchronize();
       acc[i] += std::chrono::duration<double>(Clock::now() - t0).count();
       if (!s.isOk())
         return s.withContext(where(calls[i].index));
@@ -265,8 +315,11 @@ void Executor::printProfile() const {
   std::map<int32_t, const plan::Buffer *> byId;
   for (const plan::Buffer &b : theProgram->buffers())
     byId[b.id()] = &b;
-  std::fprintf(stderr, "  top instructions:\n");
-  for (size_t j = 0; j < std::min<size_t>(order.size(), 15); ++j) {
+  size_t shown = profile->allInstructions ? order.size()
+                                          : std::min<size_t>(order.size(), 15);
+  std::fprintf(stderr, "  %s instructions:\n",
+               profile->allInstructions ? "all" : "top");
+  for (size_t j = 0; j < shown; ++j) {
     size_t i = order[j];
     const plan::Instruction &inst = theProgram->instructions(calls[i].index);
     std::string shapes;
@@ -308,6 +361,16 @@ Executor::findBound(plan::Role role, const std::string &binding) const {
 HostTensor Executor::readBuffer(const plan::Buffer &b) const {
   HostTensor t(b.dtype() == plan::I64 ? ElemType::I64 : ElemType::F32,
                bufferShape(b));
+  if (theDevice) {
+    // A failed copy leaves NaNs rather than stale host bytes; the next
+    // synchronize reports the device error.
+    Status s = theDevice->download(t.bytes.data(), deviceArena + b.offset(),
+                                   b.size_bytes());
+    if (!s.isOk() && t.type == ElemType::F32)
+      for (int64_t i = 0; i < t.numel(); ++i)
+        t.data<float>()[i] = NAN;
+    return t;
+  }
   std::memcpy(t.bytes.data(), bufferData(b), b.size_bytes());
   return t;
 }
@@ -329,7 +392,7 @@ Status Executor::writeBuffer(const plan::Buffer &b, const HostTensor &value) {
     else
       return makeError("buffer '%s' is f32 but the value is %s",
                        b.name().c_str(), elemTypeName(value.type));
-    return Status::ok();
+    return uploadBuffer(b);
   }
   int64_t *out = reinterpret_cast<int64_t *>(dst);
   if (value.type == ElemType::I64)
@@ -340,7 +403,14 @@ Status Executor::writeBuffer(const plan::Buffer &b, const HostTensor &value) {
   else
     return makeError("buffer '%s' is i64 but the value is %s",
                      b.name().c_str(), elemTypeName(value.type));
-  return Status::ok();
+  return uploadBuffer(b);
+}
+
+Status Executor::uploadBuffer(const plan::Buffer &b) {
+  if (!theDevice)
+    return Status::ok();
+  return theDevice->upload(deviceArena + b.offset(), bufferData(b),
+                           b.size_bytes());
 }
 
 StatusOr<float> Executor::loss() const {

@@ -10,6 +10,7 @@
 #define LOOM_RUNTIME_EXECUTOR_H
 
 #include "runtime/Arena.h"
+#include "runtime/Device.h"
 #include "runtime/Plan.h"
 #include "runtime/comm/Communicator.h"
 #include "runtime/kernels/Kernel.h"
@@ -33,9 +34,14 @@ public:
   /// PARAMETER / OPTIMIZER_STATE / CONSTANT buffers (ONNX initializers are
   /// read from `plan.model_path()`), and binds every instruction's kernel.
   /// `planPath` prefixes errors.
+  ///
+  /// With a `device` (which must outlive the executor) the arena is
+  /// allocated there too and the device's kernels run; the host arena then
+  /// stages values (runtime/Device.h). `world`'s sub-communicators must
+  /// then reduce device memory (an NCCL world, or a one-rank world).
   static StatusOr<std::unique_ptr<Executor>>
   create(const plan::Plan &plan, Communicator &world,
-         const std::string &planPath = "plan");
+         const std::string &planPath = "plan", Device *device = nullptr);
 
   /// Runs every instruction once. `step` is 0-based; AdamW uses t = step+1
   /// and SGD initialises its momentum buffer at step 0.
@@ -54,14 +60,22 @@ public:
   std::vector<const plan::Buffer *> findBound(plan::Role role,
                                               const std::string &binding) const;
 
+  /// The buffer's bytes in the host arena. With a device these are staging
+  /// bytes: INPUT/TARGET buffers written here are uploaded at the start of
+  /// every step; use `readBuffer` / `writeBuffer` for anything else.
   uint8_t *bufferData(const plan::Buffer &b) { return arena.data() + b.offset(); }
   const uint8_t *bufferData(const plan::Buffer &b) const {
     return arena.data() + b.offset();
   }
-  /// A copy of `b`'s contents (F32 or I64).
+  /// The device the program runs on, or null for the host.
+  Device *device() const { return theDevice; }
+
+  /// A copy of `b`'s contents (F32 or I64), downloaded from the device when
+  /// there is one.
   HostTensor readBuffer(const plan::Buffer &b) const;
   /// Overwrites `b` with `value` (same element count; converted from F64 to
-  /// F32 or from I32 to I64 as needed).
+  /// F32 or from I32 to I64 as needed), uploaded to the device when there
+  /// is one.
   Status writeBuffer(const plan::Buffer &b, const HostTensor &value);
   /// The value of the program's LOSS buffer.
   StatusOr<float> loss() const;
@@ -72,15 +86,20 @@ private:
     KernelFn fn;
     int index; // instruction index, for errors
   };
-  /// LOOM_PROFILE=1: wall time of every call, summed over the steps after
-  /// the first (all steps when only one ran); printed by the destructor.
+  /// LOOM_PROFILE=1 (or 2): wall time of every call, summed over the steps
+  /// after the first (all steps when only one ran); printed by the
+  /// destructor (docs/runtime.md).
   struct Profile {
     std::vector<double> seconds, firstStep;
     int64_t steps = 0;
+    bool allInstructions = false; // LOOM_PROFILE=2
   };
 
   Executor(const plan::Plan &plan, int rank, std::string planPath);
   Status initializeBuffers();
+  Status runCalls(const StepContext &ctx);
+  /// Copies `b` from the host arena to the device arena (no-op on the host).
+  Status uploadBuffer(const plan::Buffer &b);
   std::string where(int index) const;
 
   const plan::Plan &thePlan;
@@ -88,6 +107,11 @@ private:
   int myRank;
   std::string planPath;
   Arena arena;
+  Device *theDevice = nullptr;
+  /// The device copy of the arena (null without a device).
+  uint8_t *deviceArena = nullptr;
+  /// INPUT/TARGET buffers, uploaded from the host arena every step.
+  std::vector<const plan::Buffer *> stepInputs;
   std::map<std::vector<int64_t>, std::unique_ptr<Communicator>> axisComms;
   std::vector<Call> calls;
   std::unique_ptr<Profile> profile;

@@ -28,10 +28,11 @@ namespace loom::runtime {
 class Session {
 public:
   /// Validates `plan` and prepares this rank's executor (collective over
-  /// `world`, see `Executor::create`). `planPath` prefixes errors.
+  /// `world`, see `Executor::create`). `planPath` prefixes errors. With a
+  /// `device` (which must outlive the session) the program runs there.
   static StatusOr<std::unique_ptr<Session>>
   create(plan::Plan plan, Communicator &world,
-         const std::string &planPath = "plan");
+         const std::string &planPath = "plan", Device *device = nullptr);
 
   /// Supplies the array `binding` (an INPUT's graph input name or "target")
   /// reads from; dim 0 indexes samples. Checked with `checkBindingData`.

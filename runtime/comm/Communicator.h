@@ -27,6 +27,9 @@ public:
   /// The minimum of `value` over all ranks (used to agree on failures).
   virtual StatusOr<int> allReduceMin(int value) = 0;
   virtual Status barrier() = 0;
+  /// Copies `bytes` host bytes from rank `root` to every rank (used to hand
+  /// out NCCL's unique id).
+  virtual Status broadcast(void *data, int64_t bytes, int root) = 0;
   /// Splits into sub-communicators of the ranks with equal `color`, ordered
   /// by `key` (collective over this communicator).
   virtual StatusOr<std::unique_ptr<Communicator>> split(int color,
@@ -41,6 +44,7 @@ public:
   Status allReduceSum(float *, int64_t) override { return Status::ok(); }
   StatusOr<int> allReduceMin(int value) override { return value; }
   Status barrier() override { return Status::ok(); }
+  Status broadcast(void *, int64_t, int) override { return Status::ok(); }
   StatusOr<std::unique_ptr<Communicator>> split(int, int) override {
     return std::unique_ptr<Communicator>(new LocalCommunicator());
   }

@@ -68,6 +68,20 @@ public:
     return Status::ok();
   }
 
+  Status broadcast(void *data, int64_t bytes, int root) override {
+    char *p = static_cast<char *>(data);
+    // MPI counts are ints: send in chunks.
+    while (bytes > 0) {
+      int chunk = static_cast<int>(std::min<int64_t>(bytes, INT_MAX / 2));
+      int rc = MPI_Bcast(p, chunk, MPI_BYTE, root, comm);
+      if (rc != MPI_SUCCESS)
+        return mpiError("MPI_Bcast", rc);
+      p += chunk;
+      bytes -= chunk;
+    }
+    return Status::ok();
+  }
+
   StatusOr<std::unique_ptr<Communicator>> split(int color, int key) override {
     MPI_Comm sub;
     int rc = MPI_Comm_split(comm, color, key, &sub);

@@ -16,6 +16,10 @@
 #include "runtime/data/Npy.h"
 #include "runtime/support/Threads.h"
 
+#if LOOM_HAVE_CUDA
+#include "runtime/cuda/CudaBackend.h"
+#endif
+
 #include <chrono>
 #include <climits>
 #include <cmath>
@@ -69,6 +73,32 @@ struct Loaded {
   std::unique_ptr<MetricsWriter> metrics;
 };
 
+/// The device `opts.device` names (left null for the cpu).
+Status createDevice(const RunOptions &opts, std::unique_ptr<Device> &device) {
+  if (opts.device == "cpu")
+    return Status::ok();
+#if LOOM_HAVE_CUDA
+  LOOM_ASSIGN_OR_RETURN(device, cuda::createCudaDevice());
+  return Status::ok();
+#else
+  return makeError("this loom-run was built without CUDA (--device %s); "
+                   "rebuild with nvcc available or -DLOOM_ENABLE_CUDA=ON",
+                   opts.device.c_str());
+#endif
+}
+
+/// The communicator a device's kernels reduce with (collective over
+/// `world`; every rank has a device by now).
+Status createDeviceWorld(Communicator &world, Device *device,
+                         std::unique_ptr<Communicator> &deviceWorld) {
+  if (!device)
+    return Status::ok();
+#if LOOM_HAVE_CUDA
+  LOOM_ASSIGN_OR_RETURN(deviceWorld, cuda::createNcclWorld(world, *device));
+#endif
+  return Status::ok();
+}
+
 /// Phase A: everything a rank can check on its own.
 Status loadInputs(const RunOptions &opts, Communicator &world, Loaded &out) {
   LOOM_ASSIGN_OR_RETURN(out.plan, loadPlan(opts.planPath));
@@ -107,12 +137,20 @@ int train(const RunOptions &opts, Communicator &world) {
     maxArena = std::max(maxArena, p.arena_bytes());
   const plan::Training &training = in.plan.training();
 
-  // Phase B: the executor (collective communicator splits, weights).
+  // Phase B: the device, then the executor (collective communicator splits,
+  // weights). The device and its communicator outlive the session.
+  std::unique_ptr<Device> device;
+  std::unique_ptr<Communicator> deviceWorld;
+  if (!agree(world, createDevice(opts, device)))
+    return 1;
+  if (!agree(world, createDeviceWorld(world, device.get(), deviceWorld)))
+    return 1;
   std::unique_ptr<Session> session;
   {
     Status s = Status::ok();
-    StatusOr<std::unique_ptr<Session>> created =
-        Session::create(in.plan, world, opts.planPath);
+    StatusOr<std::unique_ptr<Session>> created = Session::create(
+        in.plan, deviceWorld ? *deviceWorld : world, opts.planPath,
+        device.get());
     if (created.isOk()) {
       session = std::move(created).value();
       for (auto &[name, value] : in.data) {
@@ -130,12 +168,13 @@ int train(const RunOptions &opts, Communicator &world) {
 
   if (root && !opts.quiet) {
     std::printf("loom-run: %s: world size %d, mesh %s, arena %s (%lld bytes) "
-                "per rank, global batch %lld, %s\n",
+                "per rank, global batch %lld, %s%s\n",
                 opts.planPath.c_str(), in.plan.world_size(),
                 meshToString(in.plan).c_str(), humanBytes(maxArena).c_str(),
                 (long long)maxArena, (long long)training.global_batch(),
                 training.optimizer().empty() ? "no optimizer"
-                                             : training.optimizer().c_str());
+                                             : training.optimizer().c_str(),
+                device ? (", on " + device->name()).c_str() : "");
     std::fflush(stdout);
   }
 

@@ -11,7 +11,7 @@ const char *helpText() {
   return R"(usage:
   [mpirun -np N] loom-run PLAN --data NAME=FILE.npy ... --steps K
                  [--seed S] [--metrics FILE.jsonl] [--export-onnx FILE.onnx]
-                 [--log-every N] [--quiet]
+                 [--log-every N] [--quiet] [--device cpu|cuda]
   loom-run --forward MODEL.onnx --input NAME=FILE.npy ... --output-dir DIR
 
 Runs a .loomplan written by loomc: N ranks under mpirun (N must equal the
@@ -38,6 +38,9 @@ training options:
   --log-every N           print every N-th step's loss (and the last);
                           metrics still record every step
   --quiet                 print only errors
+  --device cpu|cuda       where the program runs (default cpu). cuda: one
+                          GPU per rank (the node-local rank picks it), NCCL
+                          between ranks; needs a loom-run built with CUDA
 
 forward options:
   --forward MODEL.onnx    compile MODEL with loomc --forward-only (loomc is
@@ -47,7 +50,8 @@ forward options:
                           DIR/<output name>.npy (created if missing)
 
 environment:
-  LOOM_NUM_THREADS        OpenMP and OpenBLAS threads per rank (default 1)
+  LOOM_NUM_THREADS        threads per rank (default 1): OpenMP threads, over which
+                          big GEMMs are split; OpenBLAS itself runs on 1
   LOOMC                   the loomc executable for --forward
 
 Errors are printed once as 'loom-run: error: ...' and exit with status 1.
@@ -115,7 +119,7 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
     static const char *const withValue[] = {
         "--data",    "--input",       "--steps",     "--seed",
         "--metrics", "--export-onnx", "--output-dir", "--forward",
-        "--log-every"};
+        "--log-every", "--device"};
     bool known = false;
     for (const char *f : withValue)
       known |= flag == f;
@@ -152,6 +156,11 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
       opts.exportOnnxPath = value;
     } else if (flag == "--output-dir") {
       opts.outputDir = value;
+    } else if (flag == "--device") {
+      if (value != "cpu" && value != "cuda")
+        return makeError("--device must be cpu or cuda, got '%s'",
+                         value.c_str());
+      opts.device = value;
     } else if (flag == "--forward") {
       opts.forward = true;
       opts.planPath = value;
@@ -167,6 +176,9 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
       return makeError("--forward takes --input and --output-dir only");
     if (opts.outputDir.empty())
       return makeError("--forward needs --output-dir DIR");
+    if (opts.device != "cpu")
+      return makeError("--forward runs on the cpu only (--device %s)",
+                       opts.device.c_str());
     return opts;
   }
   if (sawInput || !opts.outputDir.empty())

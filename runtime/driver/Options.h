@@ -24,6 +24,7 @@ struct RunOptions {
   std::string outputDir;
   int64_t logEvery = 1; // print every N-th step (and the last)
   bool quiet = false;
+  std::string device = "cpu"; // --device cpu|cuda
 };
 
 /// Parses loom-run's arguments (`--flag value` or `--flag=value`).

@@ -23,6 +23,7 @@
 namespace loom::runtime {
 
 class Communicator;
+class Device;
 
 /// An instruction with its operand buffers resolved.
 struct OpView {
@@ -70,6 +71,9 @@ public:
   /// The communicator of the ranks that differ from this one only in `axes`
   /// (mesh axis indices, sorted).
   virtual Communicator *commForAxes(const std::vector<int64_t> &axes) = 0;
+  /// The device the kernel runs on (then `arena()` is device memory), or
+  /// null for the host.
+  virtual Device *device() { return nullptr; }
 
   float *f32(const plan::Buffer *b) {
     return reinterpret_cast<float *>(arena() + b->offset());

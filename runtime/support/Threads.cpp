@@ -18,7 +18,9 @@ int configureThreads() {
       threads = static_cast<int>(v);
   }
   omp_set_num_threads(threads);
-  openblas_set_num_threads(threads);
+  // OpenBLAS stays on the calling thread; kernels split big GEMMs over the
+  // OpenMP threads themselves (kernels/cpu/KernelUtil.h, `sgemm`).
+  openblas_set_num_threads(1);
   return threads;
 }
 

@@ -5,9 +5,10 @@
 
 namespace loom::runtime {
 
-/// Sets the OpenMP and OpenBLAS thread counts of this process to
-/// `LOOM_NUM_THREADS` (default 1: several MPI ranks usually share the cores)
-/// and returns the count used.
+/// Sets the OpenMP thread count of this process to `LOOM_NUM_THREADS`
+/// (default 1: several MPI ranks usually share the cores) and OpenBLAS to
+/// one thread (the kernels split big GEMMs over the OpenMP threads; see
+/// kernels/cpu/KernelUtil.h), and returns the count used.
 int configureThreads();
 
 } // namespace loom::runtime

@@ -160,21 +160,34 @@ constexpr float kInvSqrt2 = 0.7071067811865476f;
 constexpr float kInvSqrt2Pi = 0.3989422804014327f;
 constexpr float kGeluCubic = 0.044715f;
 
-/// Runs `f(lo, hi)` over `[0, n)`: one chunk per OpenMP thread when `n` is
-/// big enough, else one chunk. Inner loops over a chunk can be `omp simd`.
-template <typename F> void forChunks(int64_t n, F f) {
-  if (n < kParallelThreshold || maxThreads() == 1) {
-    f(0, n);
-    return;
+/// y = 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3), computed as
+/// x sigmoid(2u).
+LOOM_SIMD_CLONES
+void geluTanhRange(const float *x, float *y, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    float v = x[i];
+    float u = kSqrt2OverPi * (v + kGeluCubic * v * v * v);
+    y[i] = v / (1.0f + fastExp(-2.0f * u));
   }
-#pragma omp parallel
-  {
-    int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-    // Chunks of whole cache lines (16 floats).
-    int64_t per = ((n + nt - 1) / nt + 15) / 16 * 16;
-    int64_t lo = std::min(n, t * per), hi = std::min(n, lo + per);
-    if (lo < hi)
-      f(lo, hi);
+}
+
+/// dx = dy (0.5 (1 + t) + 0.5 x (1 - t^2) du/dx), t = tanh(u). With
+/// e = exp(-2u) and s = 1 / (1 + e) = (1 + t) / 2: 1 - t^2 = 4 s (e s).
+/// Clamping -2u at 88 keeps e finite, so e s -> 1 (not inf * 0) where s
+/// underflows.
+LOOM_SIMD_CLONES
+void geluTanhGradRange(const float *dy, const float *x, float *dx,
+                       int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    float v = x[i];
+    float u = kSqrt2OverPi * (v + kGeluCubic * v * v * v);
+    float m = -2.0f * u;
+    float e = fastExp(m > 88.0f ? 88.0f : m);
+    float sg = 1.0f / (1.0f + e);
+    float du = kSqrt2OverPi * (1.0f + 3.0f * kGeluCubic * v * v);
+    dx[i] = dy[i] * (sg + 2.0f * v * sg * (e * sg) * du);
   }
 }
 
@@ -202,13 +215,8 @@ StatusOr<KernelFn> bindGelu(const OpView &op, BindContext &ctx) {
   // 0.5 v (1 + tanh(u)) = v sigmoid(2u): one vectorised exp, no libm.
   if (tanhForm)
     return KernelFn([=](const StepContext &) {
-      forChunks(n, [=](int64_t lo, int64_t hi) {
-#pragma omp simd
-        for (int64_t i = lo; i < hi; ++i) {
-          float v = x[i];
-          float u = kSqrt2OverPi * (v + kGeluCubic * v * v * v);
-          y[i] = v / (1.0f + fastExp(-2.0f * u));
-        }
+      forRanges(n, kParallelThreshold, [=](int64_t lo, int64_t hi) {
+        geluTanhRange(x + lo, y + lo, hi - lo);
       });
       return Status::ok();
     });
@@ -225,22 +233,10 @@ StatusOr<KernelFn> bindGeluGrad(const OpView &op, BindContext &ctx) {
   const float *dy = ctx.f32(op.inputs[0]), *x = ctx.f32(op.inputs[1]);
   float *dx = ctx.f32(op.outputs[0]);
   int64_t n = op.outNumel(0);
-  // With t = tanh(u), e = exp(-2u), s = 1 / (1 + e) = (1 + t) / 2:
-  // 1 - t^2 = 4 s (1 - s) = 4 s (e s). Clamping -2u at 88 keeps e finite,
-  // so e s -> 1 (not inf * 0) where s underflows.
   if (tanhForm)
     return KernelFn([=](const StepContext &) {
-      forChunks(n, [=](int64_t lo, int64_t hi) {
-#pragma omp simd
-        for (int64_t i = lo; i < hi; ++i) {
-          float v = x[i];
-          float u = kSqrt2OverPi * (v + kGeluCubic * v * v * v);
-          float m = -2.0f * u;
-          float e = fastExp(m > 88.0f ? 88.0f : m);
-          float sg = 1.0f / (1.0f + e);
-          float du = kSqrt2OverPi * (1.0f + 3.0f * kGeluCubic * v * v);
-          dx[i] = dy[i] * (sg + 2.0f * v * sg * (e * sg) * du);
-        }
+      forRanges(n, kParallelThreshold, [=](int64_t lo, int64_t hi) {
+        geluTanhGradRange(dy + lo, x + lo, dx + lo, hi - lo);
       });
       return Status::ok();
     });

@@ -7,8 +7,10 @@
 //             dS = P * (dP - rowsum(dP * P)), dQ = scale dS K,
 //             dK = scale dS^T Q.
 // Scores exist only as one `Sq x Sk` block per thread of kernel workspace
-// (docs/runtime.md), never for the whole batch. Causal rows skip the masked
-// keys entirely.
+// (docs/runtime.md), never for the whole batch. The softmax runs over whole
+// rows with masked scores at -inf (probability exactly 0, the same bits as
+// a row of only the unmasked keys; FastMath.h), so it vectorises without
+// tails; the GEMMs are OpenBLAS's over the whole block.
 //
 //===----------------------------------------------------------------------===//
 
@@ -64,22 +66,11 @@ StatusOr<AttnGeom> attnGeom(const OpView &op, const std::vector<int64_t> &q,
   return g;
 }
 
-/// Keys row `i` attends to.
-inline int64_t keysOf(const AttnGeom &g, int64_t i) {
-  return g.causal ? i + 1 : g.sk;
-}
-
 /// P = softmax(scale Q K^T) into `p` (`Sq x Sk`, masked entries 0).
 void probabilities(const AttnGeom &g, const float *q, const float *k,
                    float *p) {
   sgemm(false, true, g.sq, g.sk, g.d, g.scale, q, g.d, k, g.d, 0.0f, p, g.sk);
-  for (int64_t i = 0; i < g.sq; ++i) {
-    float *row = p + i * g.sk;
-    int64_t n = keysOf(g, i);
-    softmaxRow(row, row, n);
-    for (int64_t j = n; j < g.sk; ++j)
-      row[j] = 0.0f;
-  }
+  softmaxBlock(p, g.sq, g.sk, g.causal);
 }
 
 struct AttnPlan {
@@ -160,19 +151,7 @@ StatusOr<KernelFn> bindAttentionGrad(const OpView &op, BindContext &ctx) {
       sgemm(false, true, g.sq, g.sk, g.dv, 1.0f, dob, g.dv, vb, g.dv, 0.0f, dp,
             g.sk);
       // dS = P * (dP - rowsum(dP * P)), kept in dp; masked entries are 0.
-      for (int64_t i = 0; i < g.sq; ++i) {
-        float *pr = p + i * g.sk, *dr = dp + i * g.sk;
-        int64_t n = keysOf(g, i);
-        float dot = 0.0f;
-#pragma omp simd reduction(+ : dot)
-        for (int64_t j = 0; j < n; ++j)
-          dot += dr[j] * pr[j];
-#pragma omp simd
-        for (int64_t j = 0; j < n; ++j)
-          dr[j] = pr[j] * (dr[j] - dot);
-        for (int64_t j = n; j < g.sk; ++j)
-          dr[j] = 0.0f;
-      }
+      softmaxGradBlock(p, dp, g.sq, g.sk, g.causal);
       // dQ = scale dS K; dK = scale dS^T Q.
       sgemm(false, false, g.sq, g.d, g.sk, g.scale, dp, g.sk, kb, g.d, 0.0f,
             dq + b * g.sq * g.d, g.d);

@@ -1,8 +1,8 @@
 //===- BatchMatmul.cpp - batch_matmul and linear through sgemm --*- C++ -*-===//
 //
 // `batch_matmul` runs one GEMM per (broadcast) batch entry: small GEMMs run
-// on OpenMP threads over the batch, big ones one after the other with
-// OpenBLAS threading each. `linear` is one GEMM over all rows with the bias
+// on OpenMP threads over the batch, big ones one after the other, each
+// split over the threads by `sgemm`. `linear` is one GEMM over all rows with the bias
 // broadcast into the output first (beta = 1).
 //
 //===----------------------------------------------------------------------===//

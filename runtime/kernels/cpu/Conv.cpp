@@ -4,8 +4,8 @@
 // OH * OW]` is kernel workspace allocated once at bind time (one per thread
 // slot); a 1x1 convolution with unit stride and no padding uses the image
 // itself as the column matrix. Images whose GEMMs are small run on OpenMP
-// threads (OpenBLAS keeps small GEMMs on the calling thread); big ones run
-// in order, OpenBLAS threading each GEMM and OpenMP splitting im2col/col2im
+// threads (each GEMM on its thread); big ones run in order, `sgemm`
+// splitting each GEMM over the threads and OpenMP splitting im2col/col2im
 // over channels.
 //
 //   conv2d:             y_g  = W_g * col(x_g)

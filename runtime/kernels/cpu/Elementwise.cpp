@@ -9,6 +9,7 @@
 #include "runtime/Plan.h"
 #include "runtime/kernels/cpu/Broadcast.h"
 #include "runtime/kernels/cpu/CpuKernels.h"
+#include "runtime/kernels/cpu/FastMath.h"
 #include "runtime/kernels/cpu/KernelUtil.h"
 #include "runtime/support/HostTensor.h"
 
@@ -200,11 +201,18 @@ StatusOr<KernelFn> bindUnary(const OpView &op, BindContext &ctx) {
     });
   if (name == "sigmoid")
     return KernelFn([=](const StepContext &) {
-      forEach(n, [&](int64_t i) { y[i] = 1.0f / (1.0f + std::exp(-x[i])); });
+      forRanges(n, kParallelThreshold, [&](int64_t lo, int64_t hi) {
+        sigmoidArray(x + lo, y + lo, hi - lo);
+      });
       return Status::ok();
     });
   if (name == "exp")
-    return mapUnary(x, y, n, [](float v) { return std::exp(v); });
+    return KernelFn([=](const StepContext &) {
+      forRanges(n, kParallelThreshold, [&](int64_t lo, int64_t hi) {
+        expArray(x + lo, y + lo, hi - lo);
+      });
+      return Status::ok();
+    });
   if (name == "log")
     return mapUnary(x, y, n, [](float v) { return std::log(v); });
   if (name == "sqrt")

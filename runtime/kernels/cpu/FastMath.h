@@ -7,7 +7,8 @@
 // +inf. Every step is a select or arithmetic, so GCC vectorises loops that
 // call it (`#pragma omp simd` on the loop; check with -fopt-info-vec).
 // Accuracy: within 2 ulp of the correctly rounded result for all finite
-// inputs (KernelMathTest.FastExp checks every 97th float), exp(-inf) = 0,
+// inputs (1 ulp measured; test/unit/runtime/FastMathTest.cpp checks every
+// 251st float bit pattern and a dense grid over [-110, 95]), exp(-inf) = 0,
 // exp(+inf) = +inf, NaN stays NaN.
 //
 // `fastSigmoid(x)` = 1 / (1 + fastExp(-x)), and the tanh-form GELU helpers
@@ -20,6 +21,23 @@
 
 #include <cstdint>
 #include <cstring>
+
+/// Compiles a function three times, for x86-64-v4 (AVX-512), x86-64-v3
+/// (AVX2) and the baseline, and picks one when the program loads
+/// (GCC/Clang `target_clones`, an ELF ifunc). Put it on the out-of-line
+/// functions that hold the hot `omp simd` loops; the inline helpers here
+/// are compiled into each clone. The runtime builds with
+/// -ffp-contract=off, so element-wise results are the same bits in every
+/// clone; reductions that must not depend on the vector width use a fixed
+/// lane order (`Lanes8`). GCC 11+ on x86-64 ELF only; elsewhere (or with
+/// -DLOOM_NO_SIMD_CLONES) one baseline build.
+#if defined(__x86_64__) && defined(__ELF__) && defined(__GNUC__) &&            \
+    !defined(__clang__) && __GNUC__ >= 11 && !defined(LOOM_NO_SIMD_CLONES)
+#define LOOM_SIMD_CLONES                                                        \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define LOOM_SIMD_CLONES
+#endif
 
 namespace loom::runtime::cpu {
 
@@ -71,27 +89,59 @@ inline float fastExp(float x) {
 /// 1 / (1 + e^-x), vectorisable.
 inline float fastSigmoid(float x) { return 1.0f / (1.0f + fastExp(-x)); }
 
-/// y = softmax(x) over `n` contiguous floats (max subtracted first, so
-/// large inputs stay finite); y may be x.
-inline void softmaxRow(const float *x, float *y, int64_t n) {
-  if (n <= 0)
-    return;
-  float mx = x[0];
-#pragma omp simd reduction(max : mx)
-  for (int64_t i = 0; i < n; ++i)
-    mx = x[i] > mx ? x[i] : mx;
-  float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-  for (int64_t i = 0; i < n; ++i) {
-    float e = fastExp(x[i] - mx);
-    y[i] = e;
-    sum += e;
+/// A sum accumulated in 8 interleaved lanes of T and added up as a fixed
+/// tree: the same bits whatever vector width the loop is compiled for (GCC
+/// vectorises the 8 lanes as one or two vectors). The order is PyTorch's
+/// 8-wide `vec::reduce_all`. `add` may be called on consecutive pieces
+/// whose lengths are multiples of 8 (the last one excepted) with the same
+/// result as one call.
+template <typename T> struct Lanes8 {
+  T acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  /// Adds f(i) for i in [0, n).
+  template <typename F> void add(int64_t n, F f) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+      for (int l = 0; l < 8; ++l)
+        acc[l] += f(i + l);
+    for (int l = 0; i + l < n; ++l)
+      acc[l] += f(i + l);
   }
-  float inv = 1.0f / sum;
-#pragma omp simd
-  for (int64_t i = 0; i < n; ++i)
-    y[i] *= inv;
+  T total() const {
+    return ((acc[0] + acc[4]) + (acc[2] + acc[6])) +
+           ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+  }
+};
+
+/// sum of f(i) for i in [0, n) in `Lanes8` order.
+template <typename T, typename F> inline T sumLanes8(int64_t n, F f) {
+  Lanes8<T> s;
+  s.add(n, f);
+  return s.total();
 }
+
+/// y = softmax(x) over `n` contiguous floats (max subtracted first, so
+/// large inputs stay finite); y may be x. Vectorised, with clones.
+void softmaxRow(const float *x, float *y, int64_t n);
+
+/// d = p * (d - sum(d * p)) over `n` floats: a softmax row's input
+/// gradient from the output gradient `d` and the probabilities `p`.
+void softmaxGradRow(const float *p, float *d, int64_t n);
+
+/// softmaxRow over each row of a row-major `rows x cols` block, in place;
+/// with `causal`, row i keeps keys [0, i] and the others get probability 0
+/// (rows must not exceed cols).
+void softmaxBlock(float *p, int64_t rows, int64_t cols, bool causal);
+
+/// softmaxGradRow over each row of a block (d in place); with `causal`,
+/// the masked entries of d become 0.
+void softmaxGradBlock(const float *p, float *d, int64_t rows, int64_t cols,
+                      bool causal);
+
+/// y[i] = fastExp(x[i]) for i in [0, n), through the widest clone the CPU
+/// runs (the `exp` kernel, and the tests of every clone's accuracy).
+void expArray(const float *x, float *y, int64_t n);
+/// y[i] = fastSigmoid(x[i]) for i in [0, n).
+void sigmoidArray(const float *x, float *y, int64_t n);
 
 } // namespace loom::runtime::cpu
 

@@ -75,6 +75,35 @@ void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
         c[i * ldc + j] = beta == 0 ? 0.0f : beta * c[i * ldc + j];
     return;
   }
+  // (A process that left OpenBLAS threaded, not calling configureThreads,
+  // keeps OpenBLAS's own threading.)
+  int threads = maxThreads();
+  if (threads > 1 && bigGemm(m, n, k) && !omp_in_parallel() &&
+      openblas_get_num_threads() == 1) {
+    // One slice of C's rows (or columns, when there are more) per OpenMP
+    // thread, each a single-threaded OpenBLAS call: OpenBLAS's own threads
+    // would compete for the cores with OpenMP's spinning ones.
+    bool byRows = m >= n;
+    int64_t len = byRows ? m : n;
+    int64_t per = ((len + threads - 1) / threads + 15) / 16 * 16;
+#pragma omp parallel num_threads(threads)
+    {
+      int64_t lo = std::min<int64_t>(len, omp_get_thread_num() * per);
+      int64_t hi = std::min<int64_t>(len, lo + per);
+      if (lo < hi) {
+        if (byRows)
+          cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+                      tb ? CblasTrans : CblasNoTrans, hi - lo, n, k, alpha,
+                      ta ? a + lo : a + lo * lda, lda, b, ldb, beta,
+                      c + lo * ldc, ldc);
+        else
+          cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+                      tb ? CblasTrans : CblasNoTrans, m, hi - lo, k, alpha, a,
+                      lda, tb ? b + lo * ldb : b + lo, ldb, beta, c + lo, ldc);
+      }
+    }
+    return;
+  }
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
               tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb,
               beta, c, ldc);

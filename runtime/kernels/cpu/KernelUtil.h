@@ -2,8 +2,9 @@
 //
 // Attribute readers with the plan emitter's conventions (unit attributes are
 // `i = 1` when set and absent otherwise), shape products, per-kernel
-// workspace, and the rule that keeps OpenMP and OpenBLAS threads from
-// multiplying.
+// workspace, element ranges over threads, and GEMMs split over OpenMP
+// threads (OpenBLAS itself single-threaded, so thread pools do not
+// multiply).
 //
 //===----------------------------------------------------------------------===//
 
@@ -65,21 +66,45 @@ int maxThreads();
 /// Runs `body(i, slot)` for `i` in `[0, n)`. With `parallel` and more than
 /// one slot, iterations run on up to `slots` OpenMP threads (`slot` is the
 /// thread number, < `slots`, for per-thread workspace); otherwise in order on
-/// slot 0. BLAS calls inside a parallel `body` must be small (`!bigGemm`):
-/// OpenBLAS runs those on the calling thread, so threads do not multiply.
-/// (Switching OpenBLAS to one thread per call instead costs milliseconds
-/// with the pthreads build.)
+/// slot 0. `sgemm` calls inside a parallel `body` run on the calling thread
+/// (OpenBLAS is single-threaded; see `sgemm`).
 template <typename F>
 void forEachSlot(int64_t n, int slots, bool parallel, F body);
 
+/// Runs `body(lo, hi)` over `[0, n)`: one range of whole cache lines per
+/// OpenMP thread when `n >= minParallel` and more than one thread is
+/// allowed, else one range on the calling thread. For element-wise loops
+/// whose body is an out-of-line vectorised function.
+template <typename F>
+void forRanges(int64_t n, int64_t minParallel, F body) {
+  if (n < minParallel || maxThreads() == 1) {
+    if (n > 0)
+      body(int64_t(0), n);
+    return;
+  }
+#pragma omp parallel
+  {
+    int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+    int64_t per = ((n + nt - 1) / nt + 15) / 16 * 16;
+    int64_t lo = std::min(n, t * per), hi = std::min(n, lo + per);
+    if (lo < hi)
+      body(lo, hi);
+  }
+}
+
 /// Single-precision row-major GEMM: `c = alpha op(a) op(b) + beta c`.
+/// OpenBLAS runs single-threaded (support/Threads.cpp); a `bigGemm` called
+/// outside an OpenMP parallel region is split into one slice of C's rows
+/// (or columns) per OpenMP thread, so there is one thread pool, OpenMP's.
+/// (Two pools, OpenBLAS's pthreads and OpenMP's, spin against each other
+/// on the same cores: 2 threads ran slower than 1.)
 void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
            const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
            float *c, int64_t ldc);
 
-/// Whether one GEMM of this size is big enough for OpenBLAS to thread it:
-/// OpenBLAS keeps GEMMs with m*n*k <= 65536 * GEMM_MULTITHREAD_THRESHOLD (4)
-/// on the calling thread. Batches of big GEMMs run one after the other.
+/// Whether one GEMM is big enough to split over threads (m*n*k >= 2^18);
+/// smaller ones run on the calling thread, and callers run batches of them
+/// on threads (`forEachSlot`) instead.
 inline bool bigGemm(int64_t m, int64_t n, int64_t k) {
   return m * n * k >= (int64_t(1) << 18);
 }

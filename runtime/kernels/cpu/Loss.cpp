@@ -11,7 +11,10 @@
 #include "runtime/kernels/cpu/FastMath.h"
 #include "runtime/support/HostTensor.h"
 
+#include <algorithm>
 #include <cmath>
+#include <memory>
+#include <vector>
 
 namespace loom::runtime::cpu {
 
@@ -41,7 +44,8 @@ Status verifyCrossEntropyOperands(const OpView &op) {
 }
 
 /// Maximum of a logits row.
-inline float rowMax(const float *row, int64_t n) {
+LOOM_SIMD_CLONES
+float rowMax(const float *row, int64_t n) {
   float mx = row[0];
 #pragma omp simd reduction(max : mx)
   for (int64_t c = 0; c < n; ++c)
@@ -49,23 +53,28 @@ inline float rowMax(const float *row, int64_t n) {
   return mx;
 }
 
-/// sum_c exp(row[c] - mx), accumulated in double; with `e`, also stores the
-/// exponentials there.
-inline double sumExp(const float *row, int64_t n, float mx, float *e) {
-  double sum = 0;
-  if (e) {
-#pragma omp simd reduction(+ : sum)
-    for (int64_t c = 0; c < n; ++c) {
-      float v = fastExp(row[c] - mx);
-      e[c] = v;
-      sum += v;
+/// sum_c exp(row[c] - mx), accumulated in double in a fixed lane order;
+/// with `e`, also stores the exponentials there.
+LOOM_SIMD_CLONES
+double sumExp(const float *row, int64_t n, float mx, float *e) {
+  if (!e) {
+    // Exponentials in pieces on the stack, so they vectorise at full width.
+    constexpr int64_t kPiece = 256;
+    float buf[kPiece];
+    Lanes8<double> sum;
+    for (int64_t c0 = 0; c0 < n; c0 += kPiece) {
+      int64_t len = std::min(kPiece, n - c0);
+#pragma omp simd
+      for (int64_t c = 0; c < len; ++c)
+        buf[c] = fastExp(row[c0 + c] - mx);
+      sum.add(len, [&](int64_t c) { return double(buf[c]); });
     }
-  } else {
-#pragma omp simd reduction(+ : sum)
-    for (int64_t c = 0; c < n; ++c)
-      sum += fastExp(row[c] - mx);
+    return sum.total();
   }
-  return sum;
+#pragma omp simd
+  for (int64_t c = 0; c < n; ++c)
+    e[c] = fastExp(row[c] - mx);
+  return sumLanes8<double>(n, [&](int64_t c) { return double(e[c]); });
 }
 
 Status classOutOfRange(int64_t row, int64_t cls, int64_t classes) {
@@ -89,17 +98,24 @@ StatusOr<KernelFn> bindCrossEntropy(const OpView &op, BindContext &ctx) {
   float *loss = ctx.f32(op.outputs[0]);
   int64_t classes = op.inShape(0).back();
   int64_t rows = op.inNumel(0) / classes;
+  // Each row's loss (kernel workspace), summed in row order afterwards: the
+  // same bits for any thread count.
+  auto rowLoss = std::make_shared<std::vector<double>>(rows);
   return KernelFn([=](const StepContext &) {
-    double total = 0;
+    for (int64_t r = 0; r < rows; ++r)
+      if (target[r] < 0 || target[r] >= classes)
+        return classOutOfRange(r, target[r], classes);
+    double *lr = rowLoss->data();
+#pragma omp parallel for schedule(static) if (rows * classes >= kParallelThreshold)
     for (int64_t r = 0; r < rows; ++r) {
       const float *row = logits + r * classes;
-      int64_t t = target[r];
-      if (t < 0 || t >= classes)
-        return classOutOfRange(r, t, classes);
       float mx = rowMax(row, classes);
       double sum = sumExp(row, classes, mx, nullptr);
-      total += mx + std::log(sum) - row[t];
+      lr[r] = mx + std::log(sum) - row[target[r]];
     }
+    double total = 0;
+    for (int64_t r = 0; r < rows; ++r)
+      total += lr[r];
     loss[0] = rows ? static_cast<float>(total / rows) : 0.0f;
     return Status::ok();
   });

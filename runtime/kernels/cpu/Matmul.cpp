@@ -1,6 +1,7 @@
 //===- Matmul.cpp - matmul through cblas_sgemm -------------------*- C++ -*-===//
 
 #include "runtime/kernels/cpu/CpuKernels.h"
+#include "runtime/kernels/cpu/KernelUtil.h"
 #include "runtime/support/HostTensor.h"
 
 #include <cblas.h>
@@ -79,9 +80,8 @@ StatusOr<KernelFn> bindMatmul(const OpView &op, BindContext &ctx) {
     });
   }
   return KernelFn([g, a, b, c](const StepContext &) {
-    cblas_sgemm(CblasRowMajor, g.ta ? CblasTrans : CblasNoTrans,
-                g.tb ? CblasTrans : CblasNoTrans, g.m, g.n, g.k, 1.0f, a,
-                g.a.cols, b, g.b.cols, 0.0f, c, g.n);
+    sgemm(g.ta, g.tb, g.m, g.n, g.k, 1.0f, a, g.a.cols, b, g.b.cols, 0.0f, c,
+          g.n);
     return Status::ok();
   });
 }

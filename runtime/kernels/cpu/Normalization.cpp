@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/kernels/cpu/CpuKernels.h"
+#include "runtime/kernels/cpu/FastMath.h"
 #include "runtime/kernels/cpu/KernelUtil.h"
 
 #include <cmath>
@@ -46,21 +47,82 @@ struct RowStats {
 };
 
 /// Mean (0 for RMS) and 1/sqrt(var + eps) (mean of squares for RMS).
-RowStats rowStats(const float *x, int64_t n, float eps, bool rms) {
+inline RowStats rowStats(const float *x, int64_t n, float eps, bool rms) {
   double mean = 0;
-  if (!rms) {
-    for (int64_t i = 0; i < n; ++i)
-      mean += x[i];
-    mean /= n;
-  }
-  double var = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    double d = x[i] - mean;
-    var += d * d;
-  }
-  var /= n;
+  if (!rms)
+    mean = sumLanes8<double>(n, [&](int64_t i) { return double(x[i]); }) / n;
+  double var = sumLanes8<double>(n, [&](int64_t i) {
+                 double d = x[i] - mean;
+                 return d * d;
+               }) /
+               n;
   return {static_cast<float>(mean),
           static_cast<float>(1.0 / std::sqrt(var + eps))};
+}
+
+/// One row of layer/RMS norm: y = (x - mean) rstd scale (+ bias).
+LOOM_SIMD_CLONES
+void normRow(const float *px, float *py, const float *scale,
+             const float *bias, int64_t cols, float eps, bool rms) {
+  RowStats s = rowStats(px, cols, eps, rms);
+  if (bias) {
+#pragma omp simd
+    for (int64_t j = 0; j < cols; ++j)
+      py[j] = (px[j] - s.mean) * s.rstd * scale[j] + bias[j];
+  } else {
+#pragma omp simd
+    for (int64_t j = 0; j < cols; ++j)
+      py[j] = (px[j] - s.mean) * s.rstd * scale[j];
+  }
+}
+
+/// One row of the input gradient; stores the row's mean and rstd.
+/// With g = dy * scale and xhat = (x - mean) * rstd:
+/// layer: dx = rstd (g - mean(g) - xhat mean(g xhat));
+/// rms:   dx = rstd (g - xhat mean(g xhat)).
+LOOM_SIMD_CLONES
+void normGradRow(const float *px, const float *pdy, float *pdx,
+                 const float *scale, int64_t cols, float eps, bool rms,
+                 float *meanOut, float *rstdOut) {
+  RowStats s = rowStats(px, cols, eps, rms);
+  *meanOut = s.mean;
+  *rstdOut = s.rstd;
+  double sumG = sumLanes8<double>(
+      cols, [&](int64_t j) { return double(pdy[j] * scale[j]); });
+  double sumGX = sumLanes8<double>(cols, [&](int64_t j) {
+    return double((pdy[j] * scale[j]) * ((px[j] - s.mean) * s.rstd));
+  });
+  double inv = 1.0 / cols;
+  float a = static_cast<float>(sumGX * inv);
+  float b = rms ? 0.0f : static_cast<float>(sumG * inv);
+#pragma omp simd
+  for (int64_t j = 0; j < cols; ++j) {
+    float xhat = (px[j] - s.mean) * s.rstd;
+    pdx[j] = s.rstd * (pdy[j] * scale[j] - b - xhat * a);
+  }
+}
+
+/// dscale[c0, c0+len) and dbias over all rows, for one block of columns.
+LOOM_SIMD_CLONES
+void normParamGradBlock(const float *x, const float *dy, const float *mean,
+                        const float *rstd, int64_t rows, int64_t cols,
+                        int64_t c0, int64_t len, float *dscale, float *dbias) {
+  constexpr int64_t kBlock = 128;
+  double ds[kBlock] = {}, db[kBlock] = {};
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *px = x + r * cols + c0, *pdy = dy + r * cols + c0;
+    float m = mean[r], s = rstd[r];
+#pragma omp simd
+    for (int64_t j = 0; j < len; ++j) {
+      ds[j] += pdy[j] * ((px[j] - m) * s);
+      db[j] += pdy[j];
+    }
+  }
+  for (int64_t j = 0; j < len; ++j) {
+    dscale[c0 + j] = static_cast<float>(ds[j]);
+    if (dbias)
+      dbias[c0 + j] = static_cast<float>(db[j]);
+  }
 }
 
 Status verifyNormCommon(const OpView &op, size_t xIn) {
@@ -96,17 +158,8 @@ StatusOr<KernelFn> bindLayerNorm(const OpView &op, BindContext &ctx) {
   return KernelFn([=](const StepContext &) {
 #pragma omp parallel for schedule(static) if (v.rows * v.cols >=               \
                                               kParallelThreshold)
-    for (int64_t r = 0; r < v.rows; ++r) {
-      const float *px = x + r * v.cols;
-      float *py = y + r * v.cols;
-      RowStats s = rowStats(px, v.cols, v.eps, rms);
-      if (bias)
-        for (int64_t j = 0; j < v.cols; ++j)
-          py[j] = (px[j] - s.mean) * s.rstd * scale[j] + bias[j];
-      else
-        for (int64_t j = 0; j < v.cols; ++j)
-          py[j] = (px[j] - s.mean) * s.rstd * scale[j];
-    }
+    for (int64_t r = 0; r < v.rows; ++r)
+      normRow(x + r * v.cols, y + r * v.cols, scale, bias, v.cols, v.eps, rms);
     return Status::ok();
   });
 }
@@ -136,47 +189,15 @@ StatusOr<KernelFn> bindLayerNormGrad(const OpView &op, BindContext &ctx) {
   bool big = v.rows * v.cols >= kParallelThreshold;
   return KernelFn([=](const StepContext &) {
     float *mean = stats->data(), *rstd = mean + v.rows;
-    double inv = v.cols ? 1.0 / v.cols : 0.0;
 #pragma omp parallel for schedule(static) if (big)
-    for (int64_t r = 0; r < v.rows; ++r) {
-      const float *px = x + r * v.cols, *pdy = dy + r * v.cols;
-      float *pdx = dx + r * v.cols;
-      RowStats s = rowStats(px, v.cols, v.eps, rms);
-      mean[r] = s.mean;
-      rstd[r] = s.rstd;
-      // With g = dy * scale and xhat = (x - mean) * rstd:
-      // layer: dx = rstd (g - mean(g) - xhat mean(g xhat));
-      // rms:   dx = rstd (g - xhat mean(g xhat)).
-      double sumG = 0, sumGX = 0;
-      for (int64_t j = 0; j < v.cols; ++j) {
-        float g = pdy[j] * scale[j];
-        sumG += g;
-        sumGX += g * ((px[j] - s.mean) * s.rstd);
-      }
-      float a = static_cast<float>(sumGX * inv);
-      float b = rms ? 0.0f : static_cast<float>(sumG * inv);
-      for (int64_t j = 0; j < v.cols; ++j) {
-        float xhat = (px[j] - s.mean) * s.rstd;
-        pdx[j] = s.rstd * (pdy[j] * scale[j] - b - xhat * a);
-      }
-    }
+    for (int64_t r = 0; r < v.rows; ++r)
+      normGradRow(x + r * v.cols, dy + r * v.cols, dx + r * v.cols, scale,
+                  v.cols, v.eps, rms, mean + r, rstd + r);
 #pragma omp parallel for schedule(static) if (big)
     for (int64_t t = 0; t < blocks; ++t) {
       int64_t c0 = t * block, len = std::min(block, v.cols - c0);
-      double ds[block] = {}, db[block] = {};
-      for (int64_t r = 0; r < v.rows; ++r) {
-        const float *px = x + r * v.cols + c0, *pdy = dy + r * v.cols + c0;
-        float m = mean[r], s = rstd[r];
-        for (int64_t j = 0; j < len; ++j) {
-          ds[j] += pdy[j] * ((px[j] - m) * s);
-          db[j] += pdy[j];
-        }
-      }
-      for (int64_t j = 0; j < len; ++j) {
-        dscale[c0 + j] = static_cast<float>(ds[j]);
-        if (dbias)
-          dbias[c0 + j] = static_cast<float>(db[j]);
-      }
+      normParamGradBlock(x, dy, mean, rstd, v.rows, v.cols, c0, len, dscale,
+                         dbias);
     }
     return Status::ok();
   });

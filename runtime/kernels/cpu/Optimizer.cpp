@@ -7,6 +7,8 @@
 
 #include "runtime/Plan.h"
 #include "runtime/kernels/cpu/CpuKernels.h"
+#include "runtime/kernels/cpu/FastMath.h"
+#include "runtime/kernels/cpu/KernelUtil.h"
 #include "runtime/support/HostTensor.h"
 
 #include <cmath>
@@ -62,6 +64,26 @@ StatusOr<AdamWAttrs> adamwAttrs(const OpView &op) {
   LOOM_ASSIGN_OR_RETURN(a.eps, op.numAttr("eps", 1e-8));
   LOOM_ASSIGN_OR_RETURN(a.weightDecay, op.numAttr("weight_decay", 0.01));
   return a;
+}
+
+struct AdamWStep {
+  float decay, w1, b2, w2, stepSize, bc2Sqrt, eps;
+};
+
+/// AdamW over `[lo, hi)`, as torch.optim.AdamW(foreach=False) computes it.
+LOOM_SIMD_CLONES
+void adamwRange(float *p, const float *g, float *m, float *v, int64_t lo,
+                int64_t hi, AdamWStep k) {
+#pragma omp simd
+  for (int64_t i = lo; i < hi; ++i) {
+    float pi = p[i] * k.decay;
+    float mi = m[i] + k.w1 * (g[i] - m[i]); // lerp(m, g, 1 - beta1)
+    float vi = v[i] * k.b2 + k.w2 * g[i] * g[i];
+    float denom = std::sqrt(vi) / k.bc2Sqrt + k.eps;
+    m[i] = mi;
+    v[i] = vi;
+    p[i] = pi - k.stepSize * (mi / denom);
+  }
 }
 
 } // namespace
@@ -135,22 +157,19 @@ StatusOr<KernelFn> bindAdamW(const OpView &op, BindContext &ctx) {
   int64_t n = op.inNumel(0);
   return KernelFn([=](const StepContext &sc) {
     double t = static_cast<double>(sc.step + 1);
-    float decay = static_cast<float>(1.0 - a.lr * a.weightDecay);
-    float w1 = static_cast<float>(1.0 - a.beta1);
-    float b2 = static_cast<float>(a.beta2), w2 = static_cast<float>(1.0 - a.beta2);
+    AdamWStep k;
+    k.decay = static_cast<float>(1.0 - a.lr * a.weightDecay);
+    k.w1 = static_cast<float>(1.0 - a.beta1);
+    k.b2 = static_cast<float>(a.beta2);
+    k.w2 = static_cast<float>(1.0 - a.beta2);
     double bc1 = 1.0 - std::pow(a.beta1, t);
     double bc2 = 1.0 - std::pow(a.beta2, t);
-    float stepSize = static_cast<float>(a.lr / bc1);
-    float bc2Sqrt = static_cast<float>(std::sqrt(bc2));
-    float eps = static_cast<float>(a.eps);
-#pragma omp parallel for schedule(static) if (n >= kParallelThreshold)
-    for (int64_t i = 0; i < n; ++i) {
-      p[i] *= decay;
-      m[i] = m[i] + w1 * (g[i] - m[i]); // lerp(m, g, 1 - beta1)
-      v[i] = v[i] * b2 + w2 * g[i] * g[i];
-      float denom = std::sqrt(v[i]) / bc2Sqrt + eps;
-      p[i] = p[i] - stepSize * (m[i] / denom);
-    }
+    k.stepSize = static_cast<float>(a.lr / bc1);
+    k.bc2Sqrt = static_cast<float>(std::sqrt(bc2));
+    k.eps = static_cast<float>(a.eps);
+    forRanges(n, kParallelThreshold, [&](int64_t lo, int64_t hi) {
+      adamwRange(p, g, m, v, lo, hi, k);
+    });
     return Status::ok();
   });
 }

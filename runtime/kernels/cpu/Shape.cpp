@@ -54,22 +54,56 @@ void stridedCopy(const std::vector<Dim> &dims, int64_t n, float *dense,
   }
   int64_t inner = dims.back().size, is = dims.back().stride;
   int64_t rows = n / inner;
-#pragma omp parallel for schedule(static) if (n >= kParallelThreshold)
-  for (int64_t r = 0; r < rows; ++r) {
-    float *d = dense + r * inner;
-    float *s = strided + rowOffsetOf(r, dims);
-    if (is == 1) {
-      if (scatter)
-        std::memcpy(s, d, inner * sizeof(float));
-      else
-        std::memcpy(d, s, inner * sizeof(float));
-    } else if (scatter) {
-      for (int64_t i = 0; i < inner; ++i)
-        s[i * is] = d[i];
-    } else {
-      for (int64_t i = 0; i < inner; ++i)
-        d[i] = s[i * is];
+  // Rows in order from `r0`, the strided offset kept by an odometer over
+  // the outer dims (no divisions per row).
+  auto copyRows = [&](int64_t r0, int64_t r1) {
+    int nd = static_cast<int>(dims.size()) - 1;
+    constexpr int kMaxDims = 16; // merged dims; more fall back to division
+    int64_t idx[kMaxDims] = {};
+    bool odometer = nd <= kMaxDims;
+    if (!odometer)
+      nd = 0;
+    int64_t rem = r0;
+    for (int d = nd - 1; d >= 0; --d) {
+      idx[d] = rem % dims[d].size;
+      rem /= dims[d].size;
     }
+    int64_t off = rowOffsetOf(r0, dims);
+    for (int64_t r = r0; r < r1; ++r) {
+      float *d = dense + r * inner;
+      float *st = strided + (odometer ? off : rowOffsetOf(r, dims));
+      if (is == 1 && inner >= 64) {
+        if (scatter)
+          std::memcpy(st, d, inner * sizeof(float));
+        else
+          std::memcpy(d, st, inner * sizeof(float));
+      } else if (scatter) {
+        for (int64_t i = 0; i < inner; ++i)
+          st[i * is] = d[i];
+      } else {
+        for (int64_t i = 0; i < inner; ++i)
+          d[i] = st[i * is];
+      }
+      for (int dd = nd - 1; dd >= 0; --dd) {
+        off += dims[dd].stride;
+        if (++idx[dd] < dims[dd].size)
+          break;
+        off -= dims[dd].stride * dims[dd].size;
+        idx[dd] = 0;
+      }
+    }
+  };
+  if (n < kParallelThreshold || maxThreads() == 1) {
+    copyRows(0, rows);
+    return;
+  }
+#pragma omp parallel
+  {
+    int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+    int64_t per = (rows + nt - 1) / nt;
+    int64_t r0 = std::min(rows, t * per), r1 = std::min(rows, r0 + per);
+    if (r0 < r1)
+      copyRows(r0, r1);
   }
 }
 

@@ -2,11 +2,25 @@
 
 #include "runtime/kernels/cpu/Broadcast.h"
 #include "runtime/kernels/cpu/CpuKernels.h"
+#include "runtime/kernels/cpu/FastMath.h"
+#include "runtime/kernels/cpu/KernelUtil.h"
 #include "runtime/support/HostTensor.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace loom::runtime::cpu {
+
+namespace {
+
+LOOM_SIMD_CLONES
+void addRow(const float *x, float *y, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i)
+    y[i] += x[i];
+}
+
+} // namespace
 
 Status verifySumTo(const OpView &op) {
   LOOM_RETURN_IF_ERROR(op.expectAllDType(plan::F32));
@@ -43,6 +57,23 @@ StatusOr<KernelFn> bindSumTo(const OpView &op, BindContext &ctx) {
       for (int64_t i = 0; i < nx; ++i)
         sum += x[i];
       y[0] = static_cast<float>(sum);
+      return Status::ok();
+    });
+  if (sy.back() != 0)
+    // The last dim is kept (so output rows are `inner` apart): threads take
+    // column ranges and add every input row into them in row order, the
+    // serial order, so the bits do not depend on the thread count.
+    return KernelFn([=](const StepContext &) {
+      // (Column ranges under 256 floats are not worth a thread.)
+      forRanges(inner, std::max<int64_t>(kParallelThreshold / outer + 1, 512),
+                [&](int64_t c0, int64_t c1) {
+                  for (int64_t r = 0; r < ny / inner; ++r)
+                    std::memset(y + r * inner + c0, 0,
+                                (c1 - c0) * sizeof(float));
+                  for (int64_t o = 0; o < outer; ++o)
+                    addRow(x + o * inner + c0,
+                           y + rowOffset(o, xs, sy) + c0, c1 - c0);
+                });
       return Status::ok();
     });
   return KernelFn([=](const StepContext &) {

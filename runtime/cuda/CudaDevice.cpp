@@ -1,0 +1,190 @@
+//===- CudaDevice.cpp - One GPU: stream, cuBLASLt, arena, checks -*- C++
+//-*-===//
+
+#include "runtime/cuda/CudaDevice.h"
+#include "runtime/cuda/CudaBackend.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace loom::runtime::cuda {
+
+int deviceCount() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError(); // clear the sticky "no driver" error
+    return 0;
+  }
+  return n;
+}
+
+namespace {
+
+/// The node-local rank from the launcher's environment (0 without one).
+int localRank() {
+  for (const char *var : {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID",
+                          "MPI_LOCALRANKID", "LOCAL_RANK"})
+    if (const char *v = std::getenv(var); v && *v)
+      return std::atoi(v);
+  return 0;
+}
+
+} // namespace
+
+StatusOr<std::unique_ptr<Device>> createCudaDevice() {
+  int n = deviceCount();
+  if (n == 0)
+    return makeError("--device cuda: no CUDA device is visible (check the "
+                     "driver and CUDA_VISIBLE_DEVICES)");
+  LOOM_ASSIGN_OR_RETURN(auto device, CudaDevice::create(localRank() % n));
+  return std::unique_ptr<Device>(std::move(device));
+}
+
+StatusOr<std::unique_ptr<CudaDevice>> CudaDevice::create(int ordinal) {
+  std::unique_ptr<CudaDevice> d(new CudaDevice());
+  d->theOrdinal = ordinal;
+  LOOM_RETURN_IF_ERROR(cudaCheck(cudaSetDevice(ordinal), "cudaSetDevice"));
+  cudaDeviceProp prop;
+  LOOM_RETURN_IF_ERROR(cudaCheck(cudaGetDeviceProperties(&prop, ordinal),
+                                 "cudaGetDeviceProperties"));
+  d->deviceName = "cuda:" + std::to_string(ordinal) + " (" + prop.name + ")";
+  LOOM_RETURN_IF_ERROR(
+      cudaCheck(cudaStreamCreateWithFlags(&d->theStream, cudaStreamNonBlocking),
+                "cudaStreamCreate"));
+  LOOM_RETURN_IF_ERROR(
+      cublasCheck(cublasLtCreate(&d->ltHandle), "cublasLtCreate"));
+  LOOM_RETURN_IF_ERROR(cudaCheck(cudaMalloc(&d->workspace, kGemmWorkspaceBytes),
+                                 "cudaMalloc (GEMM workspace)"));
+  LOOM_RETURN_IF_ERROR(
+      cudaCheck(cudaMalloc(reinterpret_cast<void **>(&d->record),
+                           sizeof(DataCheckRecord)),
+                "cudaMalloc (check record)"));
+  // Everything touching the record goes through the stream: it does not
+  // synchronise with the legacy default stream.
+  LOOM_RETURN_IF_ERROR(cudaCheck(
+      cudaMemsetAsync(d->record, 0, sizeof(DataCheckRecord), d->theStream),
+      "cudaMemsetAsync"));
+  LOOM_RETURN_IF_ERROR(
+      cudaCheck(cudaStreamSynchronize(d->theStream), "cudaStreamSynchronize"));
+  return d;
+}
+
+CudaDevice::~CudaDevice() {
+  // Errors cannot be reported from here; a failed teardown only leaks.
+  if (theStream)
+    cudaStreamSynchronize(theStream);
+  if (record)
+    cudaFree(record);
+  if (workspace)
+    cudaFree(workspace);
+  if (ltHandle)
+    cublasLtDestroy(ltHandle);
+  if (theStream)
+    cudaStreamDestroy(theStream);
+}
+
+const KernelDef *CudaDevice::findKernel(std::string_view name) const {
+  return findCudaKernel(name);
+}
+
+StatusOr<uint8_t *> CudaDevice::allocateArena(int64_t bytes) {
+  if (bytes < 0)
+    return makeError("negative arena size %lld", (long long)bytes);
+  void *p = nullptr;
+  // cudaMalloc aligns to 256 bytes, more than the plan's 64.
+  size_t n = static_cast<size_t>(bytes > 0 ? bytes : 1);
+  if (Status s = cudaCheck(cudaMalloc(&p, n), "cudaMalloc"); !s)
+    return makeError("cannot allocate an arena of %lld bytes on %s: %s",
+                     (long long)bytes, deviceName.c_str(), s.message().c_str());
+  LOOM_RETURN_IF_ERROR(
+      cudaCheck(cudaMemsetAsync(p, 0, n, theStream), "cudaMemsetAsync"));
+  LOOM_RETURN_IF_ERROR(
+      cudaCheck(cudaStreamSynchronize(theStream), "cudaStreamSynchronize"));
+  return static_cast<uint8_t *>(p);
+}
+
+void CudaDevice::freeArena(uint8_t *arena) {
+  cudaStreamSynchronize(theStream);
+  cudaFree(arena);
+}
+
+Status CudaDevice::upload(uint8_t *deviceDst, const uint8_t *hostSrc,
+                          int64_t bytes) {
+  if (bytes <= 0)
+    return Status::ok();
+  // From pageable memory the call returns once the source has been staged,
+  // so the host bytes may change afterwards.
+  return cudaCheck(cudaMemcpyAsync(deviceDst, hostSrc, bytes,
+                                   cudaMemcpyHostToDevice, theStream),
+                   "cudaMemcpyAsync (host to device)");
+}
+
+Status CudaDevice::download(uint8_t *hostDst, const uint8_t *deviceSrc,
+                            int64_t bytes) {
+  if (bytes <= 0)
+    return Status::ok();
+  LOOM_RETURN_IF_ERROR(
+      cudaCheck(cudaMemcpyAsync(hostDst, deviceSrc, bytes,
+                                cudaMemcpyDeviceToHost, theStream),
+                "cudaMemcpyAsync (device to host)"));
+  return cudaCheck(cudaStreamSynchronize(theStream), "cudaStreamSynchronize");
+}
+
+Status CudaDevice::synchronize() {
+  LOOM_RETURN_IF_ERROR(
+      cudaCheck(cudaStreamSynchronize(theStream), "cudaStreamSynchronize"));
+  LOOM_RETURN_IF_ERROR(cudaCheck(cudaGetLastError(), "a kernel launch"));
+  DataCheckRecord r;
+  LOOM_RETURN_IF_ERROR(download(reinterpret_cast<uint8_t *>(&r),
+                                reinterpret_cast<const uint8_t *>(record),
+                                sizeof(r)));
+  if (r.check == 0)
+    return Status::ok();
+  // Cleared on the stream, so before any later kernel can report again.
+  LOOM_RETURN_IF_ERROR(
+      cudaCheck(cudaMemsetAsync(record, 0, sizeof(DataCheckRecord), theStream),
+                "cudaMemsetAsync"));
+  std::string format;
+  {
+    std::lock_guard<std::mutex> lock(checksMutex);
+    if (r.check < 1 || r.check > static_cast<int>(checkFormats.size()))
+      return makeError("a kernel reported unknown data check %d", r.check);
+    format = checkFormats[r.check - 1];
+  }
+  char text[512];
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+  std::snprintf(text, sizeof(text), format.c_str(), r.position, r.value,
+                r.limit);
+#pragma GCC diagnostic pop
+  return Status::error(text);
+}
+
+StatusOr<DeviceBuffer> CudaDevice::allocateWorkspace(int64_t bytes) {
+  void *p = nullptr;
+  LOOM_RETURN_IF_ERROR(
+      cudaCheck(cudaMalloc(&p, static_cast<size_t>(bytes > 0 ? bytes : 1)),
+                "cudaMalloc (kernel workspace)"));
+  cudaStream_t s = theStream;
+  // Drop it only after queued kernels that may use it have finished.
+  return DeviceBuffer(p, [s](void *q) {
+    cudaStreamSynchronize(s);
+    cudaFree(q);
+  });
+}
+
+int CudaDevice::registerCheck(const std::string &context,
+                              const std::string &format) {
+  std::string escaped; // `context` holds user text (locs): no conversions
+  for (char c : context) {
+    escaped += c;
+    if (c == '%')
+      escaped += '%';
+  }
+  std::lock_guard<std::mutex> lock(checksMutex);
+  checkFormats.push_back(escaped + ": " + format);
+  return static_cast<int>(checkFormats.size());
+}
+
+} // namespace loom::runtime::cuda
