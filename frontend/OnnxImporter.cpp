@@ -337,7 +337,15 @@ static LogicalResult applyShapeOptions(Location loc, StringRef path,
     // Shapes recorded under the old input shapes would clash with the new
     // ones during inference; let inference recompute them.
     graph.clear_value_info();
+    std::unordered_map<std::string, const onnx::TypeProto *> inputTypes;
+    for (const onnx::ValueInfoProto &in : graph.input())
+      inputTypes[in.name()] = &in.type();
     for (onnx::ValueInfoProto &out : *graph.mutable_output()) {
+      // An output that is a graph input takes the input's (new) type.
+      if (auto it = inputTypes.find(out.name()); it != inputTypes.end()) {
+        out.mutable_type()->CopyFrom(*it->second);
+        continue;
+      }
       if (!out.type().has_tensor_type() ||
           !out.type().tensor_type().has_shape())
         continue;
