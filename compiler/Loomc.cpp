@@ -370,20 +370,12 @@ int run(Options &o) {
     planOptions.dp = forced->dp;
     planOptions.tp = forced->tp;
     planOptions.pp = forced->pp;
-    LoomChooseMeshPassOptions mesh;
-    mesh.devices = planOptions.devices;
-    mesh.dp = planOptions.dp;
-    mesh.tp = planOptions.tp;
-    mesh.pp = planOptions.pp;
-    pm.addPass(createLoomChooseMeshPass(mesh));
+    planOptions.lower = o.emit != EmitKind::Planned;
+    buildLoomPlanPipeline(pm, planOptions);
     if (failed(pm.run(*module)))
       return 1;
     if (o.emit == EmitKind::Planned)
       return failed(printModule(*module, o.outputFile)) ? 1 : 0;
-    pm.clear();
-    pm.addPass(createLoomPartitionDataParallelPass());
-    if (failed(pm.run(*module)))
-      return 1;
   } else if (cluster->numDevices() != 1) {
     return fail("--forward-only plans run on one device; use --cluster cpu:1");
   }

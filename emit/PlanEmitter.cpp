@@ -399,13 +399,11 @@ LogicalResult Emitter::run(plan::Program &prog) {
     if (failed(emitOp(&op)))
       return failure();
   }
+  // Optimizer updates take the gradient as operand 1.
   for (Operation &op : func.getBody().front())
-    if (auto update = dyn_cast<AdamwOp>(op))
+    if (isa<AdamwOp, SgdOp>(op))
       memory.gradients +=
-          program->buffers(bufferOf(update.getGrad())).size_bytes();
-    else if (auto update = dyn_cast<SgdOp>(op))
-      memory.gradients +=
-          program->buffers(bufferOf(update.getGrad())).size_bytes();
+          program->buffers(bufferOf(op.getOperand(1))).size_bytes();
 
   // Buffers never touched by an instruction still need a place.
   for (LiveRange &r : ranges)

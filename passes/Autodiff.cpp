@@ -5,10 +5,7 @@
 #include "passes/Passes.h"
 
 #include "mlir/IR/Builders.h"
-#include "mlir/IR/Matchers.h"
-#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
-#include "llvm/ADT/TypeSwitch.h"
 
 namespace mlir::loom {
 #define GEN_PASS_DEF_LOOMAUTODIFFPASS

@@ -42,7 +42,8 @@ void mlir::loom::buildLoomPlanPipeline(OpPassManager &pm,
   mesh.tp = options.tp;
   mesh.pp = options.pp;
   pm.addPass(createLoomChooseMeshPass(mesh));
-  pm.addPass(createLoomPartitionDataParallelPass());
+  if (options.lower)
+    pm.addPass(createLoomPartitionDataParallelPass());
 }
 
 namespace {

@@ -39,9 +39,12 @@ void buildLoomTrainPipeline(OpPassManager &pm,
 struct PlanPipelineOptions {
   int64_t devices = 1;
   int64_t dp = 0, tp = 1, pp = 1;
+  /// False: only annotate the plan (the mesh), leave the step unpartitioned.
+  bool lower = true;
 };
 
-/// Chooses the mesh and partitions the step into per-rank programs.
+/// Chooses the mesh and (with `lower`) partitions the step into one rank's
+/// program.
 void buildLoomPlanPipeline(OpPassManager &pm,
                            const PlanPipelineOptions &options);
 
