@@ -239,9 +239,10 @@ ArrayRef<OpConverter> getOpConverters();
 const OpConverter *lookupOpConverter(StringRef opType, int64_t opset);
 
 /// The converters of each op family (OnnxMathOps.cpp, OnnxShapeOps.cpp,
-/// OnnxNNOps.cpp), merged by `getOpConverters`.
+/// OnnxValueOps.cpp, OnnxNNOps.cpp), merged by `getOpConverters`.
 ArrayRef<OpConverter> getMathOpConverters();
 ArrayRef<OpConverter> getShapeOpConverters();
+ArrayRef<OpConverter> getValueOpConverters();
 ArrayRef<OpConverter> getNNOpConverters();
 
 /// Folds the current node when all its inputs are known and its op type has
@@ -256,6 +257,10 @@ bool hasFolder(StringRef opType);
 /// specification (`batchAgnosticReshapeSpec`), or a diagnostic.
 FailureOr<Value> reshapeTo(GraphImporter &g, Value input,
                            ArrayRef<int64_t> outShape);
+
+/// The shape of input `index`, whether a known value or a runtime value.
+FailureOr<SmallVector<int64_t>> inputShape(GraphImporter &g,
+                                           unsigned index = 0);
 
 /// NumPy broadcast of two shapes, or failure.
 FailureOr<SmallVector<int64_t>> broadcastShape(ArrayRef<int64_t> a,

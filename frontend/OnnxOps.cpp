@@ -1,8 +1,8 @@
 //===- OnnxOps.cpp - The table of ONNX op converters ------------*- C++ -*-===//
 //
 // The converters live with their op family: OnnxMathOps.cpp (element-wise,
-// linear algebra, softmax, reductions), OnnxShapeOps.cpp (layout, indexing,
-// values) and OnnxNNOps.cpp (normalisation, convolution, pooling); known
+// linear algebra, softmax, reductions), OnnxShapeOps.cpp (layout, indexing),
+// OnnxValueOps.cpp (known values) and OnnxNNOps.cpp (normalisation, convolution, pooling); known
 // inputs fold in OnnxFolding.cpp. This file merges their tables.
 //
 //===----------------------------------------------------------------------===//
@@ -19,7 +19,8 @@ ArrayRef<OpConverter> onnx_import::getOpConverters() {
   static const std::vector<OpConverter> table = [] {
     std::vector<OpConverter> all;
     for (ArrayRef<OpConverter> family :
-         {getMathOpConverters(), getShapeOpConverters(), getNNOpConverters()})
+         {getMathOpConverters(), getShapeOpConverters(),
+          getValueOpConverters(), getNNOpConverters()})
       all.insert(all.end(), family.begin(), family.end());
     llvm::sort(all, [](const OpConverter &a, const OpConverter &b) {
       return StringRef(a.opType) < StringRef(b.opType);

@@ -1,6 +1,7 @@
-//===- OnnxShapeOps.cpp - Layout, indexing and value ops --------*- C++ -*-===//
+//===- OnnxShapeOps.cpp - Layout and indexing ops ---------------*- C++ -*-===//
 //
-// Converters for ONNX ops that move elements around. Each handles both kinds
+// Converters for ONNX ops that move elements around (the ops that only
+// produce or forward values are in OnnxValueOps.cpp). Each handles both kinds
 // of input: a known value (an integer shape operand, a mask, a float
 // constant) is folded here with the same attribute handling, a runtime value
 // becomes a loom op. Reshape-like ops emit batch-agnostic specifications, so
@@ -98,9 +99,8 @@ static LogicalResult reshapeLayout(GraphImporter &g,
   return defineLayout(g, 0, *in, *reshaped);
 }
 
-/// The shape of input 0, known or runtime.
-static FailureOr<SmallVector<int64_t>> inputShape(GraphImporter &g,
-                                                  unsigned index = 0) {
+FailureOr<SmallVector<int64_t>> onnx_import::inputShape(GraphImporter &g,
+                                                     unsigned index) {
   if (const ConstTensor *c = g.constant(index))
     return c->shape;
   if (Value v = g.runtimeValue(index))
@@ -676,143 +676,18 @@ static LogicalResult convertExpand(GraphImporter &g) {
 }
 
 //===----------------------------------------------------------------------===//
-// Values
-//===----------------------------------------------------------------------===//
-
-static LogicalResult convertIdentity(GraphImporter &g) {
-  return g.forward(0, 0);
-}
-
-static LogicalResult convertShape(GraphImporter &g) {
-  auto shape = inputShape(g);
-  if (failed(shape))
-    return failure();
-  int64_t rank = shape->size();
-  int64_t start = g.intAttr("start", 0), end = g.intAttr("end", rank);
-  if (start < 0)
-    start = std::max<int64_t>(start + rank, 0);
-  if (end < 0)
-    end = std::max<int64_t>(end + rank, 0);
-  start = std::min(start, rank);
-  end = std::clamp(end, start, rank);
-  g.defineInts(
-      0, SmallVector<int64_t>(shape->begin() + start, shape->begin() + end));
-  return success();
-}
-
-static LogicalResult convertSize(GraphImporter &g) {
-  auto shape = inputShape(g);
-  if (failed(shape))
-    return failure();
-  g.defineInts(0, {product(*shape)});
-  return success();
-}
-
-static LogicalResult convertDropout(GraphImporter &g) {
-  // From opset 12 the ratio and training mode are inputs; in training mode a
-  // non-zero ratio would drop activations.
-  if (g.opset() >= 12 && g.hasInput(2)) {
-    const ConstTensor *training = g.constant(2);
-    if (!training)
-      return g.error("unsupported Dropout with a training_mode computed at "
-                     "run time");
-    if (training->numElements() == 1 && training->get(0) != 0) {
-      double ratio = 0.5;
-      if (g.hasInput(1)) {
-        const ConstTensor *r = g.constant(1);
-        if (!r || r->numElements() != 1)
-          return g.error("unsupported Dropout with a ratio computed at run "
-                         "time");
-        ratio = r->get(0);
-      }
-      if (ratio != 0)
-        return g.error(
-            llvm::formatv("unsupported Dropout with ratio {0} in training mode",
-                          ratio),
-            "loom has no dropout; export with dropout probability 0");
-    }
-  }
-  if (g.outputUsed(1)) {
-    // Nothing is dropped, so the mask is all true: a known value (bool from
-    // opset 10, float ones before). Before opset 7 `is_test = 0` (the
-    // default) means training with the `ratio` attribute.
-    if (g.opset() < 7)
-      return g.error("unsupported Dropout mask output in opset " +
-                         std::to_string(g.opset()),
-                     "only the first output may be used before opset 7");
-    auto shape = inputShape(g);
-    if (failed(shape))
-      return failure();
-    int64_t n = product(*shape);
-    if (n > kMaxFoldedElements)
-      return g.error("unsupported Dropout mask output of shape " +
-                         shapeText(*shape),
-                     llvm::formatv("the all-true mask is only built up to {0} "
-                                   "elements",
-                                   kMaxFoldedElements));
-    if (g.opset() < 10) {
-      g.defineConst(1, ConstTensor::ofFloats(*shape, std::vector<float>(n, 1)));
-    } else {
-      ConstTensor mask = ConstTensor::ofInts(*shape, std::vector<int64_t>(n, 1));
-      mask.kind = ConstTensor::Kind::Bool;
-      g.defineConst(1, std::move(mask));
-    }
-  }
-  return g.forward(0, 0);
-}
-
-static LogicalResult convertConstantOfShape(GraphImporter &g) {
-  // Small shapes folded already (OnnxFolding.cpp); this is a big splat.
-  auto shape = g.constInts(0);
-  if (failed(shape))
-    return failure();
-  float value = 0.0f;
-  if (const onnx::AttributeProto *a = g.attr("value")) {
-    if (a->t().data_type() != onnx::TensorProto::FLOAT)
-      return g.error("cannot fold ConstantOfShape of " +
-                         elementTypeName(a->t().data_type()) + " and shape " +
-                         listText(*shape),
-                     llvm::formatv("the result has more than {0} elements",
-                                   kMaxFoldedElements));
-    auto data = onnx::ParseData<float>(&a->t());
-    if (data.size() != 1)
-      return g.error("ConstantOfShape value must hold one element");
-    value = data[0];
-  }
-  auto type = RankedTensorType::get(*shape, g.builder().getF32Type());
-  return g.define(0, ConstantOp::create(g.builder(), g.loc(),
-                                        DenseElementsAttr::get(type, value)));
-}
-
-static LogicalResult convertConstant(GraphImporter &g) {
-  // Constants have no inputs and always fold (OnnxFolding.cpp).
-  return g.error("internal error: Constant was not folded");
-}
-
-//===----------------------------------------------------------------------===//
 // The family's table
 //===----------------------------------------------------------------------===//
 
 static const OpConverter kShapeConverters[] = {
     {"Concat", 4, 17, convertConcat,
      "loom.concat (float32); known inputs fold"},
-    {"Constant", 1, 17, convertConstant,
-     "a known value (float32, int64, int32, bool); float ones become "
-     "loom.constant where used as data"},
-    {"ConstantOfShape", 9, 17, convertConstantOfShape,
-     "a known value; loom.constant splat when too large to fold"},
-    {"Dropout", 1, 17, convertDropout,
-     "forwards its input (ratio 0 or inference mode); the mask is a known "
-     "all-true value"},
     {"Expand", 8, 17, convertExpand,
      "loom.expand (-1 where the dimension is kept); known inputs fold"},
     {"Flatten", 1, 17, convertFlatten, "loom.reshape"},
     {"Gather", 1, 17, convertGather,
      "loom.gather (float32 data, int64 indices); known inputs fold"},
-    {"Identity", 1, 17, convertIdentity, "forwards its input"},
     {"Reshape", 1, 17, convertReshape, "loom.reshape"},
-    {"Shape", 1, 17, convertShape, "a known int64 value (static shapes)"},
-    {"Size", 1, 17, convertSize, "a known int64 value (static shapes)"},
     {"Slice", 1, 17, convertSlice,
      "loom.slice (whole-dimension axes dropped); negative steps: loom.slice "
      "and loom.gather reversing the axis"},
