@@ -11,6 +11,15 @@
 #                                      GPU machine's is older)
 #   mlp/                               an MLP 784-512-512-10 as ONNX, data, and
 #                                      its 1-rank AdamW plan compiled by loomc
+#   gpt2s/                             a small GPT-2 (2 layers, d=128, s=64;
+#                                      test/models/hf_models.py), its data, and
+#                                      fp32 and bf16 plans
+#   gpt2-124m/                         GPT-2 124M (l=12 h=768 a=12 s=1024
+#                                      V=50257) planned without weights
+#                                      (loomc --no-weights; loom-run then takes
+#                                      --init random:SEED), bf16 and fp32 plans
+#                                      for global batch $GPT2_BATCH on one H200,
+#                                      and the benchmark scripts
 #
 #   usage: bench/gpu/prepare.sh [BUILD_DIR]     (default build-cuda)
 # then, with the device tool (carry names the bundle; it is git-ignored):
@@ -20,8 +29,10 @@ set -euo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=$(cd "${1:-$SRC/build-cuda}" && pwd)
 PY=/usr/bin/python3 # Debian's, with torch and onnx (docs/ENVIRONMENT)
+GPT2_BATCH=${GPT2_BATCH:-32}
 STAGE=$BUILD/gpu-bundle
-rm -rf "$STAGE" && mkdir -p "$STAGE"/{bin,lib,libstdcxx,mlp}
+rm -rf "$STAGE" && mkdir -p "$STAGE"/{bin,lib,libstdcxx,mlp,gpt2s,gpt2-124m}
+LOOMC="$BUILD/bin/loomc"
 
 grep -q 'LOOM_HAVE_CUDA:INTERNAL=ON\|Loom CUDA backend: ON' "$BUILD/CMakeCache.txt" 2>/dev/null ||
   cmake -S "$SRC" -B "$BUILD" -DLOOM_ENABLE_CUDA=ON >/dev/null
@@ -46,6 +57,28 @@ $PY "$SRC/test/models/mlp.py" --out . --sizes 784,512,512,10 --batch 32 \
 "$BUILD/bin/loomc" model.onnx --cluster cpu:1 --global-batch 64 \
   --loss cross_entropy --optimizer adamw --lr 1e-3 -o mlp.loomplan --quiet
 cp "$SRC/test/models/compare.py" .
+
+# A small GPT-2 with stored weights: every GPT-2 op on both backends, fp32 and
+# bf16 (attention, embedding gather, slices, transposes, layer norm, GELU).
+cd "$STAGE/gpt2s"
+$PY "$SRC/test/models/hf_models.py" --model gpt2 --out . --batch 8 --samples 160 >/dev/null
+rm -f config.json ops.txt
+for prec in fp32 bf16; do
+  "$LOOMC" model.onnx --cluster cpu:1 --global-batch 8 --loss cross_entropy \
+    --optimizer adamw --lr 1e-3 --precision $prec -o $prec.loomplan --quiet
+done
+
+# GPT-2 124M, planned without weights, and the benchmark's two sides.
+cd "$STAGE/gpt2-124m"
+$PY "$SRC/bench/gpu/gpt2_export.py" --out . --size 124m
+for prec in bf16 fp32; do
+  "$LOOMC" model.onnx --no-weights --cluster h200:1x1 --global-batch "$GPT2_BATCH" \
+    --loss cross_entropy --optimizer adamw --lr 6e-4 --precision $prec -o $prec.loomplan \
+    --summary-json $prec.summary.json --quiet
+done
+rm model.onnx # the plans do not need it under --init random
+cp "$SRC/bench/gpu/gpt2_bench.py" "$SRC/bench/gpu/torch_gpt2.py" .
+echo "$GPT2_BATCH" > batch
 
 cd "$BUILD"
 tar -cJf gpu-bundle.tar.xz gpu-bundle

@@ -9,6 +9,12 @@
 #      written MLP training plan on both backends
 #   4. loom-run on a loomc-compiled MLP plan (784-512-512-10, AdamW, 20
 #      steps) with --device cpu and --device cuda: losses within rtol 1e-4
+#   5. a small GPT-2 (every GPT-2 op), 10 AdamW steps, cpu vs cuda: fp32
+#      plan within rtol 1e-4; bf16 plan within rtol 2e-2 (bf16 storage, fp32
+#      compute on both sides, different summation orders)
+#   6. GPT-2 124M (bf16, global batch from the bundle, --init random:1):
+#      Loom vs PyTorch (bf16 autocast, flash attention, fused AdamW) side by
+#      side: tokens/s, TFLOP/s, MFU against the measured bf16 peak
 # Logs and metrics go to $OUT (when the device tool sets it) or ./gpu-out.
 set -uo pipefail
 BUNDLE=${1:?usage: run.sh BUNDLE.tar.xz}
@@ -81,6 +87,45 @@ if [ $ok = 1 ] && python3 compare.py --metrics "$OUTDIR/mlp_cuda.jsonl" \
 else
   record "MLP cpu vs cuda losses (rtol 1e-4)" "FAIL ($OUTDIR/mlp_*.log)"
 fi
+
+# cpu vs cuda on one plan (data in the current directory): train_both NAME PLAN STEPS.
+train_both() {
+  local name=$1 plan=$2 steps=$3 dev ok=1
+  for dev in cpu cuda; do
+    timeout 180 "$B/bin/loom-run" "$plan" --data input_ids=input_ids.npy \
+      --data target=target.npy --steps "$steps" --log-every 5 --device $dev \
+      --metrics "$OUTDIR/${name}_$dev.jsonl" 2>&1 | tee "$OUTDIR/${name}_$dev.log" || ok=0
+  done
+  return $((1 - ok))
+}
+
+echo "== 5. small GPT-2: cpu vs cuda, fp32 and bf16"
+cd "$B/gpt2s"
+for prec_tol in fp32:1e-4 bf16:2e-2; do
+  prec=${prec_tol%%:*} tol=${prec_tol#*:}
+  if train_both gpt2s_$prec $prec.loomplan 10 &&
+     python3 "$B/mlp/compare.py" --metrics "$OUTDIR/gpt2s_${prec}_cuda.jsonl" \
+       --metrics2 "$OUTDIR/gpt2s_${prec}_cpu.jsonl" --rtol $tol 2>&1 |
+       tee "$OUTDIR/gpt2s_${prec}_compare.log"; then
+    record "GPT-2 small $prec cpu vs cuda (rtol $tol)" "PASS"
+  else
+    record "GPT-2 small $prec cpu vs cuda (rtol $tol)" "FAIL ($OUTDIR/gpt2s_${prec}_*.log)"
+  fi
+done
+
+echo "== 6. GPT-2 124M: Loom vs PyTorch"
+cd "$B/gpt2-124m"
+for prec in bf16 fp32; do
+  if timeout 240 python3 gpt2_bench.py --plan $prec.loomplan --model-json model.json \
+      --loom-run "$B/bin/loom-run" --batch "$(cat batch)" --precision $prec \
+      --json "$OUTDIR/gpt2_124m_$prec.json" 2>&1 | tee "$OUTDIR/gpt2_124m_$prec.log"; then
+    line=$(python3 -c "import json,sys; r=json.load(open(sys.argv[1])); l=r['sides'][0]; print('%.0f tokens/s, %.1f TFLOP/s, MFU %.1f%% of measured %.0f; Loom/PyTorch step time %.2f' % (l['tokens_per_s'], l['tflops'], 100*l['mfu_measured_peak'], r['measured_bf16_peak_tflops'], r.get('ratio_loom_over_torch', float('nan'))))" "$OUTDIR/gpt2_124m_$prec.json")
+    record "GPT-2 124M $prec" "$line"
+    break # fp32 is the fallback figure when bf16 does not run
+  else
+    record "GPT-2 124M $prec" "FAIL ($OUTDIR/gpt2_124m_$prec.log)"
+  fi
+done
 
 echo
 echo "== summary"
