@@ -41,7 +41,8 @@ expect_error "nw1.loomplan: parameter 'transformer.wte.weight' has no stored val
 expect_error "has no stored value (planned with loomc --no-weights); pass --init random:SEED" \
   loom_run_np 2 nw2.loomplan "${DATA[@]}"
 
-loom_run nw1.loomplan "${DATA[@]}" --init random:7 --metrics r7.jsonl
+loom_run nw1.loomplan "${DATA[@]}" --init random:7 --metrics r7.jsonl \
+  --export-onnx trained.onnx
 loom_run nw1.loomplan "${DATA[@]}" --init random:7 --metrics r7again.jsonl
 loom_run_np 2 nw2.loomplan "${DATA[@]}" --init random:7 --metrics r7np2.jsonl
 loom_run nw1.loomplan "${DATA[@]}" --init random --seed 8 --metrics r8.jsonl
@@ -57,6 +58,12 @@ assert all(a != b for a, b in zip(r7, r8)), ("seeds 7 and 8 agree", r7, r8)
 # std 0.02 weights give near-uniform logits over the 512 symbols.
 assert abs(r7[0] - math.log(512)) < 0.3, (r7[0], math.log(512))
 assert all(math.isfinite(x) for x in r7 + r8)
+# The export carries every trained parameter inline, data file or not.
+import onnx
+trained = onnx.load("trained.onnx")
+onnx.checker.check_model(trained)
+assert all(t.data_location != onnx.TensorProto.EXTERNAL and t.raw_data
+           for t in trained.graph.initializer)
 print("ok: seed 7 losses %s; seed 8 first loss %.6f; ln(512) = %.6f"
       % (", ".join("%.6f" % x for x in r7), r8[0], math.log(512)))
 PY
