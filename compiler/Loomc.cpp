@@ -125,6 +125,12 @@ struct Options {
                         cl::desc("keep the imported ops as they are (no fused "
                                  "GELU, norms, linear layers, attention)"),
                         cl::cat(cat)};
+  cl::opt<bool> noWeights{
+      "no-weights",
+      cl::desc("plan without reading parameter values: external data files "
+               "of float initializers may be missing; the plan stores no "
+               "weights and loom-run fills them with --init random:SEED"),
+      cl::cat(cat)};
   cl::opt<bool> listOps{"list-ops", cl::desc("list the supported ONNX ops and exit"),
                         cl::cat(cat)};
   cl::opt<bool> quiet{"quiet", cl::desc("do not print the summary"),
@@ -314,6 +320,7 @@ int run(Options &o) {
     importOptions.batchSize = o.globalBatch.getValue();
   if (failed(parseInputShapes(o.inputShapes, importOptions)))
     return 1;
+  importOptions.allowMissingWeights = o.noWeights;
   OwningOpRef<ModuleOp> module = importOnnxFile(&ctx, o.model, importOptions);
   if (!module)
     return 1;
@@ -386,6 +393,7 @@ int run(Options &o) {
   if (auto path = (*module)->getAttrOfType<StringAttr>("loom.model_path"))
     emitOptions.modelPath = path.str();
   emitOptions.producer = "loomc 0.1";
+  emitOptions.storedWeights = !o.noWeights;
   plan::Training &t = emitOptions.training;
   if (training) {
     t.set_loss(o.loss);

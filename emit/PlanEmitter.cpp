@@ -9,6 +9,7 @@
 
 #include "emit/PlanEmitter.h"
 #include "emit/ArenaAssignment.h"
+#include "emit/InitRules.h"
 #include "ir/LoomOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -40,8 +41,8 @@ std::string describeLoc(Location loc) {
 
 class Emitter {
 public:
-  Emitter(func::FuncOp func, MemoryBreakdown &memory)
-      : func(func), memory(memory) {}
+  Emitter(func::FuncOp func, MemoryBreakdown &memory, bool storedWeights)
+      : func(func), memory(memory), storedWeights(storedWeights) {}
 
   LogicalResult run(plan::Program &program);
 
@@ -70,6 +71,7 @@ private:
 
   func::FuncOp func;
   MemoryBreakdown &memory;
+  bool storedWeights;
   plan::Program *program = nullptr;
   DenseMap<Value, int> buffers;
   std::vector<LiveRange> ranges;
@@ -143,7 +145,9 @@ LogicalResult Emitter::emitArguments() {
     case plan::PARAMETER:
       buf->set_name(param.str());
       buf->set_binding(param.str());
-      buf->set_onnx_initializer(param.str());
+      if (storedWeights)
+        buf->set_onnx_initializer(param.str());
+      *buf->mutable_init_rule() = chooseInitRule(arg);
       memory.parameters += buf->size_bytes();
       memory.numParameters +=
           cast<RankedTensorType>(arg.getType()).getNumElements();
@@ -443,7 +447,7 @@ FailureOr<plan::Plan> mlir::loom::emitPlan(ModuleOp module,
 
   MemoryBreakdown memory;
   plan::Program program;
-  Emitter emitter(func, memory);
+  Emitter emitter(func, memory, options.storedWeights);
   if (failed(emitter.run(program)))
     return failure();
 

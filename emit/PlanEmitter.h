@@ -23,6 +23,10 @@ struct EmitOptions {
   /// forward plan.
   plan::Training training;
   std::string producer = "loomc";
+  /// Whether parameters start from the model's initializers
+  /// (`onnx_initializer`); without, they have no stored value and the
+  /// runtime fills them by their `init_rule` (`loomc --no-weights`).
+  bool storedWeights = true;
 };
 
 /// Bytes of one program's arena by what they hold (for the summary).

@@ -21,6 +21,7 @@
 #include "onnx/defs/tensor_proto_util.h"
 
 #include <cctype>
+#include <cstring>
 
 using namespace mlir;
 using namespace mlir::loom;
@@ -120,9 +121,11 @@ Location SourceLocator::valueLoc(StringRef name) const {
 
 GraphImporter::GraphImporter(MLIRContext *ctx, const onnx::ModelProto &model,
                              SourceLocator &locator, int64_t opset,
-                             llvm::StringMap<SmallVector<int64_t>> folded)
+                             llvm::StringMap<SmallVector<int64_t>> folded,
+                             llvm::StringMap<ExternalTensor> external)
     : ctx(ctx), model(model), locator(locator), opsetVersion(opset), b(ctx),
-      folded(std::move(folded)), currentLoc(UnknownLoc::get(ctx)) {
+      folded(std::move(folded)), external(std::move(external)),
+      currentLoc(UnknownLoc::get(ctx)) {
   const onnx::GraphProto &graph = model.graph();
   for (const auto &info : graph.input())
     known[info.name()].type = &info.type();
@@ -461,6 +464,20 @@ std::optional<ConstTensor> GraphImporter::floatInitializer(unsigned index) {
   if (!init || init->data_type() != onnx::TensorProto::FLOAT)
     return std::nullopt;
   SmallVector<int64_t> shape(init->dims().begin(), init->dims().end());
+  auto ext = external.find(init->name());
+  if (ext != external.end()) {
+    FailureOr<std::string> bytes =
+        readExternalData(currentLoc, init->name(), ext->second);
+    if (failed(bytes) ||
+        static_cast<int64_t>(bytes->size()) != product(shape) * 4)
+      return std::nullopt;
+    std::vector<float> values(product(shape));
+    std::memcpy(values.data(), bytes->data(), bytes->size());
+    return ConstTensor::ofFloats(shape, std::move(values));
+  }
+  if (init->has_raw_data() &&
+      static_cast<int64_t>(init->raw_data().size()) != product(shape) * 4)
+    return std::nullopt; // a parameter planned without its stored value
   auto data = onnx::ParseData<float>(init);
   if (static_cast<int64_t>(data.size()) != product(shape))
     return std::nullopt;

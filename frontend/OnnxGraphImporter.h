@@ -94,15 +94,42 @@ private:
 /// The display name of a node: its ONNX name, or `<op_type>_<index>`.
 std::string nodeName(const onnx::NodeProto &node, int index);
 
+/// Where an initializer's external data lives (OnnxExternalData.cpp).
+struct ExternalTensor {
+  /// The data file, resolved against the model's folder.
+  std::string file;
+  int64_t offset = 0;
+  /// Bytes; -1 until known (to the end of the file).
+  int64_t length = -1;
+};
+
+/// Resolves the initializers of `model` stored as external data, before
+/// ONNX's checker and shape inference see them: non-float tensors are read
+/// into `raw_data` (their files must be present); float32 tensors
+/// (parameters) get a stub value and are returned by name with where their
+/// bytes are, when their file is present. A missing float file is an error
+/// unless `allowMissingWeights`. Offsets and lengths are checked against the
+/// files and the tensors' shapes.
+FailureOr<llvm::StringMap<ExternalTensor>>
+resolveExternalData(Location loc, StringRef modelPath, onnx::ModelProto &model,
+                    bool allowMissingWeights);
+
+/// The bytes `ref` names, or a diagnostic naming the initializer `name`.
+FailureOr<std::string> readExternalData(Location loc, StringRef name,
+                                        const ExternalTensor &ref);
+
 /// Converts the nodes of one checked, shape-inferred ONNX graph.
 class GraphImporter {
 public:
   /// `folded` holds the values ONNX's data propagation computed for integer
   /// tensors; nodes without a converter whose outputs are all folded (shape
   /// subgraphs) are imported as integer constants.
+  /// `external` holds the float initializers whose data is in external
+  /// files (`resolveExternalData`).
   GraphImporter(MLIRContext *ctx, const onnx::ModelProto &model,
                 SourceLocator &locator, int64_t opset,
-                llvm::StringMap<SmallVector<int64_t>> folded = {});
+                llvm::StringMap<SmallVector<int64_t>> folded = {},
+                llvm::StringMap<ExternalTensor> external = {});
 
   /// Builds `@main` into `module`; emits diagnostics and fails on the first
   /// node that cannot be imported.
@@ -215,6 +242,7 @@ private:
   /// Names read by some node or graph output.
   llvm::StringSet<> used;
   llvm::StringMap<SmallVector<int64_t>> folded;
+  llvm::StringMap<ExternalTensor> external;
 
   std::vector<Location> nodeLocs;
   const onnx::NodeProto *current = nullptr;

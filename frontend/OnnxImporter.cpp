@@ -379,6 +379,10 @@ static OwningOpRef<ModuleOp> importImpl(MLIRContext *ctx, StringRef path,
   auto opset = defaultOpset(fileLoc, path, model);
   if (failed(opset))
     return nullptr;
+  auto external =
+      resolveExternalData(fileLoc, path, model, options.allowMissingWeights);
+  if (failed(external))
+    return nullptr;
   if (failed(applyShapeOptions(fileLoc, path, model, *opset, options)))
     return nullptr;
 
@@ -418,7 +422,8 @@ static OwningOpRef<ModuleOp> importImpl(MLIRContext *ctx, StringRef path,
     if (static_cast<int>(values.size()) == data.dim_size())
       folded[name] = std::move(values);
   }
-  GraphImporter importer(ctx, model, locator, *opset, std::move(folded));
+  GraphImporter importer(ctx, model, locator, *opset, std::move(folded),
+                         std::move(*external));
   if (failed(importer.importInto(*module)))
     return nullptr;
   if (failed(verify(*module)))

@@ -18,6 +18,10 @@ struct OnnxImportOptions {
   std::optional<int64_t> batchSize;
   /// Full static shapes for named graph inputs; wins over `batchSize`.
   llvm::StringMap<SmallVector<int64_t>> inputShapes;
+  /// Whether float initializers (parameters) may lack their data: external
+  /// data files that are missing are then not an error (`loomc
+  /// --no-weights`). Integer constants the importer folds always need theirs.
+  bool allowMissingWeights = false;
 };
 
 /// Imports the ONNX model at `path` (binary protobuf, or ONNX text syntax
@@ -26,6 +30,8 @@ struct OnnxImportOptions {
 /// the floating-point initializers (`loom.param = NAME`); results are the
 /// graph outputs (`loom.output = NAME`). The module carries
 /// `loom.model_path` (the absolute path of the file) and `loom.opset`.
+/// Initializers may store their data in external files (relative to the
+/// model's folder); the importer reads only the integer ones it folds.
 /// Runs ONNX's checker and shape inference first. Any problem is reported as
 /// a diagnostic on `ctx` (naming the node, op type and opset) and yields
 /// null; no exception escapes.

@@ -51,7 +51,8 @@ std::string Executor::where(int index) const {
 
 StatusOr<std::unique_ptr<Executor>>
 Executor::create(const plan::Plan &plan, Communicator &world,
-                 const std::string &planPath, Device *device) {
+                 const std::string &planPath, Device *device,
+                 const ParameterInit &init) {
   if (world.size() != plan.world_size())
     return makeError("%s: plan is for %d rank(s) but %d were launched; run "
                      "with mpirun -np %d",
@@ -88,7 +89,7 @@ Executor::create(const plan::Plan &plan, Communicator &world,
 
   LOOM_ASSIGN_OR_RETURN(exec->arena,
                         Arena::allocate(exec->theProgram->arena_bytes()));
-  LOOM_RETURN_IF_ERROR(exec->initializeBuffers());
+  LOOM_RETURN_IF_ERROR(exec->initializeBuffers(init));
   if (device) {
     // Initial values are built on the host and uploaded once.
     exec->theDevice = device;
@@ -164,12 +165,33 @@ void copyShard(const uint8_t *src, const std::vector<int64_t> &global,
 
 } // namespace
 
-Status Executor::initializeBuffers() {
+Status Executor::initializeBuffers(const ParameterInit &init) {
   std::unique_ptr<OnnxWeights> weights;
   for (const plan::Buffer &b : theProgram->buffers()) {
     uint8_t *dst = bufferData(b);
     std::string what = planPath + ": buffer " + std::to_string(b.id()) +
                        " '" + b.name() + "'";
+    if (b.role() == plan::PARAMETER &&
+        (init.random || b.init_case() == plan::Buffer::INIT_NOT_SET)) {
+      const std::string &name = b.binding().empty() ? b.name() : b.binding();
+      if (!init.random)
+        return makeError("%s: parameter '%s' has no stored value (planned "
+                         "with loomc --no-weights); pass --init random:SEED",
+                         planPath.c_str(), name.c_str());
+      if (b.dtype() != plan::F32)
+        return makeError("%s: --init random fills float32 parameters only, "
+                         "not %s",
+                         what.c_str(), dtypeName(b.dtype()));
+      std::vector<int64_t> local = bufferShape(b);
+      std::vector<int64_t> global = local, offset(local.size(), 0);
+      if (b.global_shape_size() != 0) {
+        global.assign(b.global_shape().begin(), b.global_shape().end());
+        offset.assign(b.shard_offset().begin(), b.shard_offset().end());
+      }
+      fillByInitRule(b.init_rule(), init.seed, name, global, offset, local,
+                     reinterpret_cast<float *>(dst));
+      continue;
+    }
     switch (b.init_case()) {
     case plan::Buffer::kZeros:
       std::memset(dst, 0, b.size_bytes());

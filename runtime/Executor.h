@@ -13,6 +13,7 @@
 #include "runtime/Device.h"
 #include "runtime/Plan.h"
 #include "runtime/comm/Communicator.h"
+#include "runtime/init/RandomInit.h"
 #include "runtime/kernels/Kernel.h"
 #include "runtime/support/HostTensor.h"
 
@@ -32,8 +33,10 @@ public:
   /// every mesh-axis set the plan's `all_reduce` ops name (collective: every
   /// rank of `world` must call `create`), allocates the arena, initialises
   /// PARAMETER / OPTIMIZER_STATE / CONSTANT buffers (ONNX initializers are
-  /// read from `plan.model_path()`), and binds every instruction's kernel.
-  /// `planPath` prefixes errors.
+  /// read from `plan.model_path()`; with `init.random`, PARAMETERs are
+  /// filled by their init rules instead, on the host arena before any
+  /// upload), and binds every instruction's kernel. A PARAMETER without a
+  /// stored value needs `init.random`. `planPath` prefixes errors.
   ///
   /// With a `device` (which must outlive the executor) the arena is
   /// allocated there too and the device's kernels run; the host arena then
@@ -41,7 +44,8 @@ public:
   /// then reduce device memory (an NCCL world, or a one-rank world).
   static StatusOr<std::unique_ptr<Executor>>
   create(const plan::Plan &plan, Communicator &world,
-         const std::string &planPath = "plan", Device *device = nullptr);
+         const std::string &planPath = "plan", Device *device = nullptr,
+         const ParameterInit &init = {});
 
   /// Runs every instruction once. `step` is 0-based; AdamW uses t = step+1
   /// and SGD initialises its momentum buffer at step 0.
@@ -96,7 +100,7 @@ private:
   };
 
   Executor(const plan::Plan &plan, int rank, std::string planPath);
-  Status initializeBuffers();
+  Status initializeBuffers(const ParameterInit &init);
   Status runCalls(const StepContext &ctx);
   /// Copies `b` from the host arena to the device arena (no-op on the host).
   Status uploadBuffer(const plan::Buffer &b);

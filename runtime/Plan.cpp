@@ -6,6 +6,7 @@
 #include "runtime/support/HostTensor.h"
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -150,6 +151,15 @@ Status checkBuffer(const plan::Plan &plan, const plan::Program &program,
   bool hasInit = b.init_case() != plan::Buffer::INIT_NOT_SET;
   switch (b.role()) {
   case plan::PARAMETER:
+    // Without a stored value (`loomc --no-weights`) the runtime fills the
+    // parameter by its rule (`loom-run --init random:SEED`).
+    if (b.init_rule().kind() == plan::InitRule::NORMAL &&
+        !(b.init_rule().std() >= 0 && std::isfinite(b.init_rule().std())))
+      return makeError("init_rule NORMAL has a bad std %g",
+                       b.init_rule().std());
+    if (!plan::InitRule::Kind_IsValid(b.init_rule().kind()))
+      return makeError("unknown init_rule kind %d", b.init_rule().kind());
+    break;
   case plan::CONSTANT:
     if (!hasInit)
       return makeError("%s buffer has no initial value (onnx_initializer, "

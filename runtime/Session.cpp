@@ -9,15 +9,17 @@
 
 namespace loom::runtime {
 
-StatusOr<std::unique_ptr<Session>>
-Session::create(plan::Plan plan, Communicator &world,
-                const std::string &planPath, Device *device) {
+StatusOr<std::unique_ptr<Session>> Session::create(plan::Plan plan,
+                                                   Communicator &world,
+                                                   const std::string &planPath,
+                                                   Device *device,
+                                                   const ParameterInit &init) {
   LOOM_RETURN_IF_ERROR(validatePlan(plan, planPath));
   std::unique_ptr<Session> s(new Session());
   s->thePlan = std::make_unique<plan::Plan>(std::move(plan));
   s->planPath = planPath;
-  LOOM_ASSIGN_OR_RETURN(s->exec,
-                        Executor::create(*s->thePlan, world, planPath, device));
+  LOOM_ASSIGN_OR_RETURN(
+      s->exec, Executor::create(*s->thePlan, world, planPath, device, init));
   return s;
 }
 

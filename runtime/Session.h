@@ -30,9 +30,11 @@ public:
   /// Validates `plan` and prepares this rank's executor (collective over
   /// `world`, see `Executor::create`). `planPath` prefixes errors. With a
   /// `device` (which must outlive the session) the program runs there.
+  /// `init` says where parameters start from (`Executor::create`).
   static StatusOr<std::unique_ptr<Session>>
   create(plan::Plan plan, Communicator &world,
-         const std::string &planPath = "plan", Device *device = nullptr);
+         const std::string &planPath = "plan", Device *device = nullptr,
+         const ParameterInit &init = {});
 
   /// Supplies the array `binding` (an INPUT's graph input name or "target")
   /// reads from; dim 0 indexes samples. Checked with `checkBindingData`.

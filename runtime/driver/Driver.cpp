@@ -148,9 +148,9 @@ int train(const RunOptions &opts, Communicator &world) {
   std::unique_ptr<Session> session;
   {
     Status s = Status::ok();
-    StatusOr<std::unique_ptr<Session>> created = Session::create(
-        in.plan, deviceWorld ? *deviceWorld : world, opts.planPath,
-        device.get());
+    StatusOr<std::unique_ptr<Session>> created =
+        Session::create(in.plan, deviceWorld ? *deviceWorld : world,
+                        opts.planPath, device.get(), opts.init);
     if (created.isOk()) {
       session = std::move(created).value();
       for (auto &[name, value] : in.data) {
@@ -167,6 +167,11 @@ int train(const RunOptions &opts, Communicator &world) {
   in.data.clear();
 
   if (root && !opts.quiet) {
+    std::string extra;
+    if (opts.init.random)
+      extra += ", random init (seed " + std::to_string(opts.init.seed) + ")";
+    if (device)
+      extra += ", on " + device->name();
     std::printf("loom-run: %s: world size %d, mesh %s, arena %s (%lld bytes) "
                 "per rank, global batch %lld, %s%s\n",
                 opts.planPath.c_str(), in.plan.world_size(),
@@ -174,7 +179,7 @@ int train(const RunOptions &opts, Communicator &world) {
                 (long long)maxArena, (long long)training.global_batch(),
                 training.optimizer().empty() ? "no optimizer"
                                              : training.optimizer().c_str(),
-                device ? (", on " + device->name()).c_str() : "");
+                extra.c_str());
     std::fflush(stdout);
   }
 

@@ -4,14 +4,16 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <optional>
 
 namespace loom::runtime {
 
 const char *helpText() {
   return R"(usage:
   [mpirun -np N] loom-run PLAN --data NAME=FILE.npy ... --steps K
-                 [--seed S] [--metrics FILE.jsonl] [--export-onnx FILE.onnx]
-                 [--log-every N] [--quiet] [--device cpu|cuda]
+                 [--init onnx|random[:SEED]] [--seed S] [--metrics FILE.jsonl]
+                 [--export-onnx FILE.onnx] [--log-every N] [--quiet]
+                 [--device cpu|cuda]
   loom-run --forward MODEL.onnx --input NAME=FILE.npy ... --output-dir DIR
 
 Runs a .loomplan written by loomc: N ranks under mpirun (N must equal the
@@ -27,9 +29,16 @@ training options:
                           float32/float64 for float inputs, int64/int32 class
                           ids for cross_entropy targets.
   --steps K               number of training steps (required)
-  --seed S                accepted for reproducible launches; plans carry
-                          every initial value and data is not shuffled, so it
-                          does not change results yet
+  --init onnx|random[:SEED]
+                          where parameters start from. onnx (default): the
+                          plan's stored values (its ONNX initializers).
+                          random:SEED: each parameter by the plan's init
+                          rule (norm scales 1, biases 0, matrices and
+                          embeddings N(0, 0.02^2)), the same values for any
+                          rank count or device; needed for plans compiled
+                          with loomc --no-weights. SEED defaults to --seed
+  --seed S                the run's seed (default 0): the SEED of --init
+                          random without one; data is not shuffled
   --metrics FILE.jsonl    rank 0 writes one JSON object per step: step, loss,
                           step_time_s, tokens_per_s, samples_per_s,
                           peak_memory_bytes
@@ -89,7 +98,8 @@ StatusOr<int64_t> parseInt(const std::string &flag, const std::string &value) {
 StatusOr<RunOptions> parseOptions(int argc, char **argv) {
   RunOptions opts;
   std::vector<std::string> positional;
-  bool sawData = false, sawInput = false;
+  bool sawData = false, sawInput = false, sawInit = false;
+  std::optional<int64_t> initSeed;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "-h") {
@@ -117,9 +127,9 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
       continue;
     }
     static const char *const withValue[] = {
-        "--data",    "--input",       "--steps",     "--seed",
-        "--metrics", "--export-onnx", "--output-dir", "--forward",
-        "--log-every", "--device"};
+        "--data",      "--input",       "--steps",      "--seed",
+        "--metrics",   "--export-onnx", "--output-dir", "--forward",
+        "--log-every", "--device",      "--init"};
     bool known = false;
     for (const char *f : withValue)
       known |= flag == f;
@@ -150,6 +160,24 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
                          (long long)opts.logEvery);
     } else if (flag == "--seed") {
       LOOM_ASSIGN_OR_RETURN(opts.seed, parseInt(flag, value));
+    } else if (flag == "--init") {
+      sawInit = true;
+      if (value == "onnx") {
+        opts.init.random = false;
+      } else if (value == "random") {
+        opts.init.random = true;
+      } else if (value.compare(0, 7, "random:") == 0) {
+        opts.init.random = true;
+        StatusOr<int64_t> seed = parseInt(flag, value.substr(7));
+        if (!seed.isOk())
+          return makeError("--init random:SEED expects an integer SEED, got "
+                           "'%s'",
+                           value.substr(7).c_str());
+        initSeed = *seed;
+      } else {
+        return makeError("--init must be onnx or random:SEED, got '%s'",
+                         value.c_str());
+      }
     } else if (flag == "--metrics") {
       opts.metricsPath = value;
     } else if (flag == "--export-onnx") {
@@ -172,7 +200,7 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
       return makeError("unexpected argument '%s' with --forward",
                        positional[0].c_str());
     if (sawData || opts.steps != -1 || !opts.metricsPath.empty() ||
-        !opts.exportOnnxPath.empty())
+        !opts.exportOnnxPath.empty() || sawInit)
       return makeError("--forward takes --input and --output-dir only");
     if (opts.outputDir.empty())
       return makeError("--forward needs --output-dir DIR");
@@ -193,6 +221,7 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
   opts.planPath = positional[0];
   if (opts.steps == -1)
     return makeError("missing --steps K");
+  opts.init.seed = static_cast<uint64_t>(initSeed ? *initSeed : opts.seed);
   return opts;
 }
 

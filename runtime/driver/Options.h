@@ -3,6 +3,7 @@
 #ifndef LOOM_RUNTIME_DRIVER_OPTIONS_H
 #define LOOM_RUNTIME_DRIVER_OPTIONS_H
 
+#include "runtime/init/RandomInit.h"
 #include "runtime/support/Status.h"
 
 #include <cstdint>
@@ -18,7 +19,8 @@ struct RunOptions {
   std::string planPath;    // training: PLAN; forward: MODEL.onnx
   std::vector<std::pair<std::string, std::string>> data; // --data / --input
   int64_t steps = -1;
-  int64_t seed = 0;
+  int64_t seed = 0;   // --seed: the default of --init random
+  ParameterInit init; // --init onnx|random[:SEED]
   std::string metricsPath;
   std::string exportOnnxPath;
   std::string outputDir;

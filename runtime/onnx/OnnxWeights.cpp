@@ -4,7 +4,9 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <unordered_map>
@@ -31,18 +33,32 @@ Status parseModel(const std::string &path, onnx::ModelProto &model) {
   return Status::ok();
 }
 
-/// The bytes of an external-data tensor.
+/// Parses an external data `offset` or `length` entry.
+StatusOr<int64_t> parseSize(const onnx::TensorProto &t, const char *key,
+                            const std::string &value) {
+  char *end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(value.c_str(), &end, 10);
+  if (errno || end == value.c_str() || *end != '\0' || v < 0)
+    return makeError("initializer '%s' has a bad external data %s '%s'",
+                     t.name().c_str(), key, value.c_str());
+  return static_cast<int64_t>(v);
+}
+
+/// The bytes of an external-data tensor: `length` bytes (default: to the end
+/// of the file) at `offset` of `location`, relative to the model's folder.
 StatusOr<std::string> readExternal(const std::string &modelDir,
                                    const onnx::TensorProto &t) {
   std::string location;
   int64_t offset = 0, length = -1;
   for (const auto &kv : t.external_data()) {
-    if (kv.key() == "location")
+    if (kv.key() == "location") {
       location = kv.value();
-    else if (kv.key() == "offset")
-      offset = std::atoll(kv.value().c_str());
-    else if (kv.key() == "length")
-      length = std::atoll(kv.value().c_str());
+    } else if (kv.key() == "offset") {
+      LOOM_ASSIGN_OR_RETURN(offset, parseSize(t, "offset", kv.value()));
+    } else if (kv.key() == "length") {
+      LOOM_ASSIGN_OR_RETURN(length, parseSize(t, "length", kv.value()));
+    }
   }
   if (location.empty())
     return makeError("initializer '%s' has external data without a location",
@@ -51,22 +67,26 @@ StatusOr<std::string> readExternal(const std::string &modelDir,
       location[0] == '/' ? location : modelDir + "/" + location;
   std::ifstream in(file, std::ios::binary);
   if (!in)
-    return makeError("cannot open external data '%s' of initializer '%s': %s",
-                     file.c_str(), t.name().c_str(), std::strerror(errno));
+    return makeError("initializer '%s' stores its data in '%s', which cannot "
+                     "be opened: %s",
+                     t.name().c_str(), file.c_str(), std::strerror(errno));
   in.seekg(0, std::ios::end);
   int64_t size = in.tellg();
   if (length < 0)
-    length = size - offset;
-  if (offset < 0 || offset + length > size)
-    return makeError("external data '%s' of initializer '%s' is too short "
-                     "(%lld bytes, need %lld at offset %lld)",
-                     file.c_str(), t.name().c_str(), (long long)size,
-                     (long long)length, (long long)offset);
+    length = std::max<int64_t>(size - offset, 0);
+  if (offset + length > size)
+    return makeError("initializer '%s' needs bytes [%lld, %lld) of '%s', "
+                     "which has only %lld bytes",
+                     t.name().c_str(), (long long)offset,
+                     (long long)(offset + length), file.c_str(),
+                     (long long)size);
   std::string bytes(length, '\0');
   in.seekg(offset);
   in.read(bytes.data(), length);
   if (!in)
-    return makeError("cannot read external data '%s'", file.c_str());
+    return makeError("cannot read the external data of initializer '%s' "
+                     "from '%s'",
+                     t.name().c_str(), file.c_str());
   return bytes;
 }
 

@@ -64,6 +64,48 @@ const ::loom::plan::Buffer *findBuffer(const ::loom::plan::Program &p,
   return nullptr;
 }
 
+constexpr llvm::StringLiteral kNormLinear = R"(
+func.func @main(%x: tensor<8x4xf32> {loom.input = "x"}, %g: tensor<4xf32> {loom.param = "g"},
+                %beta: tensor<4xf32> {loom.param = "beta"}, %w: tensor<4x3xf32> {loom.param = "w"},
+                %b: tensor<3xf32> {loom.param = "b"}, %s: tensor<3xf32> {loom.param = "s"})
+    -> (tensor<8x3xf32> {loom.output = "y"}) {
+  %0 = loom.layer_norm %x, %g, %beta axis 1 {epsilon = 1.0e-05 : f64} : (tensor<8x4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<8x4xf32>
+  %1 = loom.linear %0, %w, %b : (tensor<8x4xf32>, tensor<4x3xf32>, tensor<3xf32>) -> tensor<8x3xf32>
+  %2 = loom.mul %1, %s : (tensor<8x3xf32>, tensor<3xf32>) -> tensor<8x3xf32>
+  return %2 : tensor<8x3xf32>
+}
+)";
+
+TEST_F(PlanEmitterTest, InitRulesWithoutStoredWeights) {
+  OwningOpRef<ModuleOp> module = trainStep(kNormLinear, 1);
+  ASSERT_TRUE(module);
+  EmitOptions options;
+  options.storedWeights = false;
+  FailureOr<::loom::plan::Plan> plan = emitPlan(*module, options);
+  ASSERT_TRUE(succeeded(plan));
+  plan->mutable_training()->set_global_batch(8);
+  ::loom::runtime::Status valid = ::loom::runtime::validatePlan(*plan, "p");
+  EXPECT_TRUE(valid.isOk()) << valid.message();
+  using Rule = ::loom::plan::InitRule;
+  struct Want {
+    const char *name;
+    Rule::Kind kind;
+    double std;
+  } wants[] = {{"g", Rule::ONES, 0},
+               {"beta", Rule::ZEROS, 0},
+               {"w", Rule::NORMAL, 0.02},
+               {"b", Rule::ZEROS, 0},
+               {"s", Rule::ZEROS, 0}};
+  for (const Want &want : wants) {
+    const auto *p =
+        findBuffer(plan->programs(0), ::loom::plan::PARAMETER, want.name);
+    ASSERT_TRUE(p) << want.name;
+    EXPECT_EQ(p->init_case(), ::loom::plan::Buffer::INIT_NOT_SET) << want.name;
+    EXPECT_EQ(p->init_rule().kind(), want.kind) << want.name;
+    EXPECT_EQ(p->init_rule().std(), want.std) << want.name;
+  }
+}
+
 TEST_F(PlanEmitterTest, TrainingStepRolesAndInPlaceUpdates) {
   OwningOpRef<ModuleOp> module = trainStep(kMlp, 2);
   ASSERT_TRUE(module);

@@ -41,6 +41,27 @@ TEST(OptionsTest, Training) {
   EXPECT_EQ(o->logEvery, 10);
 }
 
+TEST(OptionsTest, Init) {
+  auto dflt = parse({"p", "--steps", "1"});
+  ASSERT_TRUE(dflt.isOk());
+  EXPECT_FALSE(dflt->init.random);
+  auto seeded = parse({"p", "--steps", "1", "--init", "random:7"});
+  ASSERT_TRUE(seeded.isOk()) << seeded.status().message();
+  EXPECT_TRUE(seeded->init.random);
+  EXPECT_EQ(seeded->init.seed, 7u);
+  // Without its own SEED, --init random takes --seed; its own SEED wins.
+  auto fromSeed = parse({"p", "--steps", "1", "--init=random", "--seed", "3"});
+  ASSERT_TRUE(fromSeed.isOk());
+  EXPECT_TRUE(fromSeed->init.random);
+  EXPECT_EQ(fromSeed->init.seed, 3u);
+  auto both = parse({"p", "--seed", "3", "--init", "random:9", "--steps", "1"});
+  ASSERT_TRUE(both.isOk());
+  EXPECT_EQ(both->init.seed, 9u);
+  auto onnx = parse({"p", "--steps", "1", "--init", "onnx"});
+  ASSERT_TRUE(onnx.isOk());
+  EXPECT_FALSE(onnx->init.random);
+}
+
 TEST(OptionsTest, Forward) {
   auto o = parse({"--forward", "m.onnx", "--input", "x=x.npy", "--output-dir", "out"});
   ASSERT_TRUE(o.isOk()) << o.status().message();
@@ -60,12 +81,19 @@ TEST(OptionsTest, Errors) {
       {{"p", "--steps", "1", "--data", "x"}, "--data expects NAME=FILE.npy"},
       {{"p", "--steps", "1", "--data", "x=a", "--data", "x=b"}, "given twice"},
       {{"p", "--steps", "1", "--bogus"}, "unknown option '--bogus'"},
-      {{"p", "--steps", "1", "--log-every", "0"}, "--log-every must be at least 1"},
+      {{"p", "--steps", "1", "--log-every", "0"},
+       "--log-every must be at least 1"},
       {{"--steps", "1"}, "no plan given"},
       {{"p", "q", "--steps", "1"}, "unexpected argument 'q'"},
       {{"p", "--steps"}, "--steps needs a value"},
       {{"--forward", "m.onnx", "--input", "x=x.npy"}, "needs --output-dir"},
       {{"p", "--steps", "1", "--input", "x=x.npy"}, "belong to --forward"},
+      {{"p", "--steps", "1", "--init", "xavier"},
+       "--init must be onnx or random:SEED, got 'xavier'"},
+      {{"p", "--steps", "1", "--init", "random:x"},
+       "--init random:SEED expects an integer SEED, got 'x'"},
+      {{"--forward", "m.onnx", "--output-dir", "o", "--init", "random:1"},
+       "--forward takes --input and --output-dir only"},
   };
   for (const Case &c : cases) {
     auto o = parse(c.args);

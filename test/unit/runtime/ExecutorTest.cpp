@@ -208,4 +208,44 @@ TEST(ArenaTest, ExecutorBuffersLiveInOneArena) {
   EXPECT_EQ(w.toF32(), kW0);
 }
 
+TEST(ExecutorTest, ParameterWithoutStoredValueNeedsRandomInit) {
+  LocalCommunicator world;
+  plan::Plan p =
+      makeLinearRegressionPlan(1, 4, 3, 2, 0.1, std::vector<float>(6, 0.5f));
+  plan::Buffer *w = p.mutable_programs(0)->mutable_buffers(2);
+  ASSERT_EQ(w->binding(), "W");
+  w->clear_data();
+  w->mutable_init_rule()->set_std(0.02);
+  auto missing = Executor::create(p, world, "p.loomplan");
+  ASSERT_FALSE(missing.isOk());
+  EXPECT_EQ(missing.status().message(),
+            "p.loomplan: parameter 'W' has no stored value (planned with "
+            "loomc --no-weights); pass --init random:SEED");
+
+  ParameterInit init{/*random=*/true, /*seed=*/7};
+  auto exec = Executor::create(p, world, "p.loomplan", nullptr, init);
+  ASSERT_TRUE(exec.isOk()) << exec.status().message();
+  std::vector<float> want(6);
+  fillByInitRule(w->init_rule(), 7, "W", {3, 2}, {0, 0}, {3, 2}, want.data());
+  EXPECT_EQ((*exec)->readBuffer(*(*exec)->findBufferByName("W")).toF32(), want);
+
+  // Random init also replaces stored values; a shard takes its slice.
+  plan::Plan stored =
+      makeLinearRegressionPlan(1, 4, 3, 2, 0.1, std::vector<float>(6, 0.5f));
+  plan::Buffer *sw = stored.mutable_programs(0)->mutable_buffers(2);
+  sw->mutable_init_rule()->set_std(0.02);
+  sw->clear_global_shape();
+  sw->clear_shard_offset();
+  for (int64_t d : {6, 2})
+    sw->add_global_shape(d);
+  for (int64_t d : {3, 0})
+    sw->add_shard_offset(d);
+  auto shard = Executor::create(stored, world, "p.loomplan", nullptr, init);
+  ASSERT_TRUE(shard.isOk()) << shard.status().message();
+  std::vector<float> whole(12);
+  fillByInitRule(sw->init_rule(), 7, "W", {6, 2}, {0, 0}, {6, 2}, whole.data());
+  EXPECT_EQ((*shard)->readBuffer(*(*shard)->findBufferByName("W")).toF32(),
+            std::vector<float>(whole.begin() + 6, whole.end()));
+}
+
 } // namespace

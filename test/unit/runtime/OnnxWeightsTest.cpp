@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <fstream>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -104,6 +105,32 @@ TEST_F(OnnxWeightsTest, Errors) {
   EXPECT_NE(kind.status().message().find("is integer but the plan expects float32"),
             std::string::npos);
   EXPECT_FALSE(OnnxWeights::load(dir + "/nope.onnx").isOk());
+}
+
+TEST_F(OnnxWeightsTest, ExternalDataMissingOrShortNamesTensorAndFile) {
+  auto w = OnnxWeights::load(modelPath);
+  ASSERT_TRUE(w.isOk());
+  std::string file = dir + "/weights.bin";
+  // 12 bytes: [8, 16) is cut short.
+  float some[3] = {0, 0, 1};
+  std::ofstream(file, std::ios::binary | std::ios::trunc)
+      .write(reinterpret_cast<char *>(some), sizeof(some));
+  auto shortData = (*w)->get("e", ElemType::F32);
+  ASSERT_FALSE(shortData.isOk());
+  EXPECT_NE(shortData.status().message().find(
+                "initializer 'e' needs bytes [8, 16) of '" + file +
+                "', which has only 12 bytes"),
+            std::string::npos)
+      << shortData.status().message();
+  std::remove(file.c_str());
+  auto missing = (*w)->get("e", ElemType::F32);
+  ASSERT_FALSE(missing.isOk());
+  EXPECT_NE(
+      missing.status().message().find("initializer 'e' stores its data in '" +
+                                      file + "', which cannot be opened"),
+      std::string::npos)
+      << missing.status().message();
+  EXPECT_EQ(missing.status().message().find('\n'), std::string::npos);
 }
 
 TEST_F(OnnxWeightsTest, PlanInitialisesFromOnnxAndExportsTrainedWeights) {

@@ -121,8 +121,14 @@ TEST(PlanTest, SizeMatchesShapeAndDType) {
 }
 
 TEST(PlanTest, InitialValues) {
-  EXPECT_ERROR([](plan::Plan &p) { prog0(p).mutable_buffers(2)->clear_data(); },
-               "PARAMETER buffer has no initial value");
+  // A parameter without a stored value is filled by its init rule.
+  EXPECT_ERROR(
+      [](plan::Plan &p) {
+        plan::Buffer *b = prog0(p).mutable_buffers(2);
+        b->clear_data();
+        b->mutable_init_rule()->set_std(-1);
+      },
+      "init_rule NORMAL has a bad std -1");
   EXPECT_ERROR([](plan::Plan &p) { prog0(p).mutable_buffers(2)->set_data("abc"); },
                "init data has 3 bytes, expected 24");
   EXPECT_ERROR(
