@@ -89,12 +89,15 @@ FailureOr<int> Emitter::newBuffer(Type t, plan::Role role, Location loc) {
   if (type.getElementType().isF32()) {
     buf->set_dtype(plan::F32);
     elemBytes = 4;
+  } else if (type.getElementType().isBF16()) {
+    buf->set_dtype(plan::BF16);
+    elemBytes = 2;
   } else if (type.getElementType().isInteger(64)) {
     buf->set_dtype(plan::I64);
     elemBytes = 8;
   } else {
     return emitError(loc, "cannot emit a buffer of element type ")
-           << type.getElementType() << "; f32 and i64 are supported";
+           << type.getElementType() << "; f32, bf16 and i64 are supported";
   }
   int64_t bytes = elemBytes;
   for (int64_t d : type.getShape()) {
@@ -306,7 +309,10 @@ LogicalResult Emitter::emitOp(Operation *op) {
     (*inst.mutable_attrs())["reduction"].set_s("sum");
   } else {
     // Every other op's attributes carry over by name (docs/plan-format.md).
+    // A conversion's target type is its output buffer's dtype.
     for (NamedAttribute a : op->getAttrDictionary()) {
+      if (isa<ConvertOp>(op) && a.getName() == "to")
+        continue;
       plan::Attr &out = (*inst.mutable_attrs())[a.getName().str()];
       Attribute v = a.getValue();
       if (auto i = dyn_cast<IntegerAttr>(v))

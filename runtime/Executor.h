@@ -14,6 +14,7 @@
 #include "runtime/Plan.h"
 #include "runtime/comm/Communicator.h"
 #include "runtime/kernels/Kernel.h"
+#include "runtime/kernels/cpu/Bf16.h"
 #include "runtime/support/HostTensor.h"
 
 #include <map>
@@ -107,6 +108,8 @@ private:
   int myRank;
   std::string planPath;
   Arena arena;
+  /// fp32 copies of the operands of host instructions on BF16 buffers.
+  cpu::Bf16Scratch bf16Scratch;
   Device *theDevice = nullptr;
   /// The device copy of the arena (null without a device).
   uint8_t *deviceArena = nullptr;
