@@ -240,14 +240,22 @@ LogicalResult Emitter::emitOp(Operation *op) {
     if (failed(id))
       return failure();
     auto dense = dyn_cast<DenseElementsAttr>(cst.getValue());
-    if (!dense || !(dense.getElementType().isF32() ||
-                    dense.getElementType().isInteger(64)))
-      return op->emitError("only dense f32 and i64 constants can be emitted");
+    if (!dense ||
+        !(dense.getElementType().isF32() || dense.getElementType().isBF16() ||
+          dense.getElementType().isInteger(64)))
+      return op->emitError(
+          "only dense f32, bf16 and i64 constants can be emitted");
     std::string bytes;
     if (dense.getElementType().isF32()) {
       bytes.reserve(dense.getNumElements() * sizeof(float));
       for (float f : dense.getValues<float>())
         bytes.append(reinterpret_cast<const char *>(&f), sizeof(float));
+    } else if (dense.getElementType().isBF16()) {
+      bytes.reserve(dense.getNumElements() * sizeof(uint16_t));
+      for (APFloat f : dense.getValues<APFloat>()) {
+        auto bits = static_cast<uint16_t>(f.bitcastToAPInt().getZExtValue());
+        bytes.append(reinterpret_cast<const char *>(&bits), sizeof(bits));
+      }
     } else {
       bytes.reserve(dense.getNumElements() * sizeof(int64_t));
       for (int64_t i : dense.getValues<int64_t>())

@@ -102,12 +102,14 @@ Status checkBuffer(const plan::Plan &plan, const plan::Program &program,
       b.dtype() != plan::BF16)
     return makeError("dtype %s is not supported (f32, bf16 and i64 are)",
                      dtypeName(b.dtype()));
-  // Mixed precision keeps bf16 to activations and their gradients: weights,
-  // optimizer state, data, constants, outputs and the loss stay f32.
-  if (b.dtype() == plan::BF16 && b.role() != plan::TEMPORARY)
-    return makeError("%s buffer is bf16; only intermediate (TEMPORARY) "
-                     "buffers may be bf16, parameters and optimizer state "
-                     "are f32 master copies",
+  // Mixed precision keeps bf16 to activations, their gradients and the
+  // constants the backward pass multiplies them with: weights, optimizer
+  // state, data, outputs and the loss stay f32.
+  if (b.dtype() == plan::BF16 && b.role() != plan::TEMPORARY &&
+      b.role() != plan::CONSTANT)
+    return makeError("%s buffer is bf16; only intermediate (TEMPORARY) and "
+                     "CONSTANT buffers may be bf16, parameters and optimizer "
+                     "state are f32 master copies",
                      plan::Role_Name(b.role()).c_str());
   if (b.role() == plan::ROLE_UNSPECIFIED || !plan::Role_IsValid(b.role()))
     return makeError("role is unspecified");

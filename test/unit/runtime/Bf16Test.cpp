@@ -340,7 +340,7 @@ TEST(Bf16Test, ValidatorKeepsMasterWeightsF32) {
   Status s = validatePlan(p, "p.loomplan");
   ASSERT_FALSE(s.isOk());
   EXPECT_NE(s.message().find("PARAMETER buffer is bf16; only intermediate "
-                             "(TEMPORARY) buffers may be bf16"),
+                             "(TEMPORARY) and CONSTANT buffers may be bf16"),
             std::string::npos)
       << s.message();
 }
