@@ -80,7 +80,8 @@ struct Options {
   cl::opt<double> momentum{"momentum", cl::init(0), cl::desc("SGD momentum"),
                            cl::cat(cat)};
   cl::opt<std::string> precision{"precision", cl::init("fp32"),
-                                 cl::desc("fp32 (bf16: not available yet)"),
+                                 cl::desc("fp32 | bf16 (bf16 activations, f32 "
+                                          "master weights and optimizer)"),
                                  cl::cat(cat)};
   cl::opt<std::string> force{"force", cl::init(""),
                              cl::desc("force plan choices: dp=N,tp=N,pp=N,micro=N,"
@@ -257,9 +258,9 @@ int run(Options &o) {
   if (o.model.empty())
     return fail("no model given; usage: loomc MODEL.onnx --cluster SPEC "
                 "--global-batch B -o PLAN (see --help)");
-  if (o.precision != "fp32")
-    return fail("--precision " + o.precision +
-                " is not available yet; use --precision fp32");
+  if (o.precision != "fp32" && o.precision != "bf16")
+    return fail("unknown --precision '" + o.precision +
+                "'; expected fp32 or bf16");
   if (!o.report.empty())
     return fail("--report is not available yet");
   bool training = !o.forwardOnly;
@@ -356,6 +357,7 @@ int run(Options &o) {
     train.lr = o.lr;
     train.weightDecay = o.weightDecay;
     train.momentum = o.momentum;
+    train.precision = o.precision;
     buildLoomTrainPipeline(pm, train);
     if (failed(pm.run(*module)))
       return 1;
@@ -385,6 +387,12 @@ int run(Options &o) {
       return failed(printModule(*module, o.outputFile)) ? 1 : 0;
   } else if (cluster->numDevices() != 1) {
     return fail("--forward-only plans run on one device; use --cluster cpu:1");
+  } else {
+    ForwardPipelineOptions forward;
+    forward.precision = o.precision;
+    buildLoomForwardPipeline(pm, forward);
+    if (failed(pm.run(*module)))
+      return 1;
   }
   if (o.emit == EmitKind::Lowered)
     return failed(printModule(*module, o.outputFile)) ? 1 : 0;
@@ -415,6 +423,7 @@ int run(Options &o) {
     t.set_num_micro_batches(1);
   }
   t.set_tokens_per_sample(1);
+  t.set_precision(o.precision);
 
   MemoryBreakdown memory;
   FailureOr<plan::Plan> plan = emitPlan(*module, emitOptions, &memory);

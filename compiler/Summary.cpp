@@ -19,6 +19,12 @@ static int64_t attrInt(const plan::Instruction &inst, const char *name) {
   return it == inst.attrs().end() ? 0 : it->second.i();
 }
 
+/// "bf16" for mixed-precision plans, "fp32" otherwise (also for plans that
+/// predate the field).
+static std::string precisionOf(const plan::Plan &plan) {
+  return plan.training().precision() == "bf16" ? "bf16" : "fp32";
+}
+
 static int64_t meshSize(const plan::Plan &plan, llvm::StringRef axis) {
   for (const plan::MeshAxis &a : plan.mesh())
     if (a.name() == axis)
@@ -58,7 +64,10 @@ Prediction mlir::loom::predictStep(const plan::Plan &plan,
         elementwiseBytes += prog.buffers(id).size_bytes();
     }
   }
-  double peak = cluster.peakTflopsFp32 * 1e12;
+  // Mixed-precision GEMMs run at the device's bf16 rate.
+  double peak = (precisionOf(plan) == "bf16" ? cluster.peakTflopsBf16
+                                             : cluster.peakTflopsFp32) *
+                1e12;
   p.computeSeconds = peak > 0 ? p.flopsPerDevice / peak : 0;
   p.memorySeconds =
       cluster.hbmGBps > 0 ? elementwiseBytes / (cluster.hbmGBps * 1e9) : 0;
@@ -96,6 +105,7 @@ llvm::json::Object mlir::loom::summaryJson(const plan::Plan &plan,
       {"schedule", "none"},
       {"zero_stage", 0},
       {"remat", "none"},
+      {"precision", precisionOf(plan)},
       {"predicted",
        llvm::json::Object{
            {"step_time_s", prediction.stepSeconds},
@@ -141,6 +151,11 @@ std::string mlir::loom::summaryText(const plan::Plan &plan,
     os << "  training    loss " << t.loss() << ", optimizer " << t.optimizer()
        << llvm::format(" (lr %g, weight decay %g", t.lr(), t.weight_decay())
        << "), zero 0, remat none\n";
+  if (precisionOf(plan) == "bf16")
+    os << "  precision   bf16 activations and activation gradients, f32 "
+          "parameters, gradients and optimizer state\n";
+  else
+    os << "  precision   fp32\n";
   os << "  parameters  " << memory.numParameters << " ("
      << mib(memory.parameters) << ")\n";
   os << "  memory      " << mib(memory.arena) << " per rank (parameters "

@@ -91,12 +91,15 @@ FailureOr<int> Emitter::newBuffer(Type t, plan::Role role, Location loc) {
   if (type.getElementType().isF32()) {
     buf->set_dtype(plan::F32);
     elemBytes = 4;
+  } else if (type.getElementType().isBF16()) {
+    buf->set_dtype(plan::BF16);
+    elemBytes = 2;
   } else if (type.getElementType().isInteger(64)) {
     buf->set_dtype(plan::I64);
     elemBytes = 8;
   } else {
     return emitError(loc, "cannot emit a buffer of element type ")
-           << type.getElementType() << "; f32 and i64 are supported";
+           << type.getElementType() << "; f32, bf16 and i64 are supported";
   }
   int64_t bytes = elemBytes;
   for (int64_t d : type.getShape()) {
@@ -241,14 +244,22 @@ LogicalResult Emitter::emitOp(Operation *op) {
     if (failed(id))
       return failure();
     auto dense = dyn_cast<DenseElementsAttr>(cst.getValue());
-    if (!dense || !(dense.getElementType().isF32() ||
-                    dense.getElementType().isInteger(64)))
-      return op->emitError("only dense f32 and i64 constants can be emitted");
+    if (!dense ||
+        !(dense.getElementType().isF32() || dense.getElementType().isBF16() ||
+          dense.getElementType().isInteger(64)))
+      return op->emitError(
+          "only dense f32, bf16 and i64 constants can be emitted");
     std::string bytes;
     if (dense.getElementType().isF32()) {
       bytes.reserve(dense.getNumElements() * sizeof(float));
       for (float f : dense.getValues<float>())
         bytes.append(reinterpret_cast<const char *>(&f), sizeof(float));
+    } else if (dense.getElementType().isBF16()) {
+      bytes.reserve(dense.getNumElements() * sizeof(uint16_t));
+      for (APFloat f : dense.getValues<APFloat>()) {
+        auto bits = static_cast<uint16_t>(f.bitcastToAPInt().getZExtValue());
+        bytes.append(reinterpret_cast<const char *>(&bits), sizeof(bits));
+      }
     } else {
       bytes.reserve(dense.getNumElements() * sizeof(int64_t));
       for (int64_t i : dense.getValues<int64_t>())
@@ -310,7 +321,10 @@ LogicalResult Emitter::emitOp(Operation *op) {
     (*inst.mutable_attrs())["reduction"].set_s("sum");
   } else {
     // Every other op's attributes carry over by name (docs/plan-format.md).
+    // A conversion's target type is its output buffer's dtype.
     for (NamedAttribute a : op->getAttrDictionary()) {
+      if (isa<ConvertOp>(op) && a.getName() == "to")
+        continue;
       plan::Attr &out = (*inst.mutable_attrs())[a.getName().str()];
       Attribute v = a.getValue();
       if (auto i = dyn_cast<IntegerAttr>(v))

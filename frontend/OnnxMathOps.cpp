@@ -114,7 +114,8 @@ static LogicalResult convertCast(GraphImporter &g) {
     if (elem.isF32())
       return g.define(0, in);
     if (elem.isInteger(64))
-      return g.define(0, ConvertOp::create(g.builder(), g.loc(), in));
+      return g.define(0, ConvertOp::create(g.builder(), g.loc(), in,
+                                           g.builder().getF32Type()));
   }
   if (to == onnx::TensorProto::INT64 && elem.isInteger(64))
     return g.forward(0, 0);

@@ -57,7 +57,8 @@ static FailureOr<LayoutInput> layoutInput(GraphImporter &g, unsigned index) {
     return in;
   Value v = g.runtimeValue(index);
   if (v && cast<RankedTensorType>(v.getType()).getElementType().isInteger(64)) {
-    in.value = ConvertOp::create(g.builder(), g.loc(), v);
+    in.value =
+        ConvertOp::create(g.builder(), g.loc(), v, g.builder().getF32Type());
     in.convertedInts = true;
     return in;
   }

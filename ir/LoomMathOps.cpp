@@ -39,7 +39,7 @@ LogicalResult BatchMatmulOp::inferReturnTypes(
                                "broadcast");
   batch.push_back(m);
   batch.push_back(n);
-  inferred.push_back(f32Tensor(ctx, batch));
+  inferred.push_back(floatTensor(operands, batch));
   return success();
 }
 
@@ -61,7 +61,7 @@ LogicalResult LinearOp::inferReturnTypes(
                                    "weight's " + Twine(k));
   SmallVector<int64_t> shape(in.drop_back());
   shape.push_back(n);
-  inferred.push_back(f32Tensor(ctx, shape));
+  inferred.push_back(floatTensor(operands, shape));
   return success();
 }
 
@@ -88,7 +88,7 @@ LogicalResult LinearOp::verify() {
     FailureOr<SmallVector<int64_t>> shape = broadcastShapes(operands);         \
     if (failed(shape))                                                         \
       return emitInferError(loc, #OP " operand shapes do not broadcast");      \
-    inferred.push_back(f32Tensor(ctx, *shape));                                \
+    inferred.push_back(floatTensor(operands, *shape));                         \
     return success();                                                          \
   }
 LOOM_BROADCAST_INFER(PowOp)
@@ -133,7 +133,7 @@ static LogicalResult inferReduce(MLIRContext *ctx, std::optional<Location> loc,
     else if (keepDims)
       out.push_back(1);
   }
-  inferred.push_back(f32Tensor(ctx, out));
+  inferred.push_back(floatTensor(input, out));
   return success();
 }
 

@@ -3,7 +3,7 @@
 #ifndef LOOM_MATH_OPS_TD
 #define LOOM_MATH_OPS_TD
 
-def Loom_BatchMatmulOp : Loom_Op<"batch_matmul", [Pure,
+def Loom_BatchMatmulOp : Loom_Op<"batch_matmul", [Pure, Loom_SameFloatOperands,
     DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = "Batched matrix product with broadcast batch dimensions";
   let description = [{
@@ -15,15 +15,15 @@ def Loom_BatchMatmulOp : Loom_Op<"batch_matmul", [Pure,
     %s = loom.batch_matmul %q, %k {transpose_rhs} : (tensor<2x4x64x32xf32>, tensor<2x4x64x32xf32>) -> tensor<2x4x64x64xf32>
     ```
   }];
-  let arguments = (ins Loom_F32Tensor:$lhs, Loom_F32Tensor:$rhs,
+  let arguments = (ins Loom_FloatTensor:$lhs, Loom_FloatTensor:$rhs,
                        UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
-  let results = (outs Loom_F32Tensor:$result);
+  let results = (outs Loom_FloatTensor:$result);
   let assemblyFormat = [{
     $lhs `,` $rhs attr-dict `:` `(` type($lhs) `,` type($rhs) `)` `->` type($result)
   }];
 }
 
-def Loom_LinearOp : Loom_Op<"linear", [Pure,
+def Loom_LinearOp : Loom_Op<"linear", [Pure, Loom_SameFloatOperands,
     DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = "Fully connected layer: `matmul(input, weight) + bias`";
   let description = [{
@@ -36,9 +36,9 @@ def Loom_LinearOp : Loom_Op<"linear", [Pure,
     %y = loom.linear %x, %w, %b {transpose_weight} : (tensor<2x64x128xf32>, tensor<512x128xf32>, tensor<512xf32>) -> tensor<2x64x512xf32>
     ```
   }];
-  let arguments = (ins Loom_F32Tensor:$input, Loom_F32Tensor:$weight,
-                       Optional<Loom_F32Tensor>:$bias, UnitAttr:$transpose_weight);
-  let results = (outs Loom_F32Tensor:$result);
+  let arguments = (ins Loom_FloatTensor:$input, Loom_FloatTensor:$weight,
+                       Optional<Loom_FloatTensor>:$bias, UnitAttr:$transpose_weight);
+  let results = (outs Loom_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $weight (`,` $bias^)? attr-dict `:` `(` type($input) `,` type($weight) (`,` type($bias)^)? `)` `->` type($result)
   }];
@@ -57,23 +57,23 @@ def Loom_NegOp : Loom_UnaryOp<"neg", "Negation">;
 def Loom_ReciprocalOp : Loom_UnaryOp<"reciprocal", "Reciprocal">;
 def Loom_ErfOp : Loom_UnaryOp<"erf", "Error function">;
 
-def Loom_SelectOp : Loom_Op<"select", [Pure,
+def Loom_SelectOp : Loom_Op<"select", [Pure, Loom_SameFloatOperands,
     DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = "`condition != 0 ? on_true : on_false`, all three broadcast";
   let description = [{
     The condition is an f32 mask (ONNX `Where`'s boolean condition is
     converted to 0/1 by the importer).
   }];
-  let arguments = (ins Loom_F32Tensor:$condition, Loom_F32Tensor:$on_true,
-                       Loom_F32Tensor:$on_false);
-  let results = (outs Loom_F32Tensor:$result);
+  let arguments = (ins Loom_FloatTensor:$condition, Loom_FloatTensor:$on_true,
+                       Loom_FloatTensor:$on_false);
+  let results = (outs Loom_FloatTensor:$result);
   let assemblyFormat = [{
     $condition `,` $on_true `,` $on_false attr-dict `:` `(` type($condition) `,` type($on_true) `,` type($on_false) `)` `->` type($result)
   }];
 }
 
 class Loom_ReduceOp<string mnemonic, string desc>
-    : Loom_Op<mnemonic, [Pure, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+    : Loom_Op<mnemonic, [Pure, Loom_SameFloatOperands, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = desc # " over `axes`";
   let description = [{
     Reduces the listed axes (non-negative, sorted, unique); `keep_dims`
@@ -83,9 +83,9 @@ class Loom_ReduceOp<string mnemonic, string desc>
     %m = loom.}] # mnemonic # [{ %x axes [2] {keep_dims} : tensor<2x64x128xf32> -> tensor<2x64x1xf32>
     ```
   }];
-  let arguments = (ins Loom_F32Tensor:$input, DenseI64ArrayAttr:$axes,
+  let arguments = (ins Loom_FloatTensor:$input, DenseI64ArrayAttr:$axes,
                        UnitAttr:$keep_dims);
-  let results = (outs Loom_F32Tensor:$result);
+  let results = (outs Loom_FloatTensor:$result);
   let assemblyFormat = "$input `axes` $axes attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
 }

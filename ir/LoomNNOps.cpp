@@ -144,7 +144,7 @@ LogicalResult Conv2dOp::inferReturnTypes(
   if (failed(h) || failed(wd))
     return emitInferError(loc, "loom.conv2d: the window does not fit the "
                                "padded input");
-  inferred.push_back(f32Tensor(ctx, {x[0], w[0], *h, *wd}));
+  inferred.push_back(floatTensor(operands, {x[0], w[0], *h, *wd}));
   return success();
 }
 
@@ -170,7 +170,7 @@ LogicalResult MaxPool2dOp::inferReturnTypes(
   if (failed(h) || failed(w))
     return emitInferError(loc, "loom.max_pool2d: the window does not fit "
                                "the padded input");
-  inferred.push_back(f32Tensor(ctx, {x[0], x[1], *h, *w}));
+  inferred.push_back(floatTensor(operands, {x[0], x[1], *h, *w}));
   return success();
 }
 
@@ -198,7 +198,7 @@ LogicalResult AttentionOp::inferReturnTypes(
                                ">= 2");
   SmallVector<int64_t> out(q.drop_back());
   out.push_back(v.back());
-  inferred.push_back(f32Tensor(ctx, out));
+  inferred.push_back(floatTensor(operands, out));
   return success();
 }
 

@@ -110,6 +110,32 @@ mlir::loom::batchAgnosticReshapeSpec(ArrayRef<int64_t> input,
 OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
 
 //===----------------------------------------------------------------------===//
+// SameFloatOperandElementType
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+mlir::loom::trait::impl::verifySameFloatOperandElementType(Operation *op) {
+  Type first;
+  unsigned firstIndex = 0;
+  for (auto [i, v] : llvm::enumerate(op->getOperands())) {
+    auto type = dyn_cast<ShapedType>(v.getType());
+    if (!type || !isa<FloatType>(type.getElementType()))
+      continue;
+    if (!first) {
+      first = type.getElementType();
+      firstIndex = i;
+    } else if (type.getElementType() != first) {
+      return op->emitOpError("operand #")
+             << i << " is " << type.getElementType() << " but operand #"
+             << firstIndex << " is " << first
+             << ": float operands must have one precision (convert one with "
+                "loom.convert)";
+    }
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // MatmulOp
 //===----------------------------------------------------------------------===//
 
@@ -143,7 +169,7 @@ LogicalResult MatmulOp::inferReturnTypes(
     shape.assign(lhs.begin(), lhs.end() - 1);
     shape.push_back(n);
   }
-  inferred.push_back(f32Tensor(ctx, shape));
+  inferred.push_back(floatTensor(operands, shape));
   return success();
 }
 
@@ -165,7 +191,7 @@ static LogicalResult inferBroadcast(MLIRContext *ctx,
        << " do not broadcast";
     return emitInferError(loc, msg);
   }
-  inferred.push_back(f32Tensor(ctx, shape));
+  inferred.push_back(floatTensor(lhs, shape));
   return success();
 }
 
@@ -208,7 +234,7 @@ LogicalResult ReshapeOp::inferReturnTypes(
                             adaptor.getShape(), why);
   if (failed(shape))
     return emitInferError(loc, "loom.reshape: " + why);
-  inferred.push_back(f32Tensor(ctx, *shape));
+  inferred.push_back(floatTensor(operands, *shape));
   return success();
 }
 
@@ -252,7 +278,7 @@ static LogicalResult verifyClassTargets(Operation *op, RankedTensorType logits,
 LogicalResult CrossEntropyOp::inferReturnTypes(
     MLIRContext *ctx, std::optional<Location>, ValueRange, DictionaryAttr,
     OpaqueProperties, RegionRange, SmallVectorImpl<Type> &inferred) {
-  inferred.push_back(f32Tensor(ctx, {}));
+  inferred.push_back(RankedTensorType::get({}, Float32Type::get(ctx)));
   return success();
 }
 
@@ -271,7 +297,7 @@ LogicalResult MseOp::inferReturnTypes(MLIRContext *ctx,
                                       DictionaryAttr, OpaqueProperties,
                                       RegionRange,
                                       SmallVectorImpl<Type> &inferred) {
-  inferred.push_back(f32Tensor(ctx, {}));
+  inferred.push_back(RankedTensorType::get({}, Float32Type::get(ctx)));
   return success();
 }
 

@@ -9,6 +9,24 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+namespace mlir::loom::trait {
+namespace impl {
+LogicalResult verifySameFloatOperandElementType(Operation *op);
+} // namespace impl
+
+/// All float tensor operands of the op have one element type (f32 or bf16);
+/// integer operands are not constrained.
+template <typename ConcreteType>
+class SameFloatOperandElementType
+    : public ::mlir::OpTrait::TraitBase<ConcreteType,
+                                        SameFloatOperandElementType> {
+public:
+  static LogicalResult verifyTrait(Operation *op) {
+    return impl::verifySameFloatOperandElementType(op);
+  }
+};
+} // namespace mlir::loom::trait
+
 #define GET_OP_CLASSES
 #include "ir/LoomOps.h.inc"
 

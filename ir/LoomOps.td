@@ -8,8 +8,17 @@ include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
 def Loom_F32Tensor : RankedTensorOf<[F32]>;
+// Compute ops run in f32 or, under mixed precision, in bf16.
+def Loom_FloatTensor : RankedTensorOf<[F32, BF16]>;
 def Loom_IdTensor : RankedTensorOf<[I64]>;
 def Loom_ScalarF32 : 0DTensorOf<[F32]>;
+
+// All float operands share one element type (the op's precision); integer
+// operands (indices, class targets) are not constrained. Verified before
+// result-type inference, which takes the element type from those operands.
+def Loom_SameFloatOperands : NativeOpTrait<"SameFloatOperandElementType"> {
+  let cppNamespace = "::mlir::loom::trait";
+}
 
 //===----------------------------------------------------------------------===//
 // Values
@@ -33,7 +42,7 @@ def Loom_ConstantOp : Loom_Op<"constant", [ConstantLike, Pure,
 // Linear algebra
 //===----------------------------------------------------------------------===//
 
-def Loom_MatmulOp : Loom_Op<"matmul", [Pure,
+def Loom_MatmulOp : Loom_Op<"matmul", [Pure, Loom_SameFloatOperands,
     DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = "Matrix product of operands viewed as 2-D matrices";
   let description = [{
@@ -47,9 +56,9 @@ def Loom_MatmulOp : Loom_Op<"matmul", [Pure,
     %y = loom.matmul %x, %w {transpose_rhs} : (tensor<64x784xf32>, tensor<512x784xf32>) -> tensor<64x512xf32>
     ```
   }];
-  let arguments = (ins Loom_F32Tensor:$lhs, Loom_F32Tensor:$rhs,
+  let arguments = (ins Loom_FloatTensor:$lhs, Loom_FloatTensor:$rhs,
                        UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
-  let results = (outs Loom_F32Tensor:$result);
+  let results = (outs Loom_FloatTensor:$result);
   let assemblyFormat = [{
     $lhs `,` $rhs attr-dict `:` `(` type($lhs) `,` type($rhs) `)` `->` type($result)
   }];
@@ -60,10 +69,10 @@ def Loom_MatmulOp : Loom_Op<"matmul", [Pure,
 //===----------------------------------------------------------------------===//
 
 class Loom_BinaryOp<string mnemonic, string desc>
-    : Loom_Op<mnemonic, [Pure, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+    : Loom_Op<mnemonic, [Pure, Loom_SameFloatOperands, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = desc # " with NumPy broadcasting";
-  let arguments = (ins Loom_F32Tensor:$lhs, Loom_F32Tensor:$rhs);
-  let results = (outs Loom_F32Tensor:$result);
+  let arguments = (ins Loom_FloatTensor:$lhs, Loom_FloatTensor:$rhs);
+  let results = (outs Loom_FloatTensor:$result);
   let assemblyFormat = [{
     $lhs `,` $rhs attr-dict `:` `(` type($lhs) `,` type($rhs) `)` `->` type($result)
   }];
@@ -75,11 +84,11 @@ def Loom_MulOp : Loom_BinaryOp<"mul", "Element-wise product">;
 def Loom_DivOp : Loom_BinaryOp<"div", "Element-wise quotient">;
 
 class Loom_UnaryOp<string mnemonic, string desc>
-    : Loom_Op<mnemonic, [Pure, SameOperandsAndResultType,
+    : Loom_Op<mnemonic, [Pure, Loom_SameFloatOperands, SameOperandsAndResultType,
                          DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = desc;
-  let arguments = (ins Loom_F32Tensor:$input);
-  let results = (outs Loom_F32Tensor:$result);
+  let arguments = (ins Loom_FloatTensor:$input);
+  let results = (outs Loom_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
@@ -87,20 +96,20 @@ def Loom_ReluOp : Loom_UnaryOp<"relu", "Rectified linear unit">;
 def Loom_TanhOp : Loom_UnaryOp<"tanh", "Hyperbolic tangent">;
 def Loom_SigmoidOp : Loom_UnaryOp<"sigmoid", "Logistic sigmoid">;
 
-def Loom_ScaleOp : Loom_Op<"scale", [Pure, SameOperandsAndResultType,
+def Loom_ScaleOp : Loom_Op<"scale", [Pure, Loom_SameFloatOperands, SameOperandsAndResultType,
     DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = "Multiplication by a compile-time factor";
-  let arguments = (ins Loom_F32Tensor:$input, F64Attr:$factor);
-  let results = (outs Loom_F32Tensor:$result);
+  let arguments = (ins Loom_FloatTensor:$input, F64Attr:$factor);
+  let results = (outs Loom_FloatTensor:$result);
   let assemblyFormat = "$input `by` $factor attr-dict `:` type($input)";
 }
 
 class Loom_ActivationGradOp<string mnemonic, string desc>
-    : Loom_Op<mnemonic, [Pure, SameOperandsAndResultType,
+    : Loom_Op<mnemonic, [Pure, Loom_SameFloatOperands, SameOperandsAndResultType,
                          DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = desc;
-  let arguments = (ins Loom_F32Tensor:$grad, Loom_F32Tensor:$saved);
-  let results = (outs Loom_F32Tensor:$result);
+  let arguments = (ins Loom_FloatTensor:$grad, Loom_FloatTensor:$saved);
+  let results = (outs Loom_FloatTensor:$result);
   let assemblyFormat = "$grad `,` $saved attr-dict `:` type($grad)";
 }
 
@@ -115,7 +124,7 @@ def Loom_SigmoidGradOp : Loom_ActivationGradOp<"sigmoid_grad",
 // Shapes
 //===----------------------------------------------------------------------===//
 
-def Loom_ReshapeOp : Loom_Op<"reshape", [Pure,
+def Loom_ReshapeOp : Loom_Op<"reshape", [Pure, Loom_SameFloatOperands,
     DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = "Reshape with ONNX's shape specification";
   let description = [{
@@ -128,12 +137,12 @@ def Loom_ReshapeOp : Loom_Op<"reshape", [Pure,
     %y = loom.reshape %x [0, -1] : tensor<64x1x28x28xf32> -> tensor<64x784xf32>
     ```
   }];
-  let arguments = (ins Loom_F32Tensor:$input, DenseI64ArrayAttr:$shape);
-  let results = (outs Loom_F32Tensor:$result);
+  let arguments = (ins Loom_FloatTensor:$input, DenseI64ArrayAttr:$shape);
+  let results = (outs Loom_FloatTensor:$result);
   let assemblyFormat = "$input $shape attr-dict `:` type($input) `->` type($result)";
 }
 
-def Loom_SumToOp : Loom_Op<"sum_to", [Pure,
+def Loom_SumToOp : Loom_Op<"sum_to", [Pure, Loom_SameFloatOperands,
     DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = "Sum over broadcast dimensions down to the shape of `like`";
   let description = [{
@@ -145,8 +154,8 @@ def Loom_SumToOp : Loom_Op<"sum_to", [Pure,
     %db = loom.sum_to %dy, %b : (tensor<64x512xf32>, tensor<512xf32>) -> tensor<512xf32>
     ```
   }];
-  let arguments = (ins Loom_F32Tensor:$input, Loom_F32Tensor:$like);
-  let results = (outs Loom_F32Tensor:$result);
+  let arguments = (ins Loom_FloatTensor:$input, Loom_FloatTensor:$like);
+  let results = (outs Loom_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $like attr-dict `:` `(` type($input) `,` type($like) `)` `->` type($result)
   }];
@@ -161,7 +170,7 @@ include "ir/LoomNNOps.td"
 // Losses
 //===----------------------------------------------------------------------===//
 
-def Loom_CrossEntropyOp : Loom_Op<"cross_entropy", [Pure,
+def Loom_CrossEntropyOp : Loom_Op<"cross_entropy", [Pure, Loom_SameFloatOperands,
     DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = "Mean softmax cross-entropy over the last dimension";
   let description = [{
@@ -173,7 +182,7 @@ def Loom_CrossEntropyOp : Loom_Op<"cross_entropy", [Pure,
     %l = loom.cross_entropy %logits, %t : (tensor<64x10xf32>, tensor<64xi64>) -> tensor<f32>
     ```
   }];
-  let arguments = (ins Loom_F32Tensor:$logits, Loom_IdTensor:$target);
+  let arguments = (ins Loom_FloatTensor:$logits, Loom_IdTensor:$target);
   let results = (outs Loom_ScalarF32:$result);
   let assemblyFormat = [{
     $logits `,` $target attr-dict `:` `(` type($logits) `,` type($target) `)` `->` type($result)
@@ -181,35 +190,35 @@ def Loom_CrossEntropyOp : Loom_Op<"cross_entropy", [Pure,
   let hasVerifier = 1;
 }
 
-def Loom_CrossEntropyGradOp : Loom_Op<"cross_entropy_grad", [Pure,
+def Loom_CrossEntropyGradOp : Loom_Op<"cross_entropy_grad", [Pure, Loom_SameFloatOperands,
     DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = "Gradient of `loom.cross_entropy` with respect to the logits";
   let description = [{
     `(softmax(logits) - onehot(target)) / rows`.
   }];
-  let arguments = (ins Loom_F32Tensor:$logits, Loom_IdTensor:$target);
-  let results = (outs Loom_F32Tensor:$result);
+  let arguments = (ins Loom_FloatTensor:$logits, Loom_IdTensor:$target);
+  let results = (outs Loom_FloatTensor:$result);
   let assemblyFormat = [{
     $logits `,` $target attr-dict `:` `(` type($logits) `,` type($target) `)` `->` type($result)
   }];
   let hasVerifier = 1;
 }
 
-def Loom_MseOp : Loom_Op<"mse", [Pure, AllTypesMatch<["prediction", "target"]>,
+def Loom_MseOp : Loom_Op<"mse", [Pure, Loom_SameFloatOperands, AllTypesMatch<["prediction", "target"]>,
     DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = "Mean squared error over all elements";
-  let arguments = (ins Loom_F32Tensor:$prediction, Loom_F32Tensor:$target);
+  let arguments = (ins Loom_FloatTensor:$prediction, Loom_FloatTensor:$target);
   let results = (outs Loom_ScalarF32:$result);
   let assemblyFormat = [{
     $prediction `,` $target attr-dict `:` type($prediction) `->` type($result)
   }];
 }
 
-def Loom_MseGradOp : Loom_Op<"mse_grad", [Pure, AllTypesMatch<["prediction", "target", "result"]>,
+def Loom_MseGradOp : Loom_Op<"mse_grad", [Pure, Loom_SameFloatOperands, AllTypesMatch<["prediction", "target", "result"]>,
     DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = "Gradient of `loom.mse`: `2 (prediction - target) / numel`";
-  let arguments = (ins Loom_F32Tensor:$prediction, Loom_F32Tensor:$target);
-  let results = (outs Loom_F32Tensor:$result);
+  let arguments = (ins Loom_FloatTensor:$prediction, Loom_FloatTensor:$target);
+  let results = (outs Loom_FloatTensor:$result);
   let assemblyFormat = "$prediction `,` $target attr-dict `:` type($prediction)";
 }
 

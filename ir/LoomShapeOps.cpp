@@ -44,7 +44,7 @@ LogicalResult TransposeOp::inferReturnTypes(
   SmallVector<int64_t> out;
   for (int64_t p : adaptor.getPermutation())
     out.push_back(in[p]);
-  inferred.push_back(f32Tensor(ctx, out));
+  inferred.push_back(floatTensor(operands, out));
   return success();
 }
 
@@ -85,7 +85,7 @@ LogicalResult ExpandOp::inferReturnTypes(
       ArrayRef<int64_t>(out) != ArrayRef<int64_t>(target))
     return emitInferError(loc, "loom.expand: input does not broadcast to the "
                                "shape");
-  inferred.push_back(f32Tensor(ctx, out));
+  inferred.push_back(floatTensor(operands, out));
   return success();
 }
 
@@ -151,7 +151,7 @@ LogicalResult SliceOp::inferReturnTypes(
                            adaptor.getEnds(), adaptor.getSteps(), why);
   if (failed(shape))
     return emitInferError(loc, "loom.slice: " + why);
-  inferred.push_back(f32Tensor(ctx, *shape));
+  inferred.push_back(floatTensor(operands, *shape));
   return success();
 }
 
@@ -196,7 +196,7 @@ LogicalResult ConcatOp::inferReturnTypes(
                                    "axis");
     out[axis] += s[axis];
   }
-  inferred.push_back(f32Tensor(ctx, out));
+  inferred.push_back(floatTensor(operands, out));
   return success();
 }
 
@@ -224,7 +224,7 @@ LogicalResult GatherOp::inferReturnTypes(
   SmallVector<int64_t> out(data.take_front(axis));
   out.append(idx.begin(), idx.end());
   out.append(data.begin() + axis + 1, data.end());
-  inferred.push_back(f32Tensor(ctx, out));
+  inferred.push_back(floatTensor(operands, out));
   return success();
 }
 
@@ -241,15 +241,29 @@ LogicalResult GatherGradOp::inferReturnTypes(
   return success();
 }
 
-LogicalResult ConvertOp::inferReturnTypes(
-    MLIRContext *ctx, std::optional<Location>, ValueRange operands,
-    DictionaryAttr, OpaqueProperties, RegionRange,
-    SmallVectorImpl<Type> &inferred) {
-  inferred.push_back(f32Tensor(ctx, rankedType(operands[0]).getShape()));
+LogicalResult
+ConvertOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                            ValueRange operands, DictionaryAttr attributes,
+                            OpaqueProperties properties, RegionRange regions,
+                            SmallVectorImpl<Type> &inferred) {
+  Adaptor adaptor(operands, attributes, properties, regions);
+  if (!adaptor.getToAttr())
+    return emitInferError(loc, "loom.convert needs a target type `to`");
+  inferred.push_back(RankedTensorType::get(
+      rankedType(adaptor.getInput()).getShape(), adaptor.getTo()));
   return success();
 }
 
 LogicalResult ConvertOp::verify() {
+  Type from = getInput().getType().getElementType(), to = getTo();
+  if (!to.isF32() && !to.isBF16())
+    return emitOpError("converts to f32 or bf16, not ") << to;
+  if (from == to)
+    return emitOpError("converts ") << from << " to itself";
+  if (getResult().getType().getElementType() != to)
+    return emitOpError("result element type ")
+           << getResult().getType().getElementType()
+           << " differs from the target type " << to;
   if (getInput().getType().getShape() != getResult().getType().getShape())
     return emitOpError("input and result shapes differ");
   return success();

@@ -3,7 +3,7 @@
 #ifndef LOOM_SHAPE_OPS_TD
 #define LOOM_SHAPE_OPS_TD
 
-def Loom_TransposeOp : Loom_Op<"transpose", [Pure,
+def Loom_TransposeOp : Loom_Op<"transpose", [Pure, Loom_SameFloatOperands,
     DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = "Permute dimensions";
   let description = [{
@@ -13,13 +13,13 @@ def Loom_TransposeOp : Loom_Op<"transpose", [Pure,
     %y = loom.transpose %x [0, 2, 1, 3] : tensor<2x64x4x32xf32> -> tensor<2x4x64x32xf32>
     ```
   }];
-  let arguments = (ins Loom_F32Tensor:$input, DenseI64ArrayAttr:$permutation);
-  let results = (outs Loom_F32Tensor:$result);
+  let arguments = (ins Loom_FloatTensor:$input, DenseI64ArrayAttr:$permutation);
+  let results = (outs Loom_FloatTensor:$result);
   let assemblyFormat = "$input $permutation attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
 }
 
-def Loom_ExpandOp : Loom_Op<"expand", [Pure,
+def Loom_ExpandOp : Loom_Op<"expand", [Pure, Loom_SameFloatOperands,
     DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = "Broadcast to a shape (NumPy rules)";
   let description = [{
@@ -31,26 +31,26 @@ def Loom_ExpandOp : Loom_Op<"expand", [Pure,
     %y = loom.expand %x [-1, 4, -1, -1] : tensor<2x1x64x32xf32> -> tensor<2x4x64x32xf32>
     ```
   }];
-  let arguments = (ins Loom_F32Tensor:$input, DenseI64ArrayAttr:$shape);
-  let results = (outs Loom_F32Tensor:$result);
+  let arguments = (ins Loom_FloatTensor:$input, DenseI64ArrayAttr:$shape);
+  let results = (outs Loom_FloatTensor:$result);
   let assemblyFormat = "$input $shape attr-dict `:` type($input) `->` type($result)";
 }
 
-def Loom_BroadcastLikeOp : Loom_Op<"broadcast_like", [Pure,
+def Loom_BroadcastLikeOp : Loom_Op<"broadcast_like", [Pure, Loom_SameFloatOperands,
     DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = "Broadcast to the shape of `like` (NumPy rules)";
   let description = [{
     The backward of `loom.sum_to`. Only `like`'s shape is used.
   }];
-  let arguments = (ins Loom_F32Tensor:$input, Loom_F32Tensor:$like);
-  let results = (outs Loom_F32Tensor:$result);
+  let arguments = (ins Loom_FloatTensor:$input, Loom_FloatTensor:$like);
+  let results = (outs Loom_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $like attr-dict `:` `(` type($input) `,` type($like) `)` `->` type($result)
   }];
   let hasVerifier = 1;
 }
 
-def Loom_SliceOp : Loom_Op<"slice", [Pure,
+def Loom_SliceOp : Loom_Op<"slice", [Pure, Loom_SameFloatOperands,
     DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = "Strided slice along some axes";
   let description = [{
@@ -63,38 +63,38 @@ def Loom_SliceOp : Loom_Op<"slice", [Pure,
     %y = loom.slice %x axes [2] starts [0] ends [128] steps [1] : tensor<2x64x384xf32> -> tensor<2x64x128xf32>
     ```
   }];
-  let arguments = (ins Loom_F32Tensor:$input, DenseI64ArrayAttr:$axes,
+  let arguments = (ins Loom_FloatTensor:$input, DenseI64ArrayAttr:$axes,
                        DenseI64ArrayAttr:$starts, DenseI64ArrayAttr:$ends,
                        DenseI64ArrayAttr:$steps);
-  let results = (outs Loom_F32Tensor:$result);
+  let results = (outs Loom_FloatTensor:$result);
   let assemblyFormat = [{
     $input `axes` $axes `starts` $starts `ends` $ends `steps` $steps attr-dict `:` type($input) `->` type($result)
   }];
   let hasVerifier = 1;
 }
 
-def Loom_SliceGradOp : Loom_Op<"slice_grad", [Pure,
+def Loom_SliceGradOp : Loom_Op<"slice_grad", [Pure, Loom_SameFloatOperands,
     DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = "Backward of `loom.slice`: zeros shaped like `like` with `grad` at the slice";
-  let arguments = (ins Loom_F32Tensor:$grad, Loom_F32Tensor:$like,
+  let arguments = (ins Loom_FloatTensor:$grad, Loom_FloatTensor:$like,
                        DenseI64ArrayAttr:$axes, DenseI64ArrayAttr:$starts,
                        DenseI64ArrayAttr:$ends, DenseI64ArrayAttr:$steps);
-  let results = (outs Loom_F32Tensor:$result);
+  let results = (outs Loom_FloatTensor:$result);
   let assemblyFormat = [{
     $grad `,` $like `axes` $axes `starts` $starts `ends` $ends `steps` $steps attr-dict `:` `(` type($grad) `,` type($like) `)` `->` type($result)
   }];
 }
 
-def Loom_ConcatOp : Loom_Op<"concat", [Pure,
+def Loom_ConcatOp : Loom_Op<"concat", [Pure, Loom_SameFloatOperands,
     DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = "Concatenate along an axis";
-  let arguments = (ins Variadic<Loom_F32Tensor>:$inputs, I64Attr:$axis);
-  let results = (outs Loom_F32Tensor:$result);
+  let arguments = (ins Variadic<Loom_FloatTensor>:$inputs, I64Attr:$axis);
+  let results = (outs Loom_FloatTensor:$result);
   let assemblyFormat = "$inputs `axis` $axis attr-dict `:` functional-type($inputs, $result)";
   let hasVerifier = 1;
 }
 
-def Loom_GatherOp : Loom_Op<"gather", [Pure,
+def Loom_GatherOp : Loom_Op<"gather", [Pure, Loom_SameFloatOperands,
     DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = "Gather slices of `data` along `axis` at integer `indices` (ONNX Gather)";
   let description = [{
@@ -106,20 +106,20 @@ def Loom_GatherOp : Loom_Op<"gather", [Pure,
     %e = loom.gather %table, %ids axis 0 : (tensor<512x128xf32>, tensor<2x64xi64>) -> tensor<2x64x128xf32>
     ```
   }];
-  let arguments = (ins Loom_F32Tensor:$data, Loom_IdTensor:$indices, I64Attr:$axis);
-  let results = (outs Loom_F32Tensor:$result);
+  let arguments = (ins Loom_FloatTensor:$data, Loom_IdTensor:$indices, I64Attr:$axis);
+  let results = (outs Loom_FloatTensor:$result);
   let assemblyFormat = [{
     $data `,` $indices `axis` $axis attr-dict `:` `(` type($data) `,` type($indices) `)` `->` type($result)
   }];
   let hasVerifier = 1;
 }
 
-def Loom_GatherGradOp : Loom_Op<"gather_grad", [Pure,
+def Loom_GatherGradOp : Loom_Op<"gather_grad", [Pure, Loom_SameFloatOperands,
     DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = "Backward of `loom.gather`: scatter-add `grad` into zeros shaped like `like`";
-  let arguments = (ins Loom_F32Tensor:$grad, Loom_IdTensor:$indices,
-                       Loom_F32Tensor:$like, I64Attr:$axis);
-  let results = (outs Loom_F32Tensor:$result);
+  let arguments = (ins Loom_FloatTensor:$grad, Loom_IdTensor:$indices,
+                       Loom_FloatTensor:$like, I64Attr:$axis);
+  let results = (outs Loom_FloatTensor:$result);
   let assemblyFormat = [{
     $grad `,` $indices `,` $like `axis` $axis attr-dict `:` `(` type($grad) `,` type($indices) `,` type($like) `)` `->` type($result)
   }];
@@ -127,10 +127,22 @@ def Loom_GatherGradOp : Loom_Op<"gather_grad", [Pure,
 
 def Loom_ConvertOp : Loom_Op<"convert", [Pure,
     DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
-  let summary = "Convert integer values to f32";
-  let arguments = (ins RankedTensorOf<[I64]>:$input);
-  let results = (outs Loom_F32Tensor:$result);
-  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let summary = "Convert elements to another numeric type";
+  let description = [{
+    Converts each element of an `i64`, `f32` or `bf16` tensor to `to`
+    (`f32` or `bf16`, different from the input's element type). Integers
+    convert exactly up to 2^24 (f32) or 2^8 (bf16); `f32` to `bf16` rounds to
+    nearest even. The result keeps the input's shape, so the op re-infers
+    when the shape changes.
+
+    ```mlir
+    %m = loom.convert %ids to f32 : tensor<2x64xi64> -> tensor<2x64xf32>
+    %h = loom.convert %w to bf16 : tensor<128x512xf32> -> tensor<128x512xbf16>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[I64, F32, BF16]>:$input, TypeAttr:$to);
+  let results = (outs Loom_FloatTensor:$result);
+  let assemblyFormat = "$input `to` $to attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
 }
 

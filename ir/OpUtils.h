@@ -15,6 +15,24 @@ inline RankedTensorType f32Tensor(MLIRContext *ctx, ArrayRef<int64_t> shape) {
   return RankedTensorType::get(shape, Float32Type::get(ctx));
 }
 
+/// The element type of the first float operand: the precision an op computes
+/// in (`SameFloatOperandElementType` makes all float operands agree); f32
+/// when no operand is a float tensor.
+inline Type floatElementType(ValueRange operands) {
+  for (Value v : operands)
+    if (auto type = dyn_cast<ShapedType>(v.getType()))
+      if (isa<FloatType>(type.getElementType()))
+        return type.getElementType();
+  return operands.empty() ? Type()
+                          : Float32Type::get(operands.front().getContext());
+}
+
+/// A tensor of `shape` in the precision of `operands`.
+inline RankedTensorType floatTensor(ValueRange operands,
+                                    ArrayRef<int64_t> shape) {
+  return RankedTensorType::get(shape, floatElementType(operands));
+}
+
 inline RankedTensorType rankedType(Value v) {
   return cast<RankedTensorType>(v.getType());
 }

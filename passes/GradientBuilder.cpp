@@ -17,10 +17,14 @@ Value GradientBuilder::scale(Value x, double factor, Location loc) {
   return ScaleOp::create(b, loc, x, b.getF64FloatAttr(factor));
 }
 
-Value GradientBuilder::scalar(double value, Location loc) {
-  auto type = RankedTensorType::get({}, b.getF32Type());
-  return ConstantOp::create(
-      b, loc, DenseElementsAttr::get(type, static_cast<float>(value)));
+Value GradientBuilder::scalar(double value, Value like, Location loc) {
+  auto elem =
+      cast<FloatType>(cast<ShapedType>(like.getType()).getElementType());
+  auto type = RankedTensorType::get({}, elem);
+  bool lost;
+  APFloat v(value);
+  v.convert(elem.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+  return ConstantOp::create(b, loc, DenseElementsAttr::get(type, v));
 }
 
 Value GradientBuilder::mul(Value a, Value c, Location loc) {
@@ -55,6 +59,11 @@ void GradientBuilder::accumulate(Value v, Value g, Location loc) {
     return;
   auto want = cast<RankedTensorType>(v.getType());
   auto have = cast<RankedTensorType>(g.getType());
+  // A gradient has its value's precision.
+  if (want.getElementType() != have.getElementType()) {
+    g = ConvertOp::create(b, loc, g, want.getElementType());
+    have = cast<RankedTensorType>(g.getType());
+  }
   if (want != have) {
     if (want.getNumElements() == have.getNumElements())
       g = ReshapeOp::create(

@@ -34,7 +34,8 @@ private:
 
   // Builders for the rules.
   Value scale(Value x, double factor, Location loc);
-  Value scalar(double value, Location loc);
+  /// A scalar constant in the precision of `like`.
+  Value scalar(double value, Value like, Location loc);
   Value mul(Value a, Value c, Location loc);
   Value div(Value a, Value c, Location loc);
   Value matmul(Value lhs, Value rhs, bool tl, bool tr, Location loc);

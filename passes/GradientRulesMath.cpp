@@ -46,7 +46,7 @@ LogicalResult GradientBuilder::backwardMath(Operation *op, Value dy) {
         Value a = pow.getLhs(), e = pow.getRhs();
         // d(a^e)/da = e a^(e-1); d(a^e)/de = a^e ln a.
         if (wanted(a)) {
-          Value em1 = SubOp::create(b, loc, e, scalar(1.0, loc));
+          Value em1 = SubOp::create(b, loc, e, scalar(1.0, e, loc));
           Value d = mul(e, PowOp::create(b, loc, a, em1), loc);
           accumulate(a, mul(dy, d, loc), loc);
         }
@@ -90,7 +90,7 @@ LogicalResult GradientBuilder::backwardMath(Operation *op, Value dy) {
         return success();
       })
       .Case<SelectOp>([&](SelectOp s) {
-        Value zero = scalar(0.0, loc);
+        Value zero = scalar(0.0, dy, loc);
         if (wanted(s.getOnTrue()))
           accumulate(s.getOnTrue(),
                      SelectOp::create(b, loc, s.getCondition(), dy, zero), loc);

@@ -52,6 +52,14 @@ LogicalResult GradientBuilder::backwardShape(Operation *op, Value dy) {
                    loc);
         return success();
       })
-      .Case<ConvertOp>([](auto) { return success(); }) // integer input
+      .Case<ConvertOp>([&](ConvertOp c) {
+        // Integer inputs (token ids, masks) have no gradient; a float input
+        // gets the gradient back in its own precision (under mixed
+        // precision: bf16 activations' gradients reach f32 parameters).
+        Type from = c.getInput().getType().getElementType();
+        if (isa<FloatType>(from))
+          accumulate(c.getInput(), ConvertOp::create(b, loc, dy, from), loc);
+        return success();
+      })
       .Default([](Operation *) { return failure(); });
 }

@@ -24,6 +24,11 @@ void mlir::loom::buildLoomTrainPipeline(OpPassManager &pm,
   loss.loss = options.loss;
   loss.outputName = options.outputName;
   pm.addNestedPass<func::FuncOp>(createLoomAppendLossPass(loss));
+  if (options.precision != "fp32") {
+    LoomMixedPrecisionPassOptions mixed;
+    mixed.precision = options.precision;
+    pm.addNestedPass<func::FuncOp>(createLoomMixedPrecisionPass(mixed));
+  }
   pm.addNestedPass<func::FuncOp>(createLoomAutodiffPass());
   LoomAppendOptimizerPassOptions opt;
   opt.optimizer = options.optimizer;
@@ -32,6 +37,15 @@ void mlir::loom::buildLoomTrainPipeline(OpPassManager &pm,
   opt.momentum = options.momentum;
   pm.addNestedPass<func::FuncOp>(createLoomAppendOptimizerPass(opt));
   pm.addPass(createCSEPass());
+}
+
+void mlir::loom::buildLoomForwardPipeline(
+    OpPassManager &pm, const ForwardPipelineOptions &options) {
+  if (options.precision == "fp32")
+    return;
+  LoomMixedPrecisionPassOptions mixed;
+  mixed.precision = options.precision;
+  pm.addNestedPass<func::FuncOp>(createLoomMixedPrecisionPass(mixed));
 }
 
 void mlir::loom::buildLoomPlanPipeline(OpPassManager &pm,
@@ -57,6 +71,14 @@ struct TrainPipelineCLOptions
                     llvm::cl::desc("learning rate")};
   Option<double> momentum{*this, "momentum", llvm::cl::init(0.0),
                           llvm::cl::desc("SGD momentum")};
+  Option<std::string> precision{*this, "precision", llvm::cl::init("fp32"),
+                                llvm::cl::desc("fp32 | bf16")};
+};
+
+struct ForwardPipelineCLOptions
+    : public PassPipelineOptions<ForwardPipelineCLOptions> {
+  Option<std::string> precision{*this, "precision", llvm::cl::init("fp32"),
+                                llvm::cl::desc("fp32 | bf16")};
 };
 
 struct PlanPipelineCLOptions
@@ -78,7 +100,15 @@ void mlir::loom::registerLoomPipelines() {
         options.optimizer = cl.optimizer;
         options.lr = cl.lr;
         options.momentum = cl.momentum;
+        options.precision = cl.precision;
         buildLoomTrainPipeline(pm, options);
+      });
+  PassPipelineRegistration<ForwardPipelineCLOptions>(
+      "loom-forward", "Prepare a forward function for a forward plan",
+      [](OpPassManager &pm, const ForwardPipelineCLOptions &cl) {
+        ForwardPipelineOptions options;
+        options.precision = cl.precision;
+        buildLoomForwardPipeline(pm, options);
       });
   PassPipelineRegistration<PlanPipelineCLOptions>(
       "loom-plan", "Plan the mesh and partition the training step",

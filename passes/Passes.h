@@ -29,11 +29,24 @@ struct TrainPipelineOptions {
   double lr = 1e-3;
   double weightDecay = -1; // optimizer default
   double momentum = 0;
+  /// "fp32" or "bf16" (mixed precision with f32 master weights).
+  std::string precision = "fp32";
 };
 
-/// Appends loss, autodiff and optimizer passes on `@main`.
+/// Appends loss, mixed precision (for bf16), autodiff and optimizer passes on
+/// `@main`.
 void buildLoomTrainPipeline(OpPassManager &pm,
                             const TrainPipelineOptions &options);
+
+/// Options of the pipeline that prepares a forward function for a forward
+/// plan.
+struct ForwardPipelineOptions {
+  std::string precision = "fp32";
+};
+
+/// Appends the passes a forward plan needs: mixed precision for bf16.
+void buildLoomForwardPipeline(OpPassManager &pm,
+                              const ForwardPipelineOptions &options);
 
 /// Options of the planning + lowering pipeline.
 struct PlanPipelineOptions {
@@ -52,7 +65,8 @@ void buildLoomPlanPipeline(OpPassManager &pm,
 /// RMS norm, then matmul + bias as `loom.linear`; then canonicalize and CSE.
 void buildLoomRaisePipeline(OpPassManager &pm);
 
-/// Registers the pipelines `loom-raise`, `loom-train` and `loom-plan` (the
+/// Registers the pipelines `loom-raise`, `loom-train`, `loom-forward` and
+/// `loom-plan` (the
 /// passes themselves are registered by the generated `registerLoomPasses()`).
 void registerLoomPipelines();
 

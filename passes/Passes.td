@@ -37,6 +37,41 @@ def LoomAppendLossPass : Pass<"loom-append-loss", "mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::loom::LoomDialect"];
 }
 
+def LoomMixedPrecisionPass : Pass<"loom-mixed-precision", "mlir::func::FuncOp"> {
+  let summary = "Compute in bf16, keep f32 master weights (autocast-like)";
+  let description = [{
+    Pre: a forward function (graph outputs) or a forward function with its
+    loss (after `loom-append-loss`), before `loom-autodiff`; all floats f32.
+    Post (`precision=bf16`): every f32 operand of a compute op (a parameter,
+    a float graph input or target, a constant, or an f32 result such as a
+    loss) is read through one `loom.convert ... to bf16`, placed before its
+    first use and shared by all uses; integer-to-f32 conversions convert to
+    bf16 directly; every compute op's result is re-inferred and so becomes
+    bf16, except losses, which stay f32 scalars (their kernels reduce in f32
+    or wider). Float results are converted back to f32, so a forward plan's
+    outputs and the loss stay f32. Parameters themselves stay f32: after
+    `loom-autodiff`, the gradient of each conversion converts back, so
+    parameter gradients, their all-reduce and the optimizer are f32.
+    `precision=fp32` leaves the function unchanged.
+
+    ```mlir
+    // before
+    %y = loom.linear %x, %w : (tensor<4x8xf32>, tensor<3x8xf32>) -> tensor<4x3xf32>
+    %l = loom.cross_entropy %y, %t : (tensor<4x3xf32>, tensor<4xi64>) -> tensor<f32>
+    // after
+    %xb = loom.convert %x to bf16 : tensor<4x8xf32> -> tensor<4x8xbf16>
+    %wb = loom.convert %w to bf16 : tensor<3x8xf32> -> tensor<3x8xbf16>
+    %y = loom.linear %xb, %wb : (tensor<4x8xbf16>, tensor<3x8xbf16>) -> tensor<4x3xbf16>
+    %l = loom.cross_entropy %y, %t : (tensor<4x3xbf16>, tensor<4xi64>) -> tensor<f32>
+    ```
+  }];
+  let options = [
+    Option<"precision", "precision", "std::string", "\"bf16\"",
+           "bf16 | fp32 (fp32 changes nothing)">,
+  ];
+  let dependentDialects = ["::mlir::loom::LoomDialect"];
+}
+
 def LoomAutodiffPass : Pass<"loom-autodiff", "mlir::func::FuncOp"> {
   let summary = "Build the backward graph by reverse-mode differentiation";
   let description = [{

@@ -107,6 +107,19 @@ Executor::create(const plan::Plan &plan, Communicator &world,
   for (const plan::Buffer &b : exec->theProgram->buffers())
     byId[b.id()] = &b;
   Binder binder(*exec);
+  auto viewOf = [&](const plan::Instruction &inst) {
+    OpView view{plan, inst, {}, {}};
+    for (int32_t id : inst.inputs())
+      view.inputs.push_back(byId.at(id));
+    for (int32_t id : inst.outputs())
+      view.outputs.push_back(byId.at(id));
+    return view;
+  };
+  // Host kernels on BF16 buffers share one fp32 scratch block: size it for
+  // the largest instruction before any kernel binds a pointer into it.
+  if (!device)
+    for (const plan::Instruction &inst : exec->theProgram->instructions())
+      exec->bf16Scratch.reserve(cpu::Bf16Scratch::floatsFor(viewOf(inst)));
   for (int i = 0; i < exec->theProgram->instructions_size(); ++i) {
     const plan::Instruction &inst = exec->theProgram->instructions(i);
     const KernelDef *kernel =
@@ -116,12 +129,15 @@ Executor::create(const plan::Plan &plan, Communicator &world,
                                 exec->where(i).c_str(), inst.op().c_str(),
                                 device->name().c_str())
                     : makeError("%s: unknown op", exec->where(i).c_str());
-    OpView view{plan, inst, {}, {}};
-    for (int32_t id : inst.inputs())
-      view.inputs.push_back(byId.at(id));
-    for (int32_t id : inst.outputs())
-      view.outputs.push_back(byId.at(id));
-    StatusOr<KernelFn> fn = kernel->bind(view, binder);
+    OpView view = viewOf(inst);
+    if (device && cpu::touchesBf16(view))
+      return makeError("%s: bf16 buffers have no kernels on %s yet; run "
+                       "bf16 plans on the CPU backend or compile with "
+                       "--precision fp32",
+                       exec->where(i).c_str(), device->name().c_str());
+    StatusOr<KernelFn> fn =
+        device ? kernel->bind(view, binder)
+               : cpu::bindOnCpu(*kernel, view, binder, exec->bf16Scratch);
     if (!fn.isOk())
       return fn.status().withContext(exec->where(i));
     exec->calls.push_back({std::move(fn).value(), i});

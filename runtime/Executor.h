@@ -15,6 +15,7 @@
 #include "runtime/comm/Communicator.h"
 #include "runtime/init/RandomInit.h"
 #include "runtime/kernels/Kernel.h"
+#include "runtime/kernels/cpu/Bf16.h"
 #include "runtime/support/HostTensor.h"
 
 #include <map>
@@ -111,6 +112,8 @@ private:
   int myRank;
   std::string planPath;
   Arena arena;
+  /// fp32 copies of the operands of host instructions on BF16 buffers.
+  cpu::Bf16Scratch bf16Scratch;
   Device *theDevice = nullptr;
   /// The device copy of the arena (null without a device).
   uint8_t *deviceArena = nullptr;

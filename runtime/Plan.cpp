@@ -3,6 +3,7 @@
 #include "runtime/Plan.h"
 
 #include "runtime/kernels/Kernel.h"
+#include "runtime/kernels/cpu/Bf16.h"
 #include "runtime/support/HostTensor.h"
 
 #include <cerrno>
@@ -98,10 +99,19 @@ const char *roleName(plan::Role role) { return plan::Role_Name(role).c_str(); }
 
 Status checkBuffer(const plan::Plan &plan, const plan::Program &program,
                    const plan::Buffer &b) {
-  if (b.dtype() != plan::F32 && b.dtype() != plan::I64)
-    return makeError("dtype %s is not supported by the CPU runtime (f32 and "
-                     "i64 are)",
+  if (b.dtype() != plan::F32 && b.dtype() != plan::I64 &&
+      b.dtype() != plan::BF16)
+    return makeError("dtype %s is not supported (f32, bf16 and i64 are)",
                      dtypeName(b.dtype()));
+  // Mixed precision keeps bf16 to activations, their gradients and the
+  // constants the backward pass multiplies them with: weights, optimizer
+  // state, data, outputs and the loss stay f32.
+  if (b.dtype() == plan::BF16 && b.role() != plan::TEMPORARY &&
+      b.role() != plan::CONSTANT)
+    return makeError("%s buffer is bf16; only intermediate (TEMPORARY) and "
+                     "CONSTANT buffers may be bf16, parameters and optimizer "
+                     "state are f32 master copies",
+                     plan::Role_Name(b.role()).c_str());
   if (b.role() == plan::ROLE_UNSPECIFIED || !plan::Role_IsValid(b.role()))
     return makeError("role is unspecified");
   int64_t numel = 1, bytes = dtypeSize(b.dtype());
@@ -256,7 +266,7 @@ Status checkInstruction(const plan::Plan &plan,
         out->role() == plan::CONSTANT)
       return makeError("writes %s buffer %d '%s'", roleName(out->role()),
                        out->id(), out->name().c_str());
-  return kernel->verify(view);
+  return cpu::verifyOnCpu(*kernel, view);
 }
 
 Status checkProgram(const plan::Plan &plan, const plan::Program &program) {

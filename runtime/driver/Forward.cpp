@@ -136,6 +136,10 @@ Status forward(const RunOptions &opts, const std::string &tmpDir) {
     args.push_back("--input-shape");
     args.push_back(name + "=" + shapeArg(t.shape));
   }
+  if (!opts.precision.empty()) {
+    args.push_back("--precision");
+    args.push_back(opts.precision);
+  }
   args.push_back("-o");
   args.push_back(planPath);
   std::string output;

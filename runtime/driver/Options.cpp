@@ -15,6 +15,7 @@ const char *helpText() {
                  [--export-onnx FILE.onnx] [--log-every N] [--quiet]
                  [--device cpu|cuda]
   loom-run --forward MODEL.onnx --input NAME=FILE.npy ... --output-dir DIR
+                 [--precision fp32|bf16]
 
 Runs a .loomplan written by loomc: N ranks under mpirun (N must equal the
 plan's world size), or one rank without mpirun.
@@ -57,6 +58,8 @@ forward options:
   --input NAME=FILE.npy   the value of graph input NAME (one per input)
   --output-dir DIR        where every graph output is written as
                           DIR/<output name>.npy (created if missing)
+  --precision fp32|bf16   compile with loomc --precision (default fp32);
+                          outputs are f32 either way
 
 environment:
   LOOM_NUM_THREADS        threads per rank (default 1): OpenMP threads, over which
@@ -129,7 +132,7 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
     static const char *const withValue[] = {
         "--data",      "--input",       "--steps",      "--seed",
         "--metrics",   "--export-onnx", "--output-dir", "--forward",
-        "--log-every", "--device",      "--init"};
+        "--log-every", "--device",      "--init",       "--precision"};
     bool known = false;
     for (const char *f : withValue)
       known |= flag == f;
@@ -192,6 +195,11 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
     } else if (flag == "--forward") {
       opts.forward = true;
       opts.planPath = value;
+    } else if (flag == "--precision") {
+      if (value != "fp32" && value != "bf16")
+        return makeError("--precision must be fp32 or bf16, got '%s'",
+                         value.c_str());
+      opts.precision = value;
     }
   }
 
@@ -201,7 +209,8 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
                        positional[0].c_str());
     if (sawData || opts.steps != -1 || !opts.metricsPath.empty() ||
         !opts.exportOnnxPath.empty() || sawInit)
-      return makeError("--forward takes --input and --output-dir only");
+      return makeError(
+          "--forward takes --input, --output-dir and --precision only");
     if (opts.outputDir.empty())
       return makeError("--forward needs --output-dir DIR");
     if (opts.device != "cpu")
@@ -212,6 +221,9 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
   if (sawInput || !opts.outputDir.empty())
     return makeError("--input and --output-dir belong to --forward; training "
                      "takes --data NAME=FILE.npy");
+  if (!opts.precision.empty())
+    return makeError("--precision belongs to --forward; a plan carries its "
+                     "precision (loomc --precision)");
   if (positional.empty())
     return makeError("no plan given; usage: loom-run PLAN --data "
                      "NAME=FILE.npy ... --steps K (see --help)");

@@ -27,6 +27,7 @@ struct RunOptions {
   int64_t logEvery = 1; // print every N-th step (and the last)
   bool quiet = false;
   std::string device = "cpu"; // --device cpu|cuda
+  std::string precision;      // --forward: loomc --precision (fp32 | bf16)
 };
 
 /// Parses loom-run's arguments (`--flag value` or `--flag=value`).

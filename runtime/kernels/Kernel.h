@@ -75,11 +75,22 @@ public:
   /// null for the host.
   virtual Device *device() { return nullptr; }
 
+  /// Where buffer `b`'s bytes are: in the arena at its offset, unless a
+  /// wrapper rebinds the buffer elsewhere (the CPU backend runs kernels of
+  /// bf16 buffers on fp32 scratch copies).
+  virtual uint8_t *bytes(const plan::Buffer *b) {
+    return arena() + b->offset();
+  }
+
   float *f32(const plan::Buffer *b) {
-    return reinterpret_cast<float *>(arena() + b->offset());
+    return reinterpret_cast<float *>(bytes(b));
   }
   int64_t *i64(const plan::Buffer *b) {
-    return reinterpret_cast<int64_t *>(arena() + b->offset());
+    return reinterpret_cast<int64_t *>(bytes(b));
+  }
+  /// BF16 buffers hold the upper 16 bits of the f32 value.
+  uint16_t *bf16(const plan::Buffer *b) {
+    return reinterpret_cast<uint16_t *>(bytes(b));
   }
 };
 

@@ -90,3 +90,67 @@ func.func @adamw_betas(%p: tensor<3xf32>) {
   %0:3 = loom.adamw %p, %p, %p, %p {lr = 1.0e-3 : f64, beta1 = 1.0 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.0 : f64} : tensor<3xf32>
   return
 }
+
+// -----
+
+// Float operands of one op must have one precision.
+func.func @mixed_precision_operands(%a: tensor<2x3xf32>, %b: tensor<2x3xbf16>) {
+  // expected-error @+1 {{'loom.add' op operand #1 is 'bf16' but operand #0 is 'f32': float operands must have one precision (convert one with loom.convert)}}
+  %0 = loom.add %a, %b : (tensor<2x3xf32>, tensor<2x3xbf16>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+// The result follows the operands' precision.
+func.func @bf16_result_declared_f32(%a: tensor<2x3xbf16>, %b: tensor<3x4xbf16>) {
+  // expected-error @+2 {{'loom.matmul' op inferred type(s) 'tensor<2x4xbf16>' are incompatible with return type(s) of operation 'tensor<2x4xf32>'}}
+  // expected-error @+1 {{'loom.matmul' op failed to infer returned types}}
+  %0 = loom.matmul %a, %b : (tensor<2x3xbf16>, tensor<3x4xbf16>) -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+// Every float operand counts, the condition of a select included.
+func.func @select_mixed(%a: tensor<2x3xbf16>, %b: tensor<2x3xf32>) {
+  // expected-error @+1 {{'loom.select' op operand #2 is 'f32' but operand #0 is 'bf16'}}
+  %0 = loom.select %a, %a, %b : (tensor<2x3xbf16>, tensor<2x3xbf16>, tensor<2x3xf32>) -> tensor<2x3xbf16>
+  return
+}
+
+// -----
+
+// Optimizer updates keep f32 master weights.
+func.func @adamw_bf16(%p: tensor<4xbf16>) {
+  // expected-error @+1 {{'loom.adamw' op operand #0 must be ranked tensor of 32-bit float values}}
+  %0:3 = loom.adamw %p, %p, %p, %p {lr = 1.0e-3 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64} : tensor<4xbf16>
+  return
+}
+
+// -----
+
+// A conversion changes the element type.
+func.func @convert_to_itself(%a: tensor<2x3xbf16>) {
+  // expected-error @+1 {{'loom.convert' op converts 'bf16' to itself}}
+  %0 = loom.convert %a to bf16 : tensor<2x3xbf16> -> tensor<2x3xbf16>
+  return
+}
+
+// -----
+
+// The result type is the target type.
+func.func @convert_result_mismatch(%a: tensor<2x3xf32>) {
+  // expected-error @+1 {{'loom.convert' op result element type 'f32' differs from the target type 'bf16'}}
+  %0 = loom.convert %a to bf16 : tensor<2x3xf32> -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+// Conversions produce floats only.
+func.func @convert_to_integer(%a: tensor<2x3xf32>) {
+  // expected-error @+1 {{'loom.convert' op result #0 must be ranked tensor of 32-bit float or bfloat16 type values}}
+  %0 = loom.convert %a to i64 : tensor<2x3xf32> -> tensor<2x3xi64>
+  return
+}

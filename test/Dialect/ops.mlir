@@ -1,4 +1,4 @@
-// RUN: loom-opt %s | loom-opt | FileCheck %s
+// RUN: loom-opt %s -split-input-file | loom-opt -split-input-file | FileCheck %s
 
 // Every op parses, verifies, infers its type and prints back.
 // CHECK-LABEL: func.func @round_trip
@@ -31,8 +31,8 @@ func.func @round_trip(%x: tensor<2x8x16xf32>, %w: tensor<32x16xf32>, %b: tensor<
   %11 = loom.expand %10 [-1, -1, 16] : tensor<2x8x1xf32> -> tensor<2x8x16xf32>
   // CHECK: loom.select
   %12 = loom.select %11, %x, %3 : (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>) -> tensor<2x8x16xf32>
-  // CHECK: loom.convert %{{.*}} : tensor<2x8xi64> -> tensor<2x8xf32>
-  %13 = loom.convert %ids : tensor<2x8xi64> -> tensor<2x8xf32>
+  // CHECK: loom.convert %{{.*}} to f32 : tensor<2x8xi64> -> tensor<2x8xf32>
+  %13 = loom.convert %ids to f32 : tensor<2x8xi64> -> tensor<2x8xf32>
   // CHECK: loom.conv2d %{{.*}} strides [1, 1] pads [1, 1, 1, 1] dilations [1, 1] groups 1 : (tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<2x4x8x8xf32>
   %14 = loom.conv2d %img, %f strides [1, 1] pads [1, 1, 1, 1] dilations [1, 1] groups 1 : (tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<2x4x8x8xf32>
   // CHECK: loom.batch_norm
@@ -42,4 +42,27 @@ func.func @round_trip(%x: tensor<2x8x16xf32>, %w: tensor<32x16xf32>, %b: tensor<
   // CHECK: loom.layer_norm_grad
   %17:3 = loom.layer_norm_grad %x, %x, %g axis 2 {epsilon = 1.0e-5 : f64} : (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<16xf32>) -> (tensor<2x8x16xf32>, tensor<16xf32>, tensor<16xf32>)
   return
+}
+
+// -----
+
+// Compute ops take bf16 operands and infer bf16 results; losses stay f32
+// scalars; converts go between i64, f32 and bf16.
+// CHECK-LABEL: func.func @bf16_round_trip
+func.func @bf16_round_trip(%x: tensor<2x8x16xf32>, %w: tensor<32x16xf32>,
+                           %ids: tensor<2x8xi64>, %t: tensor<2x8xi64>) -> tensor<f32> {
+  // CHECK: loom.convert %{{.*}} to bf16 : tensor<2x8x16xf32> -> tensor<2x8x16xbf16>
+  %xb = loom.convert %x to bf16 : tensor<2x8x16xf32> -> tensor<2x8x16xbf16>
+  // CHECK: loom.convert %{{.*}} to bf16 : tensor<2x8xi64> -> tensor<2x8xbf16>
+  %mb = loom.convert %ids to bf16 : tensor<2x8xi64> -> tensor<2x8xbf16>
+  %wb = loom.convert %w to bf16 : tensor<32x16xf32> -> tensor<32x16xbf16>
+  // CHECK: loom.linear %{{.*}} : (tensor<2x8x16xbf16>, tensor<32x16xbf16>) -> tensor<2x8x32xbf16>
+  %y = loom.linear %xb, %wb {transpose_weight} : (tensor<2x8x16xbf16>, tensor<32x16xbf16>) -> tensor<2x8x32xbf16>
+  // CHECK: loom.gelu %{{.*}} : tensor<2x8x32xbf16>
+  %g = loom.gelu %y : tensor<2x8x32xbf16>
+  // CHECK: loom.cross_entropy %{{.*}} : (tensor<2x8x32xbf16>, tensor<2x8xi64>) -> tensor<f32>
+  %l = loom.cross_entropy %g, %t : (tensor<2x8x32xbf16>, tensor<2x8xi64>) -> tensor<f32>
+  // CHECK: loom.convert %{{.*}} to f32 : tensor<2x8x32xbf16> -> tensor<2x8x32xf32>
+  %back = loom.convert %g to f32 : tensor<2x8x32xbf16> -> tensor<2x8x32xf32>
+  return %l : tensor<f32>
 }

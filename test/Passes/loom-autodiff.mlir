@@ -62,3 +62,25 @@ func.func @main(%p: tensor<2x3x4xf32> {loom.param = "p"}, %t: tensor<2x12xf32> {
   %1 = loom.mse %0, %t : tensor<2x12xf32> -> tensor<f32>
   return %1 : tensor<f32>
 }
+
+// -----
+
+// The gradient of a conversion converts back to the source precision (an
+// f32 parameter read in bf16 gets an f32 gradient); integer sources have
+// none.
+// CHECK-LABEL: func.func @main
+// CHECK-SAME:    -> (tensor<f32> {loom.loss}, tensor<3xf32> {loom.grad = "w"})
+// CHECK:         %[[M:.*]] = loom.convert %arg0 to bf16 : tensor<2x3xi64> -> tensor<2x3xbf16>
+// CHECK:         %[[G:.*]] = loom.mse_grad
+// CHECK:         %[[DW:.*]] = loom.mul %[[G]], %[[M]] : (tensor<2x3xbf16>, tensor<2x3xbf16>) -> tensor<2x3xbf16>
+// CHECK:         %[[S:.*]] = loom.sum_to %[[DW]], %{{.*}} : (tensor<2x3xbf16>, tensor<3xbf16>) -> tensor<3xbf16>
+// CHECK:         %[[DWF:.*]] = loom.convert %[[S]] to f32 : tensor<3xbf16> -> tensor<3xf32>
+// CHECK:         return %{{.*}}, %[[DWF]] : tensor<f32>, tensor<3xf32>
+func.func @main(%ids: tensor<2x3xi64> {loom.input = "mask"}, %w: tensor<3xf32> {loom.param = "w"},
+                %t: tensor<2x3xbf16> {loom.target}) -> (tensor<f32> {loom.loss}) {
+  %m = loom.convert %ids to bf16 : tensor<2x3xi64> -> tensor<2x3xbf16>
+  %wb = loom.convert %w to bf16 : tensor<3xf32> -> tensor<3xbf16>
+  %y = loom.mul %wb, %m : (tensor<3xbf16>, tensor<2x3xbf16>) -> tensor<2x3xbf16>
+  %l = loom.mse %y, %t : tensor<2x3xbf16> -> tensor<f32>
+  return %l : tensor<f32>
+}

@@ -3,7 +3,7 @@
 
   hf_train.py --model-dir DIR --global-batch B --steps K --optimizer adamw|sgd --lr F
               --losses-out FILE.json [--weights-out FILE.npz] [--momentum F]
-              [--weight-decay F] [--threads N]
+              [--weight-decay F] [--threads N] [--autocast bf16]
 
 DIR is what hf_models.py wrote. The module is rebuilt from DIR/config.json (the HF /
 torchvision code, dropout 0) and then EVERY parameter and buffer it has in the graph is
@@ -20,7 +20,10 @@ Training follows the Loom conventions (docs/runtime.md, PyTorch defaults):
     [B,S,V] flattened to [B*S,V]) or over the batch (ResNet);
   * adamw = torch.optim.AdamW(betas=(0.9,0.999), eps=1e-8, weight_decay=0.01 unless
     given); sgd = torch.optim.SGD(momentum=0, weight_decay=0 unless given); every
-    parameter in one group.
+    parameter in one group;
+  * --autocast bf16: forward and loss under torch.autocast('cpu', dtype=torch.bfloat16)
+    (PyTorch's mixed precision: f32 parameters, gradients and optimizer; GEMMs in bf16),
+    the reference for `loomc --precision bf16`.
 
 Writes --losses-out: JSON list of K floats, entry i = the loss of step i+1's forward
 pass, before its update (Loom's metrics line "step": i+1); --weights-out: npz of the
@@ -98,15 +101,17 @@ def load_model_dir(model_dir):
     return module, meta, np.ascontiguousarray(x), np.ascontiguousarray(y.astype(np.int64)), imap
 
 
-def train(module, x, y, global_batch, steps, optimizer, lr, momentum=None, weight_decay=None):
+def train(module, x, y, global_batch, steps, optimizer, lr, momentum=None, weight_decay=None,
+          autocast=None):
     """Train `module` in place; returns the per-step losses (before each update)."""
     module.train()
     opt = make_optimizer(module.parameters(), optimizer, lr, momentum, weight_decay)
     losses = []
     for i in range(steps):
         idx = batch_indices(i, global_batch, len(x))
-        logits = module(torch.from_numpy(x[idx]))
-        loss = lm_loss(logits, torch.from_numpy(y[idx]))
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast == "bf16"):
+            logits = module(torch.from_numpy(x[idx]))
+            loss = lm_loss(logits, torch.from_numpy(y[idx]))
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -128,6 +133,8 @@ def main(argv=None):
     p.add_argument("--losses-out", required=True, help="JSON list of per-step losses")
     p.add_argument("--weights-out", default=None, help="npz of final weights keyed by initializer name")
     p.add_argument("--threads", type=int, default=0, help="torch intra-op threads (default: torch's)")
+    p.add_argument("--autocast", choices=["bf16"], default=None,
+                   help="forward and loss under CPU autocast to bf16")
     args = p.parse_args(argv)
     if args.global_batch < 1 or args.steps < 0:
         p.error("--global-batch must be >= 1 and --steps >= 0")
@@ -141,7 +148,7 @@ def main(argv=None):
         raise SystemExit("hf_train: error: %s" % e)
     try:
         losses = train(module, x, y, args.global_batch, args.steps, args.optimizer, args.lr,
-                       args.momentum, args.weight_decay)
+                       args.momentum, args.weight_decay, args.autocast)
     except (RuntimeError, IndexError, ValueError) as e:
         raise SystemExit("hf_train: error: training failed: %s" % str(e).strip().splitlines()[0])
 

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/Plan.h"
+#include "runtime/kernels/cpu/Bf16.h"
 #include "runtime/kernels/cpu/Broadcast.h"
 #include "runtime/kernels/cpu/CpuKernels.h"
 #include "runtime/kernels/cpu/FastMath.h"
@@ -228,19 +229,46 @@ StatusOr<KernelFn> bindUnary(const OpView &op, BindContext &ctx) {
 
 Status verifyConvert(const OpView &op) {
   LOOM_RETURN_IF_ERROR(op.expectNotInPlace());
-  if (op.inputs[0]->dtype() != plan::I64)
-    return makeError("input is %s, expected i64",
-                     dtypeName(op.inputs[0]->dtype()));
-  if (op.outputs[0]->dtype() != plan::F32)
-    return makeError("output is %s, expected f32",
-                     dtypeName(op.outputs[0]->dtype()));
+  plan::DType from = op.inputs[0]->dtype(), to = op.outputs[0]->dtype();
+  if (from != plan::I64 && from != plan::F32 && from != plan::BF16)
+    return makeError("input is %s, expected i64, f32 or bf16", dtypeName(from));
+  if (to != plan::F32 && to != plan::BF16)
+    return makeError("output is %s, expected f32 or bf16", dtypeName(to));
+  if (from == to)
+    return makeError("input and output are both %s", dtypeName(from));
   return expectOutShape(op, 0, op.inShape(0), "output");
 }
 
 StatusOr<KernelFn> bindConvert(const OpView &op, BindContext &ctx) {
-  const int64_t *x = ctx.i64(op.inputs[0]);
-  float *y = ctx.f32(op.outputs[0]);
+  plan::DType from = op.inputs[0]->dtype(), to = op.outputs[0]->dtype();
   int64_t n = op.outNumel(0);
+  if (from == plan::F32 && to == plan::BF16) {
+    const float *x = ctx.f32(op.inputs[0]);
+    uint16_t *y = ctx.bf16(op.outputs[0]);
+    return KernelFn([=](const StepContext &) {
+      narrowToBf16(x, y, n);
+      return Status::ok();
+    });
+  }
+  if (from == plan::BF16 && to == plan::F32) {
+    const uint16_t *x = ctx.bf16(op.inputs[0]);
+    float *y = ctx.f32(op.outputs[0]);
+    return KernelFn([=](const StepContext &) {
+      widenBf16(x, y, n);
+      return Status::ok();
+    });
+  }
+  const int64_t *x = ctx.i64(op.inputs[0]);
+  if (to == plan::BF16) {
+    // Through f32, like PyTorch's integer-to-bf16 conversion.
+    uint16_t *y = ctx.bf16(op.outputs[0]);
+    return KernelFn([=](const StepContext &) {
+      forEach(n,
+              [&](int64_t i) { y[i] = floatToBf16(static_cast<float>(x[i])); });
+      return Status::ok();
+    });
+  }
+  float *y = ctx.f32(op.outputs[0]);
   return KernelFn([=](const StepContext &) {
     forEach(n, [&](int64_t i) { y[i] = static_cast<float>(x[i]); });
     return Status::ok();
@@ -306,8 +334,8 @@ Status verifyCopy(const OpView &op) {
 }
 
 StatusOr<KernelFn> bindCopy(const OpView &op, BindContext &ctx) {
-  const uint8_t *x = ctx.arena() + op.inputs[0]->offset();
-  uint8_t *y = ctx.arena() + op.outputs[0]->offset();
+  const uint8_t *x = ctx.bytes(op.inputs[0]);
+  uint8_t *y = ctx.bytes(op.outputs[0]);
   size_t bytes = op.outputs[0]->size_bytes();
   return KernelFn([=](const StepContext &) {
     std::memmove(y, x, bytes);

@@ -226,3 +226,68 @@ TEST_F(PlanEmitterTest, ReshapesAreViewsWithoutInstructions) {
 }
 
 } // namespace
+
+namespace {
+
+TEST_F(PlanEmitterTest, MixedPrecisionHalvesActivationBuffers) {
+  auto build = [&](const std::string &precision,
+                   MemoryBreakdown &memory) -> FailureOr<::loom::plan::Plan> {
+    OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(kMlp, &ctx);
+    if (!module)
+      return failure();
+    PassManager pm(&ctx);
+    TrainPipelineOptions train;
+    train.loss = "mse";
+    train.precision = precision;
+    buildLoomTrainPipeline(pm, train);
+    buildLoomPlanPipeline(pm, PlanPipelineOptions());
+    if (failed(pm.run(*module)))
+      return failure();
+    EmitOptions options;
+    options.training.set_global_batch(8);
+    options.training.set_precision(precision);
+    options.modelPath = "model.onnx";
+    return emitPlan(*module, options, &memory);
+  };
+  MemoryBreakdown m32, m16;
+  FailureOr<::loom::plan::Plan> fp32 = build("fp32", m32);
+  FailureOr<::loom::plan::Plan> bf16 = build("bf16", m16);
+  ASSERT_TRUE(succeeded(fp32) && succeeded(bf16));
+  const ::loom::plan::Program &p = bf16->programs(0);
+  int bf16Buffers = 0, converts = 0;
+  for (const ::loom::plan::Buffer &b : p.buffers()) {
+    int64_t numel = 1;
+    for (int64_t d : b.shape())
+      numel *= d;
+    if (b.dtype() == ::loom::plan::BF16) {
+      ++bf16Buffers;
+      EXPECT_EQ(b.size_bytes(), 2 * numel) << b.name();
+      EXPECT_EQ(b.role(), ::loom::plan::TEMPORARY) << b.name();
+    } else if (b.role() != ::loom::plan::TEMPORARY) {
+      EXPECT_NE(b.dtype(), ::loom::plan::BF16) << b.name();
+    }
+  }
+  for (const auto &inst : p.instructions()) {
+    if (inst.op() == "convert") {
+      ++converts;
+      // The types are the buffers'; no attribute carries them.
+      EXPECT_TRUE(inst.attrs().empty());
+      EXPECT_NE(p.buffers(inst.inputs(0)).dtype(),
+                p.buffers(inst.outputs(0)).dtype());
+    }
+    if (inst.op() == "adamw")
+      for (int32_t id : inst.inputs())
+        EXPECT_EQ(p.buffers(id).dtype(), ::loom::plan::F32);
+  }
+  EXPECT_GT(bf16Buffers, 0);
+  // x, w, b and the target in; dw and db back to f32.
+  EXPECT_EQ(converts, 6);
+  EXPECT_EQ(m16.parameters, m32.parameters);
+  EXPECT_EQ(m16.gradients, m32.gradients);
+  EXPECT_EQ(m16.optimizerState, m32.optimizerState);
+  EXPECT_LT(m16.arena, m32.arena);
+  ::loom::runtime::Status valid = ::loom::runtime::validatePlan(*bf16, "p");
+  EXPECT_TRUE(valid.isOk()) << valid.message();
+}
+
+} // namespace

@@ -68,6 +68,11 @@ TEST(OptionsTest, Forward) {
   EXPECT_TRUE(o->forward);
   EXPECT_EQ(o->planPath, "m.onnx");
   EXPECT_EQ(o->outputDir, "out");
+  EXPECT_EQ(o->precision, "");
+  o = parse({"--forward", "m.onnx", "--input", "x=x.npy", "--output-dir", "out",
+             "--precision", "bf16"});
+  ASSERT_TRUE(o.isOk()) << o.status().message();
+  EXPECT_EQ(o->precision, "bf16");
 }
 
 TEST(OptionsTest, Errors) {
@@ -93,7 +98,11 @@ TEST(OptionsTest, Errors) {
       {{"p", "--steps", "1", "--init", "random:x"},
        "--init random:SEED expects an integer SEED, got 'x'"},
       {{"--forward", "m.onnx", "--output-dir", "o", "--init", "random:1"},
-       "--forward takes --input and --output-dir only"},
+       "--forward takes --input, --output-dir and --precision only"},
+      {{"p", "--steps", "1", "--precision", "bf16"},
+       "--precision belongs to --forward"},
+      {{"--forward", "m.onnx", "--output-dir", "o", "--precision", "fp16"},
+       "--precision must be fp32 or bf16, got 'fp16'"},
   };
   for (const Case &c : cases) {
     auto o = parse(c.args);

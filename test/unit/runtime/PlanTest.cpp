@@ -114,8 +114,11 @@ TEST(PlanTest, SizeMatchesShapeAndDType) {
   EXPECT_ERROR(
       [](plan::Plan &p) { prog0(p).mutable_buffers(0)->set_size_bytes(4); },
       "size_bytes 4 does not match shape [2, 3] of f32 (24 bytes)");
-  EXPECT_ERROR([](plan::Plan &p) { prog0(p).mutable_buffers(0)->set_dtype(plan::BF16); },
-               "dtype bf16 is not supported");
+  EXPECT_ERROR(
+      [](plan::Plan &p) {
+        prog0(p).mutable_buffers(0)->set_dtype(plan::DType(7));
+      },
+      "dtype unspecified is not supported (f32, bf16 and i64 are)");
   EXPECT_ERROR([](plan::Plan &p) { prog0(p).mutable_buffers(1)->set_id(0); },
                "duplicate buffer id");
 }

@@ -34,7 +34,7 @@ inline int32_t addBuffer(plan::Program &program, const std::string &name,
     b->add_shape(d);
     n *= d;
   }
-  int64_t bytes = n * (dtype == plan::I64 ? 8 : 4);
+  int64_t bytes = n * (dtype == plan::I64 ? 8 : dtype == plan::BF16 ? 2 : 4);
   b->set_offset(program.arena_bytes());
   b->set_size_bytes(bytes);
   program.set_arena_bytes((program.arena_bytes() + bytes + 63) / 64 * 64);
