@@ -37,13 +37,23 @@ static Role roleOf(OpOperand &use) {
       .Default([](Operation *) { return Role::None; });
 }
 
-plan::InitRule mlir::loom::chooseInitRule(Value param) {
-  bool scale = false, bias = false;
-  for (OpOperand &use : param.getUses()) {
+/// Collects the roles of `value`'s uses, looking through `loom.convert`
+/// (under `--precision bf16` a parameter reaches its ops as a bf16 copy).
+static void collectRoles(Value value, bool &scale, bool &bias) {
+  for (OpOperand &use : value.getUses()) {
+    if (auto convert = dyn_cast<ConvertOp>(use.getOwner())) {
+      collectRoles(convert.getResult(), scale, bias);
+      continue;
+    }
     Role role = roleOf(use);
     scale |= role == Role::Scale;
     bias |= role == Role::Bias;
   }
+}
+
+plan::InitRule mlir::loom::chooseInitRule(Value param) {
+  bool scale = false, bias = false;
+  collectRoles(param, scale, bias);
   plan::InitRule rule;
   auto type = dyn_cast<RankedTensorType>(param.getType());
   if (scale)
