@@ -104,7 +104,7 @@ __global__ void __launch_bounds__(kAttnThreads)
                            const T *__restrict__ v, T *__restrict__ o,
                            const T *__restrict__ dO, float *__restrict__ lse,
                            float *__restrict__ delta, AttnArgs a) {
-  extern __shared__ float smem[];
+  LOOM_DYNAMIC_SHARED(float, smem);
   const int pd = a.d + 1, pv = a.dv + 1, pp = kCols + 1;
   float *sQ = smem;            // kRows x pd
   float *sK = sQ + kRows * pd; // kCols x pd
@@ -194,7 +194,7 @@ __global__ void __launch_bounds__(kAttnThreads)
                           const float *__restrict__ lse,
                           const float *__restrict__ delta, T *__restrict__ dk,
                           T *__restrict__ dv, AttnArgs a) {
-  extern __shared__ float smem[];
+  LOOM_DYNAMIC_SHARED(float, smem);
   const int pd = a.d + 1, pv = a.dv + 1, pp = kRows + 1;
   float *sK = smem;            // kCols x pd
   float *sV = sK + kCols * pd; // kCols x pv
@@ -271,7 +271,7 @@ __global__ void __launch_bounds__(kAttnThreads)
                          const float *__restrict__ lse,
                          const float *__restrict__ delta, T *__restrict__ dq,
                          AttnArgs a) {
-  extern __shared__ float smem[];
+  LOOM_DYNAMIC_SHARED(float, smem);
   const int pd = a.d + 1, pv = a.dv + 1, pp = kCols + 1;
   float *sQ = smem;            // kRows x pd
   float *sO = sQ + kRows * pd; // kRows x pv (dO)
@@ -325,6 +325,7 @@ __global__ void __launch_bounds__(kAttnThreads)
       dq[(bh * a.sq + row) * a.d + c + 4 * x] = fromFloat<T>(acc[x] * a.scale);
 }
 
+/// Dynamic shared memory of each kernel, in bytes.
 size_t forwardSmem(const AttnArgs &a) {
   return sizeof(float) * ((kRows + kCols) * (a.d + 1) + kCols * (a.dv + 1) +
                           kRows * (kCols + 1));
@@ -337,6 +338,12 @@ size_t gradQSmem(const AttnArgs &a) {
   return sizeof(float) *
          ((kRows + kCols) * (a.d + 1 + a.dv + 1) + kRows * (kCols + 1));
 }
+
+} // namespace
+
+#ifndef LOOM_CUDA_HOST_EMULATION // (test/unit/cuda/CudaHostEmulation.h)
+
+namespace {
 
 /// Allows `bytes` of dynamic shared memory (above the default 48 KiB for
 /// head dims over 64) and launches.
@@ -441,5 +448,7 @@ Status launchAttentionGrad(Elem e, const void *dO, const void *q, const void *k,
                : backward<float, 128>(dO, q, k, v, dq, dk, dv, a, workspace,
                                       stream);
 }
+
+#endif // LOOM_CUDA_HOST_EMULATION
 
 } // namespace loom::runtime::cuda

@@ -16,6 +16,11 @@
 
 namespace loom::runtime::cuda {
 
+/// Declares a kernel's dynamic shared memory as an array `name` of `type`.
+#ifndef LOOM_DYNAMIC_SHARED
+#define LOOM_DYNAMIC_SHARED(type, name) extern __shared__ type name[]
+#endif
+
 constexpr int kThreads = 256;
 constexpr unsigned kMaxBlocks = 65535;
 

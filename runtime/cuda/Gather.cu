@@ -14,7 +14,9 @@
 
 #include "runtime/cuda/CudaElem.cuh"
 
+#ifndef LOOM_CUDA_HOST_EMULATION
 #include <cub/device/device_radix_sort.cuh>
+#endif
 
 namespace loom::runtime::cuda {
 
@@ -61,6 +63,12 @@ __global__ void gatherGradRunsKernel(FloatIn dy, FloatOut dx,
       }
   }
 }
+
+} // namespace
+
+#ifndef LOOM_CUDA_HOST_EMULATION // (test/unit/cuda/CudaHostEmulation.h)
+
+namespace {
 
 int keyBits(int64_t dim) {
   int bits = 1;
@@ -139,5 +147,7 @@ Status launchGatherGrad(FloatIn dy, const int64_t *indices, FloatOut dx,
       dy, dx, keysOut, posOut, g);
   return launchCheck("gather_grad kernel");
 }
+
+#endif // LOOM_CUDA_HOST_EMULATION
 
 } // namespace loom::runtime::cuda

@@ -119,6 +119,8 @@ __global__ void gatherKernel(FloatIn data, const int64_t *__restrict__ indices,
 
 } // namespace
 
+#ifndef LOOM_CUDA_HOST_EMULATION // (test/unit/cuda/CudaHostEmulation.h)
+
 Status launchStridedCopy(FloatIn src, FloatOut dst, int64_t n,
                          const CopyIndex &index, cudaStream_t stream) {
   if (n == 0)
@@ -194,5 +196,7 @@ Status launchGather(FloatIn data, const int64_t *indices, FloatOut y,
                                                       check, record);
   return launchCheck("gather kernel");
 }
+
+#endif // LOOM_CUDA_HOST_EMULATION
 
 } // namespace loom::runtime::cuda

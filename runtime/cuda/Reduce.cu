@@ -334,6 +334,8 @@ __global__ void layerNormParamGradKernel(FloatIn dy, FloatIn x,
 
 } // namespace
 
+#ifndef LOOM_CUDA_HOST_EMULATION // (test/unit/cuda/CudaHostEmulation.h)
+
 Status launchReduce(ReduceKind kind, FloatIn x, FloatOut y, int64_t ny,
                     const SumToIndex &index, cudaStream_t stream) {
   if (ny == 0)
@@ -462,5 +464,7 @@ Status launchLayerNormGrad(FloatIn dy, FloatIn x, FloatIn scale, FloatOut dx,
       dy, x, stats, dscale, dbias, rows, cols);
   return launchCheck("layer_norm_grad parameter kernel");
 }
+
+#endif // LOOM_CUDA_HOST_EMULATION
 
 } // namespace loom::runtime::cuda

@@ -1,0 +1,435 @@
+//===- CudaEmulationTest.cpp - CUDA kernels run on host threads --*- C++
+//-*-===//
+//
+// The attention, layout, gather and reduction kernels of runtime/cuda/,
+// built by the host compiler against test/unit/cuda/CudaHostEmulation.h and
+// compared with double-precision references. These run everywhere (no
+// device needed): they check the kernels' indexing, tiling, causal masking,
+// online softmax and backward recomputation; the tests of LoomCudaTests
+// check the same kernels on a GPU.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaHostEmulation.h"
+
+#include "runtime/cuda/Attention.cu"
+#include "runtime/cuda/Gather.cu"
+#include "runtime/cuda/Layout.cu"
+#include "runtime/cuda/Reduce.cu"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <random>
+
+namespace loom::runtime::cuda {
+namespace {
+
+namespace emu = ::loom::runtime::test::emu;
+
+// --- attention -------------------------------------------------------------
+
+struct Cfg {
+  int64_t b, sq, sk, d, dv;
+  bool causal;
+};
+
+/// Naive attention and its gradient in double.
+void reference(const Cfg &c, float scale, const std::vector<float> &q,
+               const std::vector<float> &k, const std::vector<float> &v,
+               const std::vector<float> &dO, std::vector<double> &o,
+               std::vector<double> &dq, std::vector<double> &dk,
+               std::vector<double> &dv) {
+  o.assign(c.b * c.sq * c.dv, 0);
+  dq.assign(c.b * c.sq * c.d, 0);
+  dk.assign(c.b * c.sk * c.d, 0);
+  dv.assign(c.b * c.sk * c.dv, 0);
+  for (int64_t b = 0; b < c.b; ++b) {
+    std::vector<double> P(c.sq * c.sk), dP(c.sq * c.sk);
+    for (int64_t i = 0; i < c.sq; ++i) {
+      double mx = -INFINITY;
+      for (int64_t j = 0; j < c.sk; ++j) {
+        double s = 0;
+        for (int64_t x = 0; x < c.d; ++x)
+          s +=
+              (double)q[(b * c.sq + i) * c.d + x] * k[(b * c.sk + j) * c.d + x];
+        s *= scale;
+        if (c.causal && j > i)
+          s = -INFINITY;
+        P[i * c.sk + j] = s;
+        mx = std::max(mx, s);
+      }
+      double sum = 0;
+      for (int64_t j = 0; j < c.sk; ++j) {
+        P[i * c.sk + j] = std::exp(P[i * c.sk + j] - mx);
+        sum += P[i * c.sk + j];
+      }
+      for (int64_t j = 0; j < c.sk; ++j)
+        P[i * c.sk + j] /= sum;
+      for (int64_t x = 0; x < c.dv; ++x) {
+        double a = 0;
+        for (int64_t j = 0; j < c.sk; ++j)
+          a += P[i * c.sk + j] * v[(b * c.sk + j) * c.dv + x];
+        o[(b * c.sq + i) * c.dv + x] = a;
+      }
+    }
+    for (int64_t i = 0; i < c.sq; ++i) {
+      double rs = 0;
+      for (int64_t j = 0; j < c.sk; ++j) {
+        double a = 0;
+        for (int64_t x = 0; x < c.dv; ++x)
+          a += (double)dO[(b * c.sq + i) * c.dv + x] *
+               v[(b * c.sk + j) * c.dv + x];
+        dP[i * c.sk + j] = a;
+        rs += a * P[i * c.sk + j];
+      }
+      for (int64_t j = 0; j < c.sk; ++j)
+        dP[i * c.sk + j] = P[i * c.sk + j] * (dP[i * c.sk + j] - rs);
+    }
+    for (int64_t i = 0; i < c.sq; ++i)
+      for (int64_t j = 0; j < c.sk; ++j) {
+        double p = P[i * c.sk + j], ds = dP[i * c.sk + j];
+        for (int64_t x = 0; x < c.dv; ++x)
+          dv[(b * c.sk + j) * c.dv + x] += p * dO[(b * c.sq + i) * c.dv + x];
+        for (int64_t x = 0; x < c.d; ++x) {
+          dq[(b * c.sq + i) * c.d + x] +=
+              scale * ds * k[(b * c.sk + j) * c.d + x];
+          dk[(b * c.sk + j) * c.d + x] +=
+              scale * ds * q[(b * c.sq + i) * c.d + x];
+        }
+      }
+  }
+}
+
+template <typename T>
+double maxError(const std::vector<T> &got, const std::vector<double> &want) {
+  double e = 0;
+  for (size_t i = 0; i < want.size(); ++i)
+    e = std::max(e, std::fabs(double(toFloat(got[i])) - want[i]));
+  return e;
+}
+
+/// Runs the forward kernel, the statistics pass and both gradient kernels
+/// as `launchAttention` / `launchAttentionGrad` do, with tolerance `tol` on
+/// the output and `5 tol` on the gradients.
+template <typename T, int kMaxD> void checkAttention(const Cfg &c, double tol) {
+  SCOPED_TRACE(::testing::Message()
+               << "b=" << c.b << " sq=" << c.sq << " sk=" << c.sk
+               << " d=" << c.d << " dv=" << c.dv << " causal=" << c.causal
+               << " maxD=" << kMaxD << " bf16=" << (sizeof(T) == 2));
+  std::mt19937 rng(c.sq * 131 + c.d);
+  std::uniform_real_distribution<float> u(-2, 2);
+  auto rnd = [&](int64_t n) {
+    std::vector<float> v(n);
+    for (float &x : v)
+      x = u(rng);
+    return v;
+  };
+  std::vector<float> q = rnd(c.b * c.sq * c.d), k = rnd(c.b * c.sk * c.d),
+                     v = rnd(c.b * c.sk * c.dv), dO = rnd(c.b * c.sq * c.dv);
+  // Stored as T; the reference sees the stored values.
+  auto stored = [](std::vector<float> &x) {
+    std::vector<T> y(x.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+      y[i] = fromFloat<T>(x[i]);
+      x[i] = toFloat(y[i]);
+    }
+    return y;
+  };
+  std::vector<T> tq = stored(q), tk = stored(k), tv = stored(v),
+                 tO = stored(dO);
+  float scale = 1.0f / std::sqrt(float(c.d));
+  std::vector<double> o, dq, dk, dv;
+  reference(c, scale, q, k, v, dO, o, dq, dk, dv);
+  AttnArgs a{c.sq, c.sk, int(c.d), int(c.dv), scale, c.causal};
+  std::vector<T> go(o.size()), gdq(dq.size()), gdk(dk.size()), gdv(dv.size());
+  std::vector<float> lse(c.b * c.sq), delta(c.b * c.sq);
+  unsigned qBlocks = c.b * ((c.sq + kRows - 1) / kRows);
+  unsigned kBlocks = c.b * ((c.sk + kCols - 1) / kCols);
+  size_t smem = std::max({forwardSmem(a), gradKVSmem(a), gradQSmem(a)});
+  emu::launch(qBlocks, kAttnThreads, smem, [&] {
+    attentionForwardKernel<T, kMaxD>(tq.data(), tk.data(), tv.data(), go.data(),
+                                     nullptr, nullptr, nullptr, a);
+  });
+  emu::launch(qBlocks, kAttnThreads, smem, [&] {
+    attentionForwardKernel<T, kMaxD>(tq.data(), tk.data(), tv.data(), nullptr,
+                                     tO.data(), lse.data(), delta.data(), a);
+  });
+  emu::launch(kBlocks, kAttnThreads, smem, [&] {
+    attentionGradKVKernel<T, kMaxD>(tO.data(), tq.data(), tk.data(), tv.data(),
+                                    lse.data(), delta.data(), gdk.data(),
+                                    gdv.data(), a);
+  });
+  emu::launch(qBlocks, kAttnThreads, smem, [&] {
+    attentionGradQKernel<T, kMaxD>(tO.data(), tq.data(), tk.data(), tv.data(),
+                                   lse.data(), delta.data(), gdq.data(), a);
+  });
+  EXPECT_LT(maxError(go, o), tol);
+  EXPECT_LT(maxError(gdq, dq), 5 * tol);
+  EXPECT_LT(maxError(gdk, dk), 5 * tol);
+  EXPECT_LT(maxError(gdv, dv), 5 * tol);
+}
+
+TEST(CudaEmulation, AttentionCausal) {
+  checkAttention<float, 64>({3, 37, 37, 64, 64, true}, 1e-5);
+  checkAttention<float, 64>({1, 1, 1, 64, 64, true}, 1e-5);
+  checkAttention<float, 64>({1, 33, 33, 32, 32, true}, 1e-5);
+  checkAttention<float, 64>({1, 64, 64, 16, 16, true}, 1e-5);
+  checkAttention<float, 128>({1, 70, 70, 128, 128, true}, 1e-5);
+}
+
+TEST(CudaEmulation, AttentionNonCausal) {
+  checkAttention<float, 64>({2, 37, 37, 64, 64, false}, 1e-5);
+  checkAttention<float, 64>({1, 20, 45, 32, 32, false}, 1e-5);
+  checkAttention<float, 64>({1, 70, 5, 32, 48, false}, 1e-5);
+  checkAttention<float, 128>({1, 40, 33, 96, 128, false}, 1e-5);
+}
+
+TEST(CudaEmulation, AttentionBf16) {
+  checkAttention<__nv_bfloat16, 64>({2, 37, 37, 64, 64, true}, 2e-2);
+  checkAttention<__nv_bfloat16, 128>({1, 40, 33, 96, 128, false}, 2e-2);
+}
+
+// --- layout, gather, reduce ---------------------------------------------
+
+struct Dim {
+  int64_t size, stride;
+};
+std::vector<int64_t> dense(const std::vector<int64_t> &s) {
+  std::vector<int64_t> r(s.size(), 1);
+  for (int d = (int)s.size() - 2; d >= 0; --d)
+    r[d] = r[d + 1] * s[d + 1];
+  return r;
+}
+CopyIndex gatherIndex(const std::vector<Dim> &dims) {
+  CopyIndex ix;
+  ix.rank = dims.size();
+  int64_t st = 1;
+  for (int k = ix.rank - 1; k >= 0; --k) {
+    ix.dims[k] = dims[k].size;
+    ix.srcStride[k] = dims[k].stride;
+    ix.dstStride[k] = st;
+    st *= dims[k].size;
+  }
+  return ix;
+}
+int64_t numel(const std::vector<int64_t> &s) {
+  int64_t n = 1;
+  for (auto d : s)
+    n *= d;
+  return n;
+}
+
+/// A transpose of `xs` by `perm` as `bindTranspose` plans it (merged dims,
+/// then the tiled or the strided path), against direct indexing.
+bool transposeTest(std::vector<int64_t> xs, std::vector<int64_t> perm,
+                   bool useU32) {
+  int64_t n = numel(xs);
+  std::vector<float> x(n);
+  std::iota(x.begin(), x.end(), 0.0f);
+  std::vector<float> y(n, -1), want(n);
+  std::vector<int64_t> xStride = dense(xs), ys;
+  for (auto p : perm)
+    ys.push_back(xs[p]);
+  std::vector<int64_t> yStride = dense(ys);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t rem = i, off = 0;
+    for (int d = ys.size() - 1; d >= 0; --d) {
+      off += (rem % ys[d]) * xStride[perm[d]];
+      rem /= ys[d];
+    }
+    want[i] = x[off];
+  }
+  std::vector<Dim> dims;
+  for (int64_t p : perm) {
+    if (xs[p] == 1)
+      continue;
+    if (!dims.empty() && dims.back().stride == xStride[p] * xs[p])
+      dims.back() = {dims.back().size * xs[p], xStride[p]};
+    else
+      dims.push_back({xs[p], xStride[p]});
+  }
+  FloatIn in{x.data(), Elem::F32};
+  FloatOut out{y.data(), Elem::F32};
+  size_t r = dims.size();
+  if (r >= 2 && dims[r - 2].stride == 1) {
+    Dim a = dims[r - 2], b = dims[r - 1];
+    CopyIndex outer =
+        gatherIndex(std::vector<Dim>(dims.begin(), dims.end() - 2));
+    int64_t batch = n / (a.size * b.size);
+    int64_t tiles = ((a.size + 31) / 32) * ((b.size + 31) / 32);
+    emu::launch(dim3(tiles, std::min<int64_t>(batch, 3)), dim3(32, 8), 0, [&] {
+      transpose2dKernel(in, out, batch, a.size, b.size, b.stride, outer);
+    });
+  } else {
+    CopyIndex ix = gatherIndex(dims);
+    if (useU32)
+      emu::launch(dim3(2), dim3(64), 0, [&] {
+        stridedCopyKernel<uint32_t>(in, out, (uint32_t)n, ix);
+      });
+    else
+      emu::launch(dim3(2), dim3(64), 0,
+                  [&] { stridedCopyKernel<int64_t>(in, out, n, ix); });
+  }
+  bool ok = y == want;
+  return ok;
+}
+
+/// gather_grad's key and run kernels (a host stable sort standing in for
+/// CUB's radix sort), and gather with one bad index.
+bool gatherGradTest(int64_t pre, int64_t dim, int64_t post, int64_t count) {
+  std::mt19937 rng(count);
+  std::uniform_int_distribution<int64_t> ui(-dim, dim - 1);
+  std::uniform_real_distribution<float> uf(-1, 1);
+  std::vector<int64_t> idx(count);
+  for (auto &v : idx)
+    v = ui(rng);
+  std::vector<float> dy(pre * count * post);
+  for (auto &v : dy)
+    v = uf(rng);
+  std::vector<float> want(pre * dim * post, 0), got(pre * dim * post, 0);
+  for (int64_t p = 0; p < pre; ++p)
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t r = idx[i] < 0 ? idx[i] + dim : idx[i];
+      for (int64_t q = 0; q < post; ++q)
+        want[(p * dim + r) * post + q] += dy[(p * count + i) * post + q];
+    }
+  std::vector<int32_t> keys(count), pos(count);
+  DataCheckRecord rec{};
+  emu::launch(dim3(2), dim3(64), 0, [&] {
+    gatherKeysKernel(idx.data(), count, dim, keys.data(), pos.data(), 1, &rec);
+  });
+  // cub's stable radix sort, emulated.
+  std::vector<int32_t> order(count);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return keys[a] < keys[b]; });
+  std::vector<int32_t> sk(count), sp(count);
+  for (int64_t i = 0; i < count; ++i) {
+    sk[i] = keys[order[i]];
+    sp[i] = pos[order[i]];
+  }
+  GatherDims g{pre, dim, post, count};
+  emu::launch(dim3(5), dim3(32), 0, [&] {
+    gatherGradRunsKernel(FloatIn{dy.data(), Elem::F32},
+                         FloatOut{got.data(), Elem::F32}, sk.data(), sp.data(),
+                         g);
+  });
+  bool ok = got == want && rec.check == 0;
+  // gather with one bad index
+  std::vector<float> data(pre * dim * post);
+  for (auto &v : data)
+    v = uf(rng);
+  std::vector<float> y(pre * count * post);
+  idx[count / 2] = dim + 5;
+  emu::launch(dim3(3), dim3(64), 0, [&] {
+    gatherKernel(FloatIn{data.data(), Elem::F32}, idx.data(),
+                 FloatOut{y.data(), Elem::F32}, g, 7, &rec);
+  });
+  bool ok2 = rec.check == 7 && rec.position == count / 2 &&
+             rec.value == dim + 5 && rec.limit == dim;
+  for (int64_t p = 0; p < pre && ok2; ++p)
+    for (int64_t i = 0; i < count; ++i) {
+      if (i == count / 2)
+        continue;
+      int64_t r = idx[i] < 0 ? idx[i] + dim : idx[i];
+      for (int64_t q = 0; q < post; ++q)
+        ok2 &= y[(p * count + i) * post + q] == data[(p * dim + r) * post + q];
+    }
+  return ok && ok2;
+}
+
+/// x [4, 37, 6] reduced over dims 0 and 2 by either reduction kernel.
+bool reduceTest(ReduceKind kind, bool block, bool withNan) {
+  std::vector<int64_t> xs{4, 37, 6};
+  std::vector<float> x(numel(xs));
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> uf(-1, 1);
+  for (auto &v : x)
+    v = uf(rng);
+  if (withNan)
+    x[5 * 6 + 2] = NAN; // output 5
+  SumToIndex ix;
+  ix.keptRank = 1;
+  ix.keptDims[0] = 37;
+  ix.keptStrides[0] = 6;
+  ix.redRank = 2;
+  ix.redDims[0] = 4;
+  ix.redStrides[0] = 37 * 6;
+  ix.redDims[1] = 6;
+  ix.redStrides[1] = 1;
+  ix.reduced = 24;
+  std::vector<float> y(37);
+  FloatIn in{x.data(), Elem::F32};
+  FloatOut out{y.data(), Elem::F32};
+  auto launch = [&](auto kernel) {
+    emu::launch(dim3(block ? 4 : 1), dim3(block ? 64 : 32), 0,
+                [&] { kernel(in, out, 37, ix); });
+  };
+  if (kind == ReduceKind::Max) {
+    if (block)
+      launch(reduceBlockKernel<ReduceKind::Max>);
+    else
+      launch(reduceThreadKernel<ReduceKind::Max>);
+  } else if (kind == ReduceKind::Mean) {
+    if (block)
+      launch(reduceBlockKernel<ReduceKind::Mean>);
+    else
+      launch(reduceThreadKernel<ReduceKind::Mean>);
+  } else {
+    if (block)
+      launch(reduceBlockKernel<ReduceKind::Sum>);
+    else
+      launch(reduceThreadKernel<ReduceKind::Sum>);
+  }
+  bool ok = true;
+  for (int j = 0; j < 37; ++j) {
+    double acc = kind == ReduceKind::Max ? -INFINITY : 0;
+    bool nan = false;
+    for (int a = 0; a < 4; ++a)
+      for (int c = 0; c < 6; ++c) {
+        float v = x[(a * 37 + j) * 6 + c];
+        nan |= std::isnan(v);
+        acc = kind == ReduceKind::Max ? std::max<double>(acc, v) : acc + v;
+      }
+    if (kind == ReduceKind::Mean)
+      acc /= 24;
+    if (nan && kind == ReduceKind::Max)
+      ok &= std::isnan(y[j]);
+    else
+      ok &= std::fabs(y[j] - acc) < 1e-5;
+  }
+  return ok;
+}
+
+TEST(CudaEmulation, TransposePaths) {
+  for (bool u32 : {true, false}) {
+    EXPECT_TRUE(transposeTest({33, 65}, {1, 0}, u32));
+    EXPECT_TRUE(transposeTest({2, 3, 45, 70}, {0, 1, 3, 2}, u32));
+    EXPECT_TRUE(transposeTest({4, 6, 8}, {1, 2, 0}, u32));
+    EXPECT_TRUE(transposeTest({2, 37, 3, 16}, {0, 2, 1, 3}, u32));
+    EXPECT_TRUE(transposeTest({3, 4, 5}, {2, 0, 1}, u32));
+    EXPECT_TRUE(transposeTest({5, 1, 7}, {2, 1, 0}, u32));
+    EXPECT_TRUE(transposeTest({1, 9}, {1, 0}, u32));
+    EXPECT_TRUE(transposeTest({2, 3, 4, 5}, {3, 1, 0, 2}, u32));
+    EXPECT_TRUE(transposeTest({40, 3, 50}, {2, 1, 0}, u32));
+  }
+}
+
+TEST(CudaEmulation, GatherAndGatherGrad) {
+  EXPECT_TRUE(gatherGradTest(1, 10, 24, 21));
+  EXPECT_TRUE(gatherGradTest(1, 1000, 8, 4096));
+  EXPECT_TRUE(gatherGradTest(4, 5, 3, 6));
+}
+
+TEST(CudaEmulation, Reductions) {
+  for (ReduceKind k : {ReduceKind::Sum, ReduceKind::Mean, ReduceKind::Max})
+    for (bool block : {false, true}) {
+      EXPECT_TRUE(reduceTest(k, block, false));
+      if (k == ReduceKind::Max)
+        EXPECT_TRUE(reduceTest(k, block, true));
+    }
+}
+
+} // namespace
+} // namespace loom::runtime::cuda
