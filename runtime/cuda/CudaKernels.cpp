@@ -366,8 +366,7 @@ StatusOr<KernelFn> bindMseGrad(const OpView &op, BindContext &ctx) {
   });
 }
 
-// --- communication
-// -------------------------------------------------------------
+// --- communication -----------------------------------------------------------
 
 StatusOr<KernelFn> bindAllReduce(const OpView &op, BindContext &ctx) {
   // The communicator sums fp32 (docs/cuda.md: gradients of parameters stay
@@ -393,8 +392,7 @@ StatusOr<KernelFn> bindAllReduce(const OpView &op, BindContext &ctx) {
   });
 }
 
-// --- optimizers
-// ------------------------------------------------------------------
+// --- optimizers --------------------------------------------------------------
 
 StatusOr<KernelFn> bindSgd(const OpView &op, BindContext &ctx) {
   LOOM_RETURN_IF_ERROR(expectAllF32(op));
@@ -456,8 +454,7 @@ StatusOr<KernelFn> bindAdamW(const OpView &op, BindContext &ctx) {
   });
 }
 
-// --- softmax and normalisation
-// --------------------------------------------------------
+// --- softmax and normalisation -----------------------------------------------
 
 StatusOr<KernelFn> bindSoftmax(const OpView &op, BindContext &ctx) {
   std::vector<int64_t> xs = op.inShape(0);

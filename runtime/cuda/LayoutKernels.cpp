@@ -77,8 +77,7 @@ template <typename P> P *advance(P *p, int64_t elements, Elem e) {
 
 } // namespace
 
-// --- transpose
-// ----------------------------------------------------------------
+// --- transpose ---------------------------------------------------------------
 
 StatusOr<KernelFn> bindTranspose(const OpView &op, BindContext &ctx) {
   LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> perm, op.intsAttr("permutation"));
@@ -122,8 +121,7 @@ StatusOr<KernelFn> bindTranspose(const OpView &op, BindContext &ctx) {
   });
 }
 
-// --- expand, broadcast_like
-// ---------------------------------------------------
+// --- expand, broadcast_like --------------------------------------------------
 
 StatusOr<KernelFn> bindExpand(const OpView &op, BindContext &ctx) {
   LOOM_ASSIGN_OR_RETURN(FloatIn x, floatIn(op, ctx, 0));
@@ -144,8 +142,7 @@ StatusOr<KernelFn> bindExpand(const OpView &op, BindContext &ctx) {
   });
 }
 
-// --- slice, slice_grad
-// --------------------------------------------------------
+// --- slice, slice_grad -------------------------------------------------------
 
 namespace {
 
@@ -219,8 +216,7 @@ StatusOr<KernelFn> bindSlice(const OpView &op, BindContext &ctx) {
   });
 }
 
-// --- concat
-// -------------------------------------------------------------------
+// --- concat ------------------------------------------------------------------
 
 StatusOr<KernelFn> bindConcat(const OpView &op, BindContext &ctx) {
   std::vector<int64_t> ys = op.outShape(0);
@@ -261,8 +257,7 @@ StatusOr<KernelFn> bindConcat(const OpView &op, BindContext &ctx) {
   });
 }
 
-// --- gather, gather_grad
-// ------------------------------------------------------
+// --- gather, gather_grad -----------------------------------------------------
 
 namespace {
 
@@ -314,8 +309,7 @@ StatusOr<KernelFn> bindGatherGrad(const OpView &op, BindContext &ctx) {
   });
 }
 
-// --- select, convert
-// ----------------------------------------------------------
+// --- select, convert ---------------------------------------------------------
 
 StatusOr<KernelFn> bindSelect(const OpView &op, BindContext &ctx) {
   LOOM_ASSIGN_OR_RETURN(FloatIn cond, floatIn(op, ctx, 0));
@@ -370,8 +364,7 @@ StatusOr<KernelFn> bindConvert(const OpView &op, BindContext &ctx) {
       [=](const StepContext &) { return launchConvert(xI64, x, y, n, s); });
 }
 
-// --- reduce_sum, reduce_mean, reduce_max
-// --------------------------------------
+// --- reduce_sum, reduce_mean, reduce_max -------------------------------------
 
 StatusOr<KernelFn> bindReduce(const OpView &op, BindContext &ctx) {
   const std::string &name = op.inst.op();
@@ -402,8 +395,7 @@ StatusOr<KernelFn> bindReduce(const OpView &op, BindContext &ctx) {
   });
 }
 
-// --- attention
-// ----------------------------------------------------------------
+// --- attention ---------------------------------------------------------------
 
 namespace {
 

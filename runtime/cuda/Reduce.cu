@@ -19,7 +19,7 @@ namespace loom::runtime::cuda {
 
 namespace {
 
-// --- sum_to ----------------------------------------------------------------
+// --- sum_to ------------------------------------------------------------------
 
 __device__ __forceinline__ int64_t keptBase(const SumToIndex &ix, int64_t j) {
   int64_t off = 0;
@@ -246,7 +246,7 @@ __global__ void softmaxGradColumnKernel(FloatIn dy, FloatIn y, FloatOut dx,
   }
 }
 
-// --- layer / RMS norm ------------------------------------------------------
+// --- layer / RMS norm --------------------------------------------------------
 
 /// The row's mean (0 for RMS) and rstd, with the CPU kernel's two passes in
 /// double.

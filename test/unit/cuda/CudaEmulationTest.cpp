@@ -27,7 +27,7 @@ namespace {
 
 namespace emu = ::loom::runtime::test::emu;
 
-// --- attention -------------------------------------------------------------
+// --- attention ---------------------------------------------------------------
 
 struct Cfg {
   int64_t b, sq, sk, d, dv;
@@ -190,7 +190,7 @@ TEST(CudaEmulation, AttentionBf16) {
   checkAttention<__nv_bfloat16, 128>({1, 40, 33, 96, 128, false}, 2e-2);
 }
 
-// --- layout, gather, reduce ---------------------------------------------
+// --- layout, gather, reduce --------------------------------------------------
 
 struct Dim {
   int64_t size, stride;
