@@ -172,6 +172,8 @@ __global__ void adamwKernel(float *__restrict__ p, FloatIn g,
 
 } // namespace
 
+#ifndef LOOM_CUDA_HOST_EMULATION // (test/unit/cuda/CudaHostEmulation.h)
+
 Status launchBinary(BinaryOp op, BroadcastMode mode, FloatIn a, FloatIn b,
                     FloatOut c, int64_t n, const BroadcastIndex &index,
                     cudaStream_t stream) {
@@ -300,5 +302,7 @@ Status launchAdamW(float *p, FloatIn g, float *m, float *v, int64_t n,
   adamwKernel<<<blocksFor(n), kThreads, 0, stream>>>(p, g, m, v, n, args);
   return launchCheck("adamw kernel");
 }
+
+#endif // LOOM_CUDA_HOST_EMULATION
 
 } // namespace loom::runtime::cuda

@@ -1,7 +1,8 @@
 //===- CudaEmulationTest.cpp - CUDA kernels run on host threads --*- C++
 //-*-===//
 //
-// The attention, layout, gather and reduction kernels of runtime/cuda/,
+// The attention, layout, gather, reduction, norm, loss and element-wise
+// kernels of runtime/cuda/ (the latter with bf16 operands next to f32 ones),
 // built by the host compiler against test/unit/cuda/CudaHostEmulation.h and
 // compared with double-precision references. These run everywhere (no
 // device needed): they check the kernels' indexing, tiling, causal masking,
@@ -13,6 +14,7 @@
 #include "CudaHostEmulation.h"
 
 #include "runtime/cuda/Attention.cu"
+#include "runtime/cuda/Elementwise.cu"
 #include "runtime/cuda/Gather.cu"
 #include "runtime/cuda/Layout.cu"
 #include "runtime/cuda/Reduce.cu"
@@ -429,6 +431,186 @@ TEST(CudaEmulation, Reductions) {
       if (k == ReduceKind::Max)
         EXPECT_TRUE(reduceTest(k, block, true));
     }
+}
+
+// --- bf16 operands in the element-wise, norm and loss kernels ---------------
+
+using Bf16 = __nv_bfloat16;
+
+float roundBf16(float v) { return toFloat(fromFloat<Bf16>(v)); }
+
+std::vector<Bf16> bf16Of(std::vector<float> &v) {
+  std::vector<Bf16> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    out[i] = fromFloat<Bf16>(v[i]);
+    v[i] = toFloat(out[i]);
+  }
+  return out;
+}
+
+std::vector<float> randomValues(int64_t n, float lo, float hi, int seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(lo, hi);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = u(rng);
+  return v;
+}
+
+TEST(CudaEmulation, BinaryBf16WithF32Broadcast) {
+  // c[4, 5, 6] (bf16) = a[4, 5, 6] (bf16) + b[5, 1] (f32): exactly the
+  // rounded float sum.
+  std::vector<float> a = randomValues(120, -2, 2, 1),
+                     b = randomValues(5, -2, 2, 2);
+  std::vector<Bf16> ab = bf16Of(a), c(120);
+  BroadcastIndex ix;
+  ix.rank = 3;
+  int64_t dims[3] = {4, 5, 6}, sa[3] = {30, 6, 1}, sb[3] = {0, 1, 0};
+  for (int d = 0; d < 3; ++d) {
+    ix.dims[d] = dims[d];
+    ix.strideA[d] = sa[d];
+    ix.strideB[d] = sb[d];
+  }
+  emu::launch(2, 32, 0, [&] {
+    binaryKernel<BinaryOp::Add>(BroadcastMode::General, {ab.data(), Elem::BF16},
+                                {b.data(), Elem::F32}, {c.data(), Elem::BF16},
+                                120, ix);
+  });
+  for (int64_t i = 0; i < 120; ++i)
+    EXPECT_EQ(toFloat(c[i]), roundBf16(a[i] + b[(i / 6) % 5])) << i;
+}
+
+TEST(CudaEmulation, LayerNormBf16) {
+  const int64_t rows = 5, cols = 77;
+  std::vector<float> x = randomValues(rows * cols, -2, 2, 3),
+                     dy = randomValues(rows * cols, -1, 1, 4),
+                     scale = randomValues(cols, -1, 1, 5),
+                     bias = randomValues(cols, -1, 1, 6);
+  std::vector<Bf16> xb = bf16Of(x), dyb = bf16Of(dy), y(rows * cols),
+                    dx(rows * cols);
+  std::vector<float> dscale(cols), dbias(cols), stats(2 * rows);
+  float eps = 1e-5f;
+  emu::launch(2, 64, 0, [&] {
+    layerNormKernel({xb.data(), Elem::BF16}, {scale.data(), Elem::F32},
+                    {bias.data(), Elem::F32}, {y.data(), Elem::BF16}, rows,
+                    cols, eps, false);
+  });
+  emu::launch(2, 64, 0, [&] {
+    layerNormGradRowKernel({dyb.data(), Elem::BF16}, {xb.data(), Elem::BF16},
+                           {scale.data(), Elem::F32}, {dx.data(), Elem::BF16},
+                           rows, cols, eps, false, stats.data());
+  });
+  emu::launch(1, 64, 0, [&] {
+    layerNormParamGradKernel({dyb.data(), Elem::BF16}, {xb.data(), Elem::BF16},
+                             stats.data(), {dscale.data(), Elem::F32},
+                             {dbias.data(), Elem::F32}, rows, cols);
+  });
+  std::vector<double> ds(cols, 0), db(cols, 0);
+  for (int64_t r = 0; r < rows; ++r) {
+    double m = 0, v = 0;
+    for (int64_t c = 0; c < cols; ++c)
+      m += x[r * cols + c];
+    m /= cols;
+    for (int64_t c = 0; c < cols; ++c)
+      v += (x[r * cols + c] - m) * (x[r * cols + c] - m);
+    double rstd = 1 / std::sqrt(v / cols + eps), sg = 0, sgx = 0;
+    for (int64_t c = 0; c < cols; ++c) {
+      double xh = (x[r * cols + c] - m) * rstd, g = dy[r * cols + c] * scale[c];
+      EXPECT_NEAR(toFloat(y[r * cols + c]), xh * scale[c] + bias[c], 2e-2);
+      sg += g;
+      sgx += g * xh;
+      ds[c] += dy[r * cols + c] * xh;
+      db[c] += dy[r * cols + c];
+    }
+    for (int64_t c = 0; c < cols; ++c) {
+      double xh = (x[r * cols + c] - m) * rstd;
+      double want =
+          rstd * (dy[r * cols + c] * scale[c] - sg / cols - xh * sgx / cols);
+      EXPECT_NEAR(toFloat(dx[r * cols + c]), want,
+                  2e-2 * (1 + std::fabs(want)));
+    }
+  }
+  for (int64_t c = 0; c < cols; ++c) {
+    EXPECT_NEAR(dscale[c], ds[c], 1e-4);
+    EXPECT_NEAR(dbias[c], db[c], 1e-4);
+  }
+}
+
+TEST(CudaEmulation, SoftmaxAndCrossEntropyBf16) {
+  const int64_t rows = 7, classes = 50;
+  std::vector<float> x = randomValues(rows * classes, -4, 4, 7);
+  std::vector<Bf16> xb = bf16Of(x), y(rows * classes), grad(rows * classes),
+                    yc(rows * classes);
+  std::vector<int64_t> target(rows);
+  for (int64_t r = 0; r < rows; ++r)
+    target[r] = (r * 13) % classes;
+  std::vector<float> rowLoss(rows), loss(1);
+  DataCheckRecord rec{};
+  emu::launch(2, 64, 0, [&] {
+    softmaxRowKernel({xb.data(), Elem::BF16}, {y.data(), Elem::BF16}, rows,
+                     classes);
+  });
+  // The same values as [1, classes, rows] along the middle axis: the
+  // column path (x is read transposed there).
+  std::vector<Bf16> xt(rows * classes);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < classes; ++c)
+      xt[c * rows + r] = xb[r * classes + c];
+  emu::launch(1, 32, 0, [&] {
+    softmaxColumnKernel({xt.data(), Elem::BF16}, {yc.data(), Elem::BF16}, 1,
+                        classes, rows);
+  });
+  emu::launch(2, 64, 0, [&] {
+    crossEntropyRowsKernel({xb.data(), Elem::BF16}, target.data(),
+                           rowLoss.data(), rows, classes, 1, &rec);
+  });
+  emu::launch(1, 64, 0, [&] {
+    finishSumKernel<float>(rowLoss.data(), rows, 1.0 / rows, loss.data());
+  });
+  emu::launch(2, 64, 0, [&] {
+    crossEntropyGradKernel({xb.data(), Elem::BF16}, target.data(),
+                           {grad.data(), Elem::BF16}, rows, classes, 1, &rec);
+  });
+  EXPECT_EQ(rec.check, 0);
+  double total = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    double mx = -INFINITY, sum = 0;
+    for (int64_t c = 0; c < classes; ++c)
+      mx = std::max<double>(mx, x[r * classes + c]);
+    for (int64_t c = 0; c < classes; ++c)
+      sum += std::exp(x[r * classes + c] - mx);
+    for (int64_t c = 0; c < classes; ++c) {
+      double p = std::exp(x[r * classes + c] - mx) / sum;
+      EXPECT_NEAR(toFloat(y[r * classes + c]), p, 1e-2 * p + 1e-6);
+      EXPECT_NEAR(toFloat(yc[c * rows + r]), p, 1e-2 * p + 1e-6);
+      double g = (p - (c == target[r])) / rows;
+      EXPECT_NEAR(toFloat(grad[r * classes + c]), g,
+                  1e-2 * std::fabs(g) + 1e-6);
+    }
+    total += mx + std::log(sum) - x[r * classes + target[r]];
+  }
+  EXPECT_NEAR(loss[0], total / rows, 1e-5);
+}
+
+TEST(CudaEmulation, AdamWWithBf16Gradient) {
+  const int64_t n = 300;
+  std::vector<float> p = randomValues(n, -1, 1, 8),
+                     g = randomValues(n, -1, 1, 9);
+  std::vector<float> m(n, 0.1f), v(n, 0.01f), p0 = p;
+  std::vector<Bf16> gb = bf16Of(g);
+  AdamWArgs a{0.99999f, 0.1f, 0.999f, 0.001f, 1e-3f, 0.5f, 1e-8f};
+  emu::launch(2, 64, 0, [&] {
+    adamwKernel(p.data(), {gb.data(), Elem::BF16}, m.data(), v.data(), n, a);
+  });
+  for (int64_t i = 0; i < n; ++i) {
+    float mi = 0.1f + a.w1 * (g[i] - 0.1f);
+    float vi = 0.01f * a.b2 + a.w2 * g[i] * g[i];
+    float want = p0[i] * a.decay -
+                 a.stepSize * (mi / (std::sqrt(vi) / a.bc2Sqrt + a.eps));
+    EXPECT_FLOAT_EQ(m[i], mi);
+    EXPECT_FLOAT_EQ(v[i], vi);
+    EXPECT_NEAR(p[i], want, 1e-6);
+  }
 }
 
 } // namespace
