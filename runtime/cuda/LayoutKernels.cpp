@@ -11,6 +11,7 @@
 
 #include "runtime/cuda/CudaBind.h"
 #include "runtime/cuda/CudaKernels.h"
+#include "runtime/cuda/LayoutPlan.h"
 
 #include "runtime/Plan.h"
 #include "runtime/kernels/cpu/Broadcast.h"
@@ -28,38 +29,6 @@ using cpu::flagAttr;
 using cpu::product;
 
 namespace {
-
-struct Dim {
-  int64_t size, stride;
-};
-
-std::vector<int64_t> denseStrides(const std::vector<int64_t> &shape) {
-  std::vector<int64_t> s(shape.size(), 1);
-  for (int d = static_cast<int>(shape.size()) - 2; d >= 0; --d)
-    s[d] = s[d + 1] * shape[d + 1];
-  return s;
-}
-
-/// A copy whose destination is dense over `dims` (sizes with source
-/// strides).
-StatusOr<CopyIndex> gatherIndex(const std::vector<Dim> &dims) {
-  if (dims.size() > static_cast<size_t>(kMaxDims)) {
-    std::vector<int64_t> shape;
-    for (const Dim &d : dims)
-      shape.push_back(d.size);
-    return tooManyDims(shape);
-  }
-  CopyIndex ix;
-  ix.rank = static_cast<int>(dims.size());
-  int64_t stride = 1;
-  for (int k = ix.rank - 1; k >= 0; --k) {
-    ix.dims[k] = dims[k].size;
-    ix.srcStride[k] = dims[k].stride;
-    ix.dstStride[k] = stride;
-    stride *= dims[k].size;
-  }
-  return ix;
-}
 
 /// The same copy the other way round: a dense source scattered through the
 /// strides (slice_grad).
@@ -84,40 +53,18 @@ StatusOr<KernelFn> bindTranspose(const OpView &op, BindContext &ctx) {
   LOOM_ASSIGN_OR_RETURN(FloatIn x, floatIn(op, ctx, 0));
   LOOM_ASSIGN_OR_RETURN(FloatOut y, floatOut(op, ctx, 0));
   std::vector<int64_t> xs = op.inShape(0);
-  std::vector<int64_t> xStride = denseStrides(xs);
   int64_t n = numElements(xs);
   if (n == 0)
     return noop();
-  // Output dims with their input strides; size-1 dims dropped, runs that
-  // stay adjacent merged (as the CPU kernel).
-  std::vector<Dim> dims;
-  for (int64_t p : perm) {
-    if (xs[p] == 1)
-      continue;
-    if (!dims.empty() && dims.back().stride == xStride[p] * xs[p])
-      dims.back() = {dims.back().size * xs[p], xStride[p]};
-    else
-      dims.push_back({xs[p], xStride[p]});
-  }
+  LOOM_ASSIGN_OR_RETURN(TransposePlan plan, planTranspose(xs, perm));
   cudaStream_t s = cudaDevice(ctx).stream();
-  size_t r = dims.size();
-  if (r >= 2 && dims[r - 2].stride == 1) {
-    // The innermost input dim becomes the second-innermost output dim:
-    // shared-memory tiles over the last two output dims.
-    Dim a = dims[r - 2], b = dims[r - 1];
-    std::vector<Dim> outer(dims.begin(), dims.end() - 2);
-    LOOM_ASSIGN_OR_RETURN(CopyIndex outerIndex, gatherIndex(outer));
-    int64_t batch = n / (a.size * b.size);
+  if (plan.tiled)
     return KernelFn([=](const StepContext &) {
-      return launchTranspose2d(x, y, batch, a.size, b.size, b.stride,
-                               outerIndex, s);
+      return launchTranspose2d(x, y, plan.batch, plan.a, plan.b, plan.ldSrc,
+                               plan.index, s);
     });
-  }
-  // The innermost output dim is contiguous in the input (or nothing moves):
-  // coalesced on both sides. Otherwise a plain gather.
-  LOOM_ASSIGN_OR_RETURN(CopyIndex index, gatherIndex(dims));
   return KernelFn([=](const StepContext &) {
-    return launchStridedCopy(x, y, n, index, s);
+    return launchStridedCopy(x, y, n, plan.index, s);
   });
 }
 

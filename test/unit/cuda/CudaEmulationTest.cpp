@@ -17,6 +17,7 @@
 #include "runtime/cuda/Elementwise.cu"
 #include "runtime/cuda/Gather.cu"
 #include "runtime/cuda/Layout.cu"
+#include "runtime/cuda/LayoutPlan.h"
 #include "runtime/cuda/Reduce.cu"
 
 #include <gtest/gtest.h>
@@ -194,27 +195,6 @@ TEST(CudaEmulation, AttentionBf16) {
 
 // --- layout, gather, reduce --------------------------------------------------
 
-struct Dim {
-  int64_t size, stride;
-};
-std::vector<int64_t> dense(const std::vector<int64_t> &s) {
-  std::vector<int64_t> r(s.size(), 1);
-  for (int d = (int)s.size() - 2; d >= 0; --d)
-    r[d] = r[d + 1] * s[d + 1];
-  return r;
-}
-CopyIndex gatherIndex(const std::vector<Dim> &dims) {
-  CopyIndex ix;
-  ix.rank = dims.size();
-  int64_t st = 1;
-  for (int k = ix.rank - 1; k >= 0; --k) {
-    ix.dims[k] = dims[k].size;
-    ix.srcStride[k] = dims[k].stride;
-    ix.dstStride[k] = st;
-    st *= dims[k].size;
-  }
-  return ix;
-}
 int64_t numel(const std::vector<int64_t> &s) {
   int64_t n = 1;
   for (auto d : s)
@@ -222,59 +202,46 @@ int64_t numel(const std::vector<int64_t> &s) {
   return n;
 }
 
-/// A transpose of `xs` by `perm` as `bindTranspose` plans it (merged dims,
-/// then the tiled or the strided path), against direct indexing.
+/// A transpose of `xs` by `perm` as `bindTranspose` plans and launches it,
+/// against direct indexing.
 bool transposeTest(std::vector<int64_t> xs, std::vector<int64_t> perm,
                    bool useU32) {
   int64_t n = numel(xs);
   std::vector<float> x(n);
   std::iota(x.begin(), x.end(), 0.0f);
   std::vector<float> y(n, -1), want(n);
-  std::vector<int64_t> xStride = dense(xs), ys;
-  for (auto p : perm)
+  std::vector<int64_t> xStride = denseStrides(xs), ys;
+  for (int64_t p : perm)
     ys.push_back(xs[p]);
-  std::vector<int64_t> yStride = dense(ys);
   for (int64_t i = 0; i < n; ++i) {
     int64_t rem = i, off = 0;
-    for (int d = ys.size() - 1; d >= 0; --d) {
+    for (int d = static_cast<int>(ys.size()) - 1; d >= 0; --d) {
       off += (rem % ys[d]) * xStride[perm[d]];
       rem /= ys[d];
     }
     want[i] = x[off];
   }
-  std::vector<Dim> dims;
-  for (int64_t p : perm) {
-    if (xs[p] == 1)
-      continue;
-    if (!dims.empty() && dims.back().stride == xStride[p] * xs[p])
-      dims.back() = {dims.back().size * xs[p], xStride[p]};
-    else
-      dims.push_back({xs[p], xStride[p]});
-  }
+  StatusOr<TransposePlan> plan = planTranspose(xs, perm);
+  if (!plan.isOk())
+    return false;
   FloatIn in{x.data(), Elem::F32};
   FloatOut out{y.data(), Elem::F32};
-  size_t r = dims.size();
-  if (r >= 2 && dims[r - 2].stride == 1) {
-    Dim a = dims[r - 2], b = dims[r - 1];
-    CopyIndex outer =
-        gatherIndex(std::vector<Dim>(dims.begin(), dims.end() - 2));
-    int64_t batch = n / (a.size * b.size);
-    int64_t tiles = ((a.size + 31) / 32) * ((b.size + 31) / 32);
-    emu::launch(dim3(tiles, std::min<int64_t>(batch, 3)), dim3(32, 8), 0, [&] {
-      transpose2dKernel(in, out, batch, a.size, b.size, b.stride, outer);
+  const TransposePlan &p = *plan;
+  if (p.tiled) {
+    int64_t tiles = ((p.a + 31) / 32) * ((p.b + 31) / 32);
+    emu::launch(
+        dim3(tiles, std::min<int64_t>(p.batch, 3)), dim3(32, 8), 0, [&] {
+          transpose2dKernel(in, out, p.batch, p.a, p.b, p.ldSrc, p.index);
+        });
+  } else if (useU32) {
+    emu::launch(2, 64, 0, [&] {
+      stridedCopyKernel<uint32_t>(in, out, uint32_t(n), p.index);
     });
   } else {
-    CopyIndex ix = gatherIndex(dims);
-    if (useU32)
-      emu::launch(dim3(2), dim3(64), 0, [&] {
-        stridedCopyKernel<uint32_t>(in, out, (uint32_t)n, ix);
-      });
-    else
-      emu::launch(dim3(2), dim3(64), 0,
-                  [&] { stridedCopyKernel<int64_t>(in, out, n, ix); });
+    emu::launch(2, 64, 0,
+                [&] { stridedCopyKernel<int64_t>(in, out, n, p.index); });
   }
-  bool ok = y == want;
-  return ok;
+  return y == want;
 }
 
 /// gather_grad's key and run kernels (a host stable sort standing in for
