@@ -3,7 +3,9 @@
 //
 // Shapes and attributes are read here exactly as the CPU kernels read them
 // (the same helpers from runtime/kernels/cpu/KernelUtil.h); the launchers
-// in the `.cu` files do the work.
+// in the `.cu` files do the work. Float operands come out as `FloatIn` /
+// `FloatOut` (f32 or bf16 storage, runtime/cuda/CudaBind.h); ops without a
+// bf16 variant check for f32 and fail at bind otherwise.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,12 +28,6 @@ using cpu::axisAttr;
 using cpu::flagAttr;
 using cpu::product;
 
-namespace {
-
-const char *storageName(plan::DType d) { return dtypeName(d); }
-
-} // namespace
-
 Status expectDType(const OpView &op, bool output, size_t i, plan::DType dtype) {
   const plan::Buffer *b = output ? op.outputs[i] : op.inputs[i];
   if (b->dtype() == dtype)
@@ -39,8 +35,8 @@ Status expectDType(const OpView &op, bool output, size_t i, plan::DType dtype) {
   return makeError("%s %zu (buffer %d '%s') is %s; the CUDA kernel of '%s' "
                    "takes %s there",
                    output ? "output" : "input", i, b->id(), b->name().c_str(),
-                   storageName(b->dtype()), op.inst.op().c_str(),
-                   storageName(dtype));
+                   dtypeName(b->dtype()), op.inst.op().c_str(),
+                   dtypeName(dtype));
 }
 
 namespace {
@@ -54,7 +50,7 @@ StatusOr<Elem> floatElem(const OpView &op, bool output, size_t i) {
   return makeError("%s %zu (buffer %d '%s') is %s; the CUDA kernel of '%s' "
                    "takes f32 or bf16 there",
                    output ? "output" : "input", i, b->id(), b->name().c_str(),
-                   storageName(b->dtype()), op.inst.op().c_str());
+                   dtypeName(b->dtype()), op.inst.op().c_str());
 }
 
 } // namespace

@@ -5,6 +5,8 @@
 // mse_grad, and the SGD / AdamW updates. All are grid-stride loops over
 // 64-bit indices with the same float arithmetic as the CPU kernels
 // (runtime/kernels/cpu/), so results agree to rounding of libm vs CUDA math.
+// Float operands are f32 or bf16 (`FloatIn` / `FloatOut`, widened on load,
+// rounded to nearest even on store); mse, mse_grad and sgd are f32 only.
 //
 //===----------------------------------------------------------------------===//
 

@@ -1,4 +1,4 @@
-//===- Matmul.cpp - matmul through cuBLASLt ------------------------*- C++
+//===- Matmul.cpp - matmul, linear, batch_matmul through cuBLASLt -*- C++
 //-*-===//
 //
 // The plan's matrices are row-major; cuBLASLt's are column-major. A row-major
@@ -6,7 +6,10 @@
 // and a row-major matrix read column-major is its transpose. So cuBLASLt gets
 // B as its first operand and A as its second, each with the plan's transpose
 // flag, and no data moves. Compute is plain fp32 (`CUBLAS_COMPUTE_32F`, no
-// TF32), matching the CPU backend; the algorithm is chosen once at bind.
+// TF32), matching the CPU backend, for f32 operands and for bf16 ones
+// (`CUDA_R_16BF` A and B, C bf16 or f32); the algorithm is chosen once at
+// bind. `batch_matmul` is one GEMM, one strided-batched GEMM or, for
+// batches that broadcast against each other, one GEMM per batch entry.
 //
 //===----------------------------------------------------------------------===//
 

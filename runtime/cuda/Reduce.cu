@@ -1,10 +1,11 @@
 //===- Reduce.cu - CUDA kernels that reduce ------------------------*- CUDA
 //-*-===//
 //
-// sum_to, the losses (cross_entropy, mse) and their gradient, softmax and
-// layer/RMS norm with their gradients. Reductions are deterministic: a fixed
-// tree inside a block and, where a result spans blocks, per-block partials
-// summed by one block in a second kernel (no atomics on values).
+// sum_to and reduce_*, the losses (cross_entropy, mse) and their gradient,
+// softmax and layer/RMS norm with their gradients. Reductions are
+// deterministic: a fixed tree inside a block and, where a result spans
+// blocks, per-block partials summed by one block in a second kernel (no
+// atomics on values).
 //
 // Block-wide helpers assume `blockDim.x == kThreads` (a multiple of 32) and
 // that every thread of the block calls them (they synchronise).
