@@ -289,17 +289,23 @@ StatusOr<KernelFn> bindBatchMatmul(const OpView &op, BindContext &ctx) {
                     FloatIn{}, "batch_matmul");
   int64_t aMat = m * k, bMat = k * n, cMat = m * n;
   // Both operands batched alike, or one of them shared: one strided batched
-  // GEMM (a shared operand has stride 0).
+  // GEMM (a shared operand has stride 0). Should cuBLASLt refuse a stride
+  // of 0, the per-entry loop below still does it.
   bool aAll = aCount == batches, bAll = bCount == batches;
   if ((aAll || aCount == 1) && (bAll || bCount == 1)) {
     GemmShape sh{ma,  mb, ta, tb, batches, aAll ? aMat : 0, bAll ? bMat : 0,
                  cMat};
-    LOOM_ASSIGN_OR_RETURN(std::shared_ptr<LtGemm> g,
-                          prepareGemm(dev, a, b, c, sh, false, "batch_matmul"));
-    CudaDevice *d = &dev;
-    return KernelFn([=](const StepContext &) {
-      return runGemm(*d, *g, a.p, b.p, c.p, false);
-    });
+    StatusOr<std::shared_ptr<LtGemm>> g =
+        prepareGemm(dev, a, b, c, sh, false, "batch_matmul");
+    if (g.isOk()) {
+      std::shared_ptr<LtGemm> gemm = std::move(g).value();
+      CudaDevice *d = &dev;
+      return KernelFn([=](const StepContext &) {
+        return runGemm(*d, *gemm, a.p, b.p, c.p, false);
+      });
+    }
+    if (aAll && bAll)
+      return g.status();
   }
   // Other broadcasts ([2, 1] x [1, 3] batches): one GEMM per batch entry.
   std::vector<int64_t> aOff(batches), bOff(batches);
