@@ -32,6 +32,10 @@ Status expectAllF32(const OpView &op);
 StatusOr<SumToIndex> reductionIndex(const std::vector<int64_t> &xs,
                                     const std::vector<bool> &reduced);
 
+/// The first-pass workspace of `launchReduce` (empty when it needs none).
+StatusOr<DeviceBuffer> reduceWorkspace(BindContext &ctx, int64_t ny,
+                                       const SumToIndex &index);
+
 /// A call that does nothing (empty outputs).
 KernelFn noop();
 /// "instruction 'op' at 'loc'", the context of a device-side data check.

@@ -256,6 +256,14 @@ StatusOr<SumToIndex> reductionIndex(const std::vector<int64_t> &xs,
   return index;
 }
 
+StatusOr<DeviceBuffer> reduceWorkspace(BindContext &ctx, int64_t ny,
+                                       const SumToIndex &index) {
+  int64_t chunks = reduceChunks(ny, index);
+  if (chunks == 0)
+    return DeviceBuffer();
+  return cudaDevice(ctx).allocateWorkspace(chunks * ny * sizeof(float));
+}
+
 StatusOr<KernelFn> bindSumTo(const OpView &op, BindContext &ctx) {
   LOOM_ASSIGN_OR_RETURN(FloatIn x, floatIn(op, ctx, 0));
   LOOM_ASSIGN_OR_RETURN(FloatOut y, floatOut(op, ctx, 0));
@@ -288,8 +296,10 @@ StatusOr<KernelFn> bindSumTo(const OpView &op, BindContext &ctx) {
   for (size_t d = 0; d < xs.size(); ++d)
     reduced[d] = !(d >= shift && ys[d - shift] == xs[d]);
   LOOM_ASSIGN_OR_RETURN(SumToIndex index, reductionIndex(xs, reduced));
+  LOOM_ASSIGN_OR_RETURN(DeviceBuffer ws, reduceWorkspace(ctx, ny, index));
   return KernelFn([=](const StepContext &) {
-    return launchReduce(ReduceKind::Sum, x, y, ny, index, s);
+    return launchReduce(ReduceKind::Sum, x, y, ny, index,
+                        static_cast<float *>(ws.get()), s);
   });
 }
 
@@ -530,10 +540,15 @@ StatusOr<KernelFn> bindLayerNormGrad(const OpView &op, BindContext &ctx) {
   CudaDevice &dev = cudaDevice(ctx);
   LOOM_ASSIGN_OR_RETURN(DeviceBuffer ws,
                         dev.allocateWorkspace(2 * v.rows * sizeof(float)));
+  int64_t chunks = layerNormGradChunks(v.rows, v.cols);
+  LOOM_ASSIGN_OR_RETURN(
+      DeviceBuffer partials,
+      dev.allocateWorkspace(2 * chunks * v.cols * sizeof(double)));
   cudaStream_t s = dev.stream();
   return KernelFn([=](const StepContext &) {
     return launchLayerNormGrad(dy, x, scale, dx, dscale, dbias, v.rows, v.cols,
-                               v.eps, rms, static_cast<float *>(ws.get()), s);
+                               v.eps, rms, static_cast<float *>(ws.get()),
+                               static_cast<double *>(partials.get()), s);
   });
 }
 

@@ -98,9 +98,17 @@ Status launchFillRows(FloatOut c, FloatIn row, int64_t rows, int64_t cols,
 /// `y = x * factor` (in place allowed).
 Status launchScale(FloatIn x, FloatOut y, int64_t n, float factor,
                    cudaStream_t stream);
+/// Row chunks of the two-pass reduction `launchReduce` uses for `ny`
+/// outputs over `index` (0: one pass). Two passes when the innermost input
+/// dim is kept (bias gradients: `[rows, cols] -> [cols]`) and the sums are
+/// long: chunk partials first, one thread per (chunk, output) reading
+/// coalesced rows, then the chunks in order (deterministic).
+int64_t reduceChunks(int64_t ny, const SumToIndex &index);
 /// `y` has `ny` elements; `x` is read through `index`. `Sum` is `sum_to`.
+/// `partials` holds `reduceChunks(ny, index) * ny` floats (null when 0).
 Status launchReduce(ReduceKind kind, FloatIn x, FloatOut y, int64_t ny,
-                    const SumToIndex &index, cudaStream_t stream);
+                    const SumToIndex &index, float *partials,
+                    cudaStream_t stream);
 
 /// Mean cross-entropy of `rows` rows of `classes` logits; `rowLoss` is
 /// `rows` floats of workspace. A target outside `[0, classes)` is recorded
@@ -146,12 +154,16 @@ Status launchSoftmaxGrad(FloatIn dy, FloatIn y, FloatOut dx, int64_t outer,
 Status launchLayerNorm(FloatIn x, FloatIn scale, FloatIn bias, FloatOut y,
                        int64_t rows, int64_t cols, float eps, bool rms,
                        cudaStream_t stream);
+/// Row chunks of `launchLayerNormGrad`'s dscale / dbias sums (at least 1):
+/// chunk partials over rows, then the chunks in order.
+int64_t layerNormGradChunks(int64_t rows, int64_t cols);
 /// `dx` per row; `dscale` (and `dbias` unless its pointer is null) summed
-/// over rows. `stats` is `2 * rows` floats of workspace (mean and rstd).
+/// over rows. `stats` is `2 * rows` floats of workspace (mean and rstd),
+/// `partials` `2 * layerNormGradChunks(rows, cols) * cols` doubles.
 Status launchLayerNormGrad(FloatIn dy, FloatIn x, FloatIn scale, FloatOut dx,
                            FloatOut dscale, FloatOut dbias, int64_t rows,
                            int64_t cols, float eps, bool rms, float *stats,
-                           cudaStream_t stream);
+                           double *partials, cudaStream_t stream);
 
 // --- Layout.cu
 // ----------------------------------------------------------------

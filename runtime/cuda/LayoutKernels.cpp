@@ -337,8 +337,10 @@ StatusOr<KernelFn> bindReduce(const OpView &op, BindContext &ctx) {
     if (a >= 0 && a < static_cast<int64_t>(xs.size()))
       reduced[a] = true;
   LOOM_ASSIGN_OR_RETURN(SumToIndex index, reductionIndex(xs, reduced));
+  LOOM_ASSIGN_OR_RETURN(DeviceBuffer ws, reduceWorkspace(ctx, ny, index));
   return KernelFn([=](const StepContext &) {
-    return launchReduce(kind, x, y, ny, index, s);
+    return launchReduce(kind, x, y, ny, index, static_cast<float *>(ws.get()),
+                        s);
   });
 }
 

@@ -74,6 +74,37 @@ __global__ void reduceThreadKernel(FloatIn x, FloatOut y, int64_t ny,
   }
 }
 
+/// First pass of the two-pass reduction: chunk `c` of the reduced range for
+/// output `j`, one thread per (c, j); consecutive threads take consecutive
+/// outputs, so the reads coalesce when the kept dims are innermost.
+template <ReduceKind K>
+__global__ void reduceChunkKernel(FloatIn x, float *__restrict__ partials,
+                                  int64_t ny, int64_t chunks, SumToIndex ix) {
+  int64_t per = (ix.reduced + chunks - 1) / chunks;
+  LOOM_GRID_STRIDE(t, chunks * ny) {
+    int64_t c = t / ny, j = t - c * ny;
+    int64_t base = keptBase(ix, j);
+    int64_t end = min(ix.reduced, (c + 1) * per);
+    float s = reduceInit<K>();
+    for (int64_t k = c * per; k < end; ++k)
+      s = accumulate<K>(s, load(x, base + reducedOffset(ix, k)));
+    partials[t] = s;
+  }
+}
+
+/// Second pass: each output combines its chunks in order.
+template <ReduceKind K>
+__global__ void reduceFinishKernel(const float *__restrict__ partials,
+                                   FloatOut y, int64_t ny, int64_t chunks,
+                                   int64_t reduced) {
+  LOOM_GRID_STRIDE(j, ny) {
+    float s = reduceInit<K>();
+    for (int64_t c = 0; c < chunks; ++c)
+      s = accumulate<K>(s, partials[c * ny + j]);
+    store(y, j, finishReduce<K>(s, reduced));
+  }
+}
+
 /// One block per output: few outputs, each a long reduction.
 template <ReduceKind K>
 __global__ void reduceBlockKernel(FloatIn x, FloatOut y, int64_t ny,
@@ -314,18 +345,38 @@ __global__ void layerNormGradRowKernel(FloatIn dy, FloatIn x, FloatIn scale,
   }
 }
 
-/// dscale / dbias: one thread per column, over all rows (coalesced).
-__global__ void layerNormParamGradKernel(FloatIn dy, FloatIn x,
-                                         const float *__restrict__ stats,
-                                         FloatOut dscale, FloatOut dbias,
-                                         int64_t rows, int64_t cols) {
-  LOOM_GRID_STRIDE(c, cols) {
+/// dscale / dbias partials: one thread per (row chunk, column), coalesced
+/// over columns; `partials` is [2][chunks][cols] in double.
+__global__ void layerNormParamPartialKernel(FloatIn dy, FloatIn x,
+                                            const float *__restrict__ stats,
+                                            double *__restrict__ partials,
+                                            int64_t rows, int64_t cols,
+                                            int64_t chunks) {
+  int64_t per = (rows + chunks - 1) / chunks;
+  LOOM_GRID_STRIDE(t, chunks * cols) {
+    int64_t ch = t / cols, c = t - ch * cols;
+    int64_t end = min(rows, (ch + 1) * per);
     double ds = 0, db = 0;
-    for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t r = ch * per; r < end; ++r) {
       float d = load(dy, r * cols + c);
       float xhat = (load(x, r * cols + c) - stats[2 * r]) * stats[2 * r + 1];
       ds += d * xhat;
       db += d;
+    }
+    partials[t] = ds;
+    partials[chunks * cols + t] = db;
+  }
+}
+
+/// dscale / dbias: each column sums its chunks in order.
+__global__ void layerNormParamFinishKernel(const double *__restrict__ partials,
+                                           FloatOut dscale, FloatOut dbias,
+                                           int64_t cols, int64_t chunks) {
+  LOOM_GRID_STRIDE(c, cols) {
+    double ds = 0, db = 0;
+    for (int64_t ch = 0; ch < chunks; ++ch) {
+      ds += partials[ch * cols + c];
+      db += partials[(chunks + ch) * cols + c];
     }
     store(dscale, c, static_cast<float>(ds));
     if (dbias.p)
@@ -333,14 +384,58 @@ __global__ void layerNormParamGradKernel(FloatIn dy, FloatIn x,
   }
 }
 
+/// Chunks for `reduced` values per output over `outputs` outputs: about
+/// 2^18 threads in the first pass, at least 32 values a chunk.
+int64_t chunksFor(int64_t reduced, int64_t outputs) {
+  int64_t byLength = (reduced + 31) / 32;
+  int64_t byThreads = (int64_t(1) << 18) / (outputs > 0 ? outputs : 1);
+  int64_t c = byLength < byThreads ? byLength : byThreads;
+  return c < 1 ? 1 : c;
+}
+
 } // namespace
+
+int64_t reduceChunks(int64_t ny, const SumToIndex &index) {
+  bool innerKept =
+      index.keptRank > 0 && index.keptStrides[index.keptRank - 1] == 1 &&
+      (index.redRank == 0 || index.redStrides[index.redRank - 1] != 1);
+  if (!innerKept || index.reduced < 128)
+    return 0;
+  int64_t c = chunksFor(index.reduced, ny);
+  return c >= 2 ? c : 0;
+}
+
+int64_t layerNormGradChunks(int64_t rows, int64_t cols) {
+  return chunksFor(rows, cols);
+}
 
 #ifndef LOOM_CUDA_HOST_EMULATION // (test/unit/cuda/CudaHostEmulation.h)
 
 Status launchReduce(ReduceKind kind, FloatIn x, FloatOut y, int64_t ny,
-                    const SumToIndex &index, cudaStream_t stream) {
+                    const SumToIndex &index, float *partials,
+                    cudaStream_t stream) {
   if (ny == 0)
     return Status::ok();
+  int64_t chunks = partials ? reduceChunks(ny, index) : 0;
+  if (chunks > 0) {
+#define LOOM_REDUCE_CASE(name)                                                 \
+  case ReduceKind::name:                                                       \
+    reduceChunkKernel<ReduceKind::name>                                        \
+        <<<blocksFor(chunks *ny), kThreads, 0, stream>>>(x, partials, ny,      \
+                                                         chunks, index);       \
+    LOOM_RETURN_IF_ERROR(launchCheck("reduction kernel (chunks)"));            \
+    reduceFinishKernel<ReduceKind::name>                                       \
+        <<<blocksFor(ny), kThreads, 0, stream>>>(partials, y, ny, chunks,      \
+                                                 index.reduced);               \
+    break;
+    switch (kind) {
+      LOOM_REDUCE_CASE(Sum)
+      LOOM_REDUCE_CASE(Mean)
+      LOOM_REDUCE_CASE(Max)
+    }
+#undef LOOM_REDUCE_CASE
+    return launchCheck("reduction kernel (finish)");
+  }
   bool perThread = ny >= 1024 || index.reduced <= 32;
   unsigned grid = perThread ? blocksFor(ny) : capBlocks(ny);
 #define LOOM_REDUCE_CASE(name)                                                 \
@@ -445,7 +540,7 @@ Status launchLayerNorm(FloatIn x, FloatIn scale, FloatIn bias, FloatOut y,
 Status launchLayerNormGrad(FloatIn dy, FloatIn x, FloatIn scale, FloatOut dx,
                            FloatOut dscale, FloatOut dbias, int64_t rows,
                            int64_t cols, float eps, bool rms, float *stats,
-                           cudaStream_t stream) {
+                           double *partials, cudaStream_t stream) {
   if (cols == 0)
     return Status::ok();
   if (rows == 0) { // sums over no rows
@@ -461,9 +556,14 @@ Status launchLayerNormGrad(FloatIn dy, FloatIn x, FloatIn scale, FloatOut dx,
   layerNormGradRowKernel<<<capBlocks(rows), kThreads, 0, stream>>>(
       dy, x, scale, dx, rows, cols, eps, rms, stats);
   LOOM_RETURN_IF_ERROR(launchCheck("layer_norm_grad kernel"));
-  layerNormParamGradKernel<<<blocksFor(cols), kThreads, 0, stream>>>(
-      dy, x, stats, dscale, dbias, rows, cols);
-  return launchCheck("layer_norm_grad parameter kernel");
+  int64_t chunks = layerNormGradChunks(rows, cols);
+  layerNormParamPartialKernel<<<blocksFor(chunks * cols), kThreads, 0,
+                                stream>>>(dy, x, stats, partials, rows, cols,
+                                          chunks);
+  LOOM_RETURN_IF_ERROR(launchCheck("layer_norm_grad parameter kernel"));
+  layerNormParamFinishKernel<<<blocksFor(cols), kThreads, 0, stream>>>(
+      partials, dscale, dbias, cols, chunks);
+  return launchCheck("layer_norm_grad parameter finish kernel");
 }
 
 #endif // LOOM_CUDA_HOST_EMULATION

@@ -448,7 +448,7 @@ TEST(CudaEmulation, BinaryBf16WithF32Broadcast) {
 }
 
 TEST(CudaEmulation, LayerNormBf16) {
-  const int64_t rows = 5, cols = 77;
+  const int64_t rows = 70, cols = 77; // 3 row chunks for dscale, dbias
   std::vector<float> x = randomValues(rows * cols, -2, 2, 3),
                      dy = randomValues(rows * cols, -1, 1, 4),
                      scale = randomValues(cols, -1, 1, 5),
@@ -467,10 +467,16 @@ TEST(CudaEmulation, LayerNormBf16) {
                            {scale.data(), Elem::F32}, {dx.data(), Elem::BF16},
                            rows, cols, eps, false, stats.data());
   });
+  int64_t chunks = layerNormGradChunks(rows, cols);
+  std::vector<double> partials(2 * chunks * cols);
   emu::launch(1, 64, 0, [&] {
-    layerNormParamGradKernel({dyb.data(), Elem::BF16}, {xb.data(), Elem::BF16},
-                             stats.data(), {dscale.data(), Elem::F32},
-                             {dbias.data(), Elem::F32}, rows, cols);
+    layerNormParamPartialKernel({dyb.data(), Elem::BF16},
+                                {xb.data(), Elem::BF16}, stats.data(),
+                                partials.data(), rows, cols, chunks);
+  });
+  emu::launch(1, 64, 0, [&] {
+    layerNormParamFinishKernel(partials.data(), {dscale.data(), Elem::F32},
+                               {dbias.data(), Elem::F32}, cols, chunks);
   });
   std::vector<double> ds(cols, 0), db(cols, 0);
   for (int64_t r = 0; r < rows; ++r) {
@@ -578,6 +584,69 @@ TEST(CudaEmulation, AdamWWithBf16Gradient) {
     EXPECT_FLOAT_EQ(v[i], vi);
     EXPECT_NEAR(p[i], want, 1e-6);
   }
+}
+
+/// The two-pass (chunked) reduction of bias gradients: x [rows, cols]
+/// reduced over rows, as `launchReduce` runs it.
+bool chunkedReduceTest(ReduceKind kind, int64_t rows, int64_t cols,
+                       bool withNan) {
+  std::vector<float> x = randomValues(rows * cols, -1, 1, int(rows + cols));
+  if (withNan)
+    x[(rows / 2) * cols + 3] = NAN;
+  SumToIndex ix;
+  ix.keptRank = 1;
+  ix.keptDims[0] = cols;
+  ix.keptStrides[0] = 1;
+  ix.redRank = 1;
+  ix.redDims[0] = rows;
+  ix.redStrides[0] = cols;
+  ix.reduced = rows;
+  int64_t chunks = reduceChunks(cols, ix);
+  if (chunks < 2)
+    return false;
+  std::vector<float> partials(chunks * cols), y(cols);
+  FloatIn in{x.data(), Elem::F32};
+  FloatOut out{y.data(), Elem::F32};
+  auto run = [&](auto chunk, auto finish) {
+    emu::launch(3, 64, 0,
+                [&] { chunk(in, partials.data(), cols, chunks, ix); });
+    emu::launch(1, 64, 0,
+                [&] { finish(partials.data(), out, cols, chunks, rows); });
+  };
+  if (kind == ReduceKind::Sum)
+    run(reduceChunkKernel<ReduceKind::Sum>,
+        reduceFinishKernel<ReduceKind::Sum>);
+  else if (kind == ReduceKind::Mean)
+    run(reduceChunkKernel<ReduceKind::Mean>,
+        reduceFinishKernel<ReduceKind::Mean>);
+  else
+    run(reduceChunkKernel<ReduceKind::Max>,
+        reduceFinishKernel<ReduceKind::Max>);
+  bool ok = true;
+  for (int64_t c = 0; c < cols; ++c) {
+    double acc = kind == ReduceKind::Max ? -INFINITY : 0;
+    bool nan = false;
+    for (int64_t r = 0; r < rows; ++r) {
+      float v = x[r * cols + c];
+      nan |= std::isnan(v);
+      acc = kind == ReduceKind::Max ? std::max<double>(acc, v) : acc + v;
+    }
+    if (kind == ReduceKind::Mean)
+      acc /= rows;
+    if (nan && kind == ReduceKind::Max)
+      ok &= std::isnan(y[c]);
+    else
+      ok &= std::fabs(y[c] - acc) < 1e-4;
+  }
+  return ok;
+}
+
+TEST(CudaEmulation, ChunkedReductions) {
+  for (ReduceKind k : {ReduceKind::Sum, ReduceKind::Mean, ReduceKind::Max}) {
+    EXPECT_TRUE(chunkedReduceTest(k, 300, 40, false));
+    EXPECT_TRUE(chunkedReduceTest(k, 1000, 7, false));
+  }
+  EXPECT_TRUE(chunkedReduceTest(ReduceKind::Max, 300, 40, true));
 }
 
 } // namespace
