@@ -3,11 +3,14 @@
 //
 // Shapes and attributes are read here exactly as the CPU kernels read them
 // (the same helpers from runtime/kernels/cpu/KernelUtil.h); the launchers
-// in the `.cu` files do the work.
+// in the `.cu` files do the work. Float operands come out as `FloatIn` /
+// `FloatOut` (f32 or bf16 storage, runtime/cuda/CudaBind.h); ops without a
+// bf16 variant check for f32 and fail at bind otherwise.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cuda/CudaKernels.h"
+#include "runtime/cuda/CudaBind.h"
 
 #include "runtime/Plan.h"
 #include "runtime/comm/Communicator.h"
@@ -25,13 +28,55 @@ using cpu::axisAttr;
 using cpu::flagAttr;
 using cpu::product;
 
+Status expectDType(const OpView &op, bool output, size_t i, plan::DType dtype) {
+  const plan::Buffer *b = output ? op.outputs[i] : op.inputs[i];
+  if (b->dtype() == dtype)
+    return Status::ok();
+  return makeError("%s %zu (buffer %d '%s') is %s; the CUDA kernel of '%s' "
+                   "takes %s there",
+                   output ? "output" : "input", i, b->id(), b->name().c_str(),
+                   dtypeName(b->dtype()), op.inst.op().c_str(),
+                   dtypeName(dtype));
+}
+
 namespace {
+
+StatusOr<Elem> floatElem(const OpView &op, bool output, size_t i) {
+  const plan::Buffer *b = output ? op.outputs[i] : op.inputs[i];
+  if (b->dtype() == plan::F32)
+    return Elem::F32;
+  if (b->dtype() == plan::BF16)
+    return Elem::BF16;
+  return makeError("%s %zu (buffer %d '%s') is %s; the CUDA kernel of '%s' "
+                   "takes f32 or bf16 there",
+                   output ? "output" : "input", i, b->id(), b->name().c_str(),
+                   dtypeName(b->dtype()), op.inst.op().c_str());
+}
+
+} // namespace
+
+StatusOr<FloatIn> floatIn(const OpView &op, BindContext &ctx, size_t i) {
+  LOOM_ASSIGN_OR_RETURN(Elem e, floatElem(op, false, i));
+  return FloatIn{ctx.arena() + op.inputs[i]->offset(), e};
+}
+
+StatusOr<FloatOut> floatOut(const OpView &op, BindContext &ctx, size_t i) {
+  LOOM_ASSIGN_OR_RETURN(Elem e, floatElem(op, true, i));
+  return FloatOut{ctx.arena() + op.outputs[i]->offset(), e};
+}
+
+Status expectAllF32(const OpView &op) {
+  for (size_t i = 0; i < op.inputs.size(); ++i)
+    LOOM_RETURN_IF_ERROR(expectDType(op, false, i, plan::F32));
+  for (size_t i = 0; i < op.outputs.size(); ++i)
+    LOOM_RETURN_IF_ERROR(expectDType(op, true, i, plan::F32));
+  return Status::ok();
+}
 
 KernelFn noop() {
   return [](const StepContext &) { return Status::ok(); };
 }
 
-/// "instruction 'op' at 'loc'", the context of a device-side data check.
 std::string checkContext(const OpView &op) {
   return "instruction '" + op.inst.op() + "'" +
          (op.inst.loc().empty() ? "" : " at '" + op.inst.loc() + "'");
@@ -41,8 +86,6 @@ Status tooManyDims(const std::vector<int64_t> &shape) {
   return makeError("the CUDA backend handles at most %d dims here, got %s",
                    kMaxDims, shapeToString(shape).c_str());
 }
-
-} // namespace
 
 // --- element-wise ------------------------------------------------------------
 
@@ -60,8 +103,9 @@ StatusOr<KernelFn> bindBinary(const OpView &op, BindContext &ctx) {
     }
   if (!found)
     return makeError("no CUDA kernel for '%s'", op.inst.op().c_str());
-  const float *a = ctx.f32(op.inputs[0]), *b = ctx.f32(op.inputs[1]);
-  float *c = ctx.f32(op.outputs[0]);
+  LOOM_ASSIGN_OR_RETURN(FloatIn a, floatIn(op, ctx, 0));
+  LOOM_ASSIGN_OR_RETURN(FloatIn b, floatIn(op, ctx, 1));
+  LOOM_ASSIGN_OR_RETURN(FloatOut c, floatOut(op, ctx, 0));
   std::vector<int64_t> as = op.inShape(0), bs = op.inShape(1),
                        cs = op.outShape(0);
   int64_t n = numElements(cs), na = numElements(as), nb = numElements(bs);
@@ -108,8 +152,8 @@ StatusOr<KernelFn> bindUnary(const OpView &op, BindContext &ctx) {
       {"erf", UnaryOp::Erf}};
   for (const auto &[name, kind] : kOps)
     if (op.inst.op() == name) {
-      const float *x = ctx.f32(op.inputs[0]);
-      float *y = ctx.f32(op.outputs[0]);
+      LOOM_ASSIGN_OR_RETURN(FloatIn x, floatIn(op, ctx, 0));
+      LOOM_ASSIGN_OR_RETURN(FloatOut y, floatOut(op, ctx, 0));
       int64_t n = op.outNumel(0);
       cudaStream_t s = cudaDevice(ctx).stream();
       UnaryOp k = kind;
@@ -126,8 +170,9 @@ StatusOr<KernelFn> bindUnaryGrad(const OpView &op, BindContext &ctx) {
       {"sigmoid_grad", UnaryGradOp::Sigmoid}};
   for (const auto &[name, kind] : kOps)
     if (op.inst.op() == name) {
-      const float *dy = ctx.f32(op.inputs[0]), *v = ctx.f32(op.inputs[1]);
-      float *dx = ctx.f32(op.outputs[0]);
+      LOOM_ASSIGN_OR_RETURN(FloatIn dy, floatIn(op, ctx, 0));
+      LOOM_ASSIGN_OR_RETURN(FloatIn v, floatIn(op, ctx, 1));
+      LOOM_ASSIGN_OR_RETURN(FloatOut dx, floatOut(op, ctx, 0));
       int64_t n = op.outNumel(0);
       cudaStream_t s = cudaDevice(ctx).stream();
       UnaryGradOp k = kind;
@@ -140,8 +185,8 @@ StatusOr<KernelFn> bindUnaryGrad(const OpView &op, BindContext &ctx) {
 
 StatusOr<KernelFn> bindGelu(const OpView &op, BindContext &ctx) {
   LOOM_ASSIGN_OR_RETURN(bool tanhForm, flagAttr(op, "approximate"));
-  const float *x = ctx.f32(op.inputs[0]);
-  float *y = ctx.f32(op.outputs[0]);
+  LOOM_ASSIGN_OR_RETURN(FloatIn x, floatIn(op, ctx, 0));
+  LOOM_ASSIGN_OR_RETURN(FloatOut y, floatOut(op, ctx, 0));
   int64_t n = op.outNumel(0);
   cudaStream_t s = cudaDevice(ctx).stream();
   UnaryOp k = tanhForm ? UnaryOp::GeluTanh : UnaryOp::Gelu;
@@ -151,8 +196,9 @@ StatusOr<KernelFn> bindGelu(const OpView &op, BindContext &ctx) {
 
 StatusOr<KernelFn> bindGeluGrad(const OpView &op, BindContext &ctx) {
   LOOM_ASSIGN_OR_RETURN(bool tanhForm, flagAttr(op, "approximate"));
-  const float *dy = ctx.f32(op.inputs[0]), *x = ctx.f32(op.inputs[1]);
-  float *dx = ctx.f32(op.outputs[0]);
+  LOOM_ASSIGN_OR_RETURN(FloatIn dy, floatIn(op, ctx, 0));
+  LOOM_ASSIGN_OR_RETURN(FloatIn x, floatIn(op, ctx, 1));
+  LOOM_ASSIGN_OR_RETURN(FloatOut dx, floatOut(op, ctx, 0));
   int64_t n = op.outNumel(0);
   cudaStream_t s = cudaDevice(ctx).stream();
   UnaryGradOp k = tanhForm ? UnaryGradOp::GeluTanh : UnaryGradOp::Gelu;
@@ -162,8 +208,8 @@ StatusOr<KernelFn> bindGeluGrad(const OpView &op, BindContext &ctx) {
 
 StatusOr<KernelFn> bindScale(const OpView &op, BindContext &ctx) {
   LOOM_ASSIGN_OR_RETURN(double factor, op.numAttr("factor"));
-  const float *x = ctx.f32(op.inputs[0]);
-  float *y = ctx.f32(op.outputs[0]);
+  LOOM_ASSIGN_OR_RETURN(FloatIn x, floatIn(op, ctx, 0));
+  LOOM_ASSIGN_OR_RETURN(FloatOut y, floatOut(op, ctx, 0));
   int64_t n = op.outNumel(0);
   float f = static_cast<float>(factor);
   cudaStream_t s = cudaDevice(ctx).stream();
@@ -172,6 +218,7 @@ StatusOr<KernelFn> bindScale(const OpView &op, BindContext &ctx) {
 }
 
 StatusOr<KernelFn> bindCopy(const OpView &op, BindContext &ctx) {
+  LOOM_RETURN_IF_ERROR(expectDType(op, true, 0, op.inputs[0]->dtype()));
   const uint8_t *x = ctx.arena() + op.inputs[0]->offset();
   uint8_t *y = ctx.arena() + op.outputs[0]->offset();
   int64_t bytes =
@@ -185,37 +232,16 @@ StatusOr<KernelFn> bindCopy(const OpView &op, BindContext &ctx) {
   });
 }
 
-StatusOr<KernelFn> bindSumTo(const OpView &op, BindContext &ctx) {
-  const float *x = ctx.f32(op.inputs[0]);
-  float *y = ctx.f32(op.outputs[0]);
-  std::vector<int64_t> xs = op.inShape(0), ys = op.outShape(0);
-  int64_t nx = numElements(xs), ny = numElements(ys);
-  cudaStream_t s = cudaDevice(ctx).stream();
-  if (ny == 0)
-    return noop();
-  if (nx == ny)
-    return KernelFn([=](const StepContext &) {
-      return x == y ? Status::ok()
-                    : cudaCheck(cudaMemcpyAsync(y, x, nx * sizeof(float),
-                                                cudaMemcpyDeviceToDevice, s),
-                                "cudaMemcpyAsync (sum_to)");
-    });
-  if (nx == 0)
-    return KernelFn([=](const StepContext &) {
-      return cudaCheck(cudaMemsetAsync(y, 0, ny * sizeof(float), s),
-                       "cudaMemsetAsync (sum_to)");
-    });
-  // Split x's dims into kept (y's dim equals x's) and reduced (y's is 1 or
-  // absent); size-1 dims of x contribute nothing.
+StatusOr<SumToIndex> reductionIndex(const std::vector<int64_t> &xs,
+                                    const std::vector<bool> &reduced) {
   std::vector<int64_t> xStride(xs.size(), 1);
   for (int d = static_cast<int>(xs.size()) - 2; d >= 0; --d)
     xStride[d] = xStride[d + 1] * xs[d + 1];
-  size_t shift = xs.size() - ys.size();
   SumToIndex index;
   for (size_t d = 0; d < xs.size(); ++d) {
     if (xs[d] == 1)
       continue;
-    bool kept = d >= shift && ys[d - shift] == xs[d];
+    bool kept = !reduced[d];
     if ((kept ? index.keptRank : index.redRank) == kMaxDims)
       return tooManyDims(xs);
     if (kept) {
@@ -227,17 +253,63 @@ StatusOr<KernelFn> bindSumTo(const OpView &op, BindContext &ctx) {
       index.reduced *= xs[d];
     }
   }
-  // The kept dims, in order, enumerate y's elements row-major: y's other
-  // dims are all 1.
-  return KernelFn(
-      [=](const StepContext &) { return launchSumTo(x, y, ny, index, s); });
+  return index;
+}
+
+StatusOr<DeviceBuffer> reduceWorkspace(BindContext &ctx, int64_t ny,
+                                       const SumToIndex &index) {
+  int64_t chunks = reduceChunks(ny, index);
+  if (chunks == 0)
+    return DeviceBuffer();
+  return cudaDevice(ctx).allocateWorkspace(chunks * ny * sizeof(float));
+}
+
+StatusOr<KernelFn> bindSumTo(const OpView &op, BindContext &ctx) {
+  LOOM_ASSIGN_OR_RETURN(FloatIn x, floatIn(op, ctx, 0));
+  LOOM_ASSIGN_OR_RETURN(FloatOut y, floatOut(op, ctx, 0));
+  std::vector<int64_t> xs = op.inShape(0), ys = op.outShape(0);
+  int64_t nx = numElements(xs), ny = numElements(ys);
+  cudaStream_t s = cudaDevice(ctx).stream();
+  if (ny == 0)
+    return noop();
+  if (nx == ny) {
+    if (x.e != y.e) // a conversion
+      return KernelFn(
+          [=](const StepContext &) { return launchScale(x, y, nx, 1.0f, s); });
+    return KernelFn([=](const StepContext &) {
+      return x.p == y.p
+                 ? Status::ok()
+                 : cudaCheck(cudaMemcpyAsync(y.p, x.p, nx * elemBytes(x.e),
+                                             cudaMemcpyDeviceToDevice, s),
+                             "cudaMemcpyAsync (sum_to)");
+    });
+  }
+  if (nx == 0)
+    return KernelFn([=](const StepContext &) {
+      return launchZero(y.p, ny * elemBytes(y.e), s);
+    });
+  // Split x's dims into kept (y's dim equals x's) and reduced (y's is 1 or
+  // absent); size-1 dims of x contribute nothing. The kept dims, in order,
+  // enumerate y's elements row-major: y's other dims are all 1.
+  size_t shift = xs.size() - ys.size();
+  std::vector<bool> reduced(xs.size());
+  for (size_t d = 0; d < xs.size(); ++d)
+    reduced[d] = !(d >= shift && ys[d - shift] == xs[d]);
+  LOOM_ASSIGN_OR_RETURN(SumToIndex index, reductionIndex(xs, reduced));
+  LOOM_ASSIGN_OR_RETURN(DeviceBuffer ws, reduceWorkspace(ctx, ny, index));
+  return KernelFn([=](const StepContext &) {
+    return launchReduce(ReduceKind::Sum, x, y, ny, index,
+                        static_cast<float *>(ws.get()), s);
+  });
 }
 
 // --- losses ------------------------------------------------------------------
 
 StatusOr<KernelFn> bindCrossEntropy(const OpView &op, BindContext &ctx) {
   CudaDevice &dev = cudaDevice(ctx);
-  const float *logits = ctx.f32(op.inputs[0]);
+  LOOM_ASSIGN_OR_RETURN(FloatIn logits, floatIn(op, ctx, 0));
+  LOOM_RETURN_IF_ERROR(expectDType(op, false, 1, plan::I64));
+  LOOM_RETURN_IF_ERROR(expectDType(op, true, 0, plan::F32));
   const int64_t *target = ctx.i64(op.inputs[1]);
   float *loss = ctx.f32(op.outputs[0]);
   int64_t classes = op.inShape(0).back();
@@ -257,9 +329,10 @@ StatusOr<KernelFn> bindCrossEntropy(const OpView &op, BindContext &ctx) {
 
 StatusOr<KernelFn> bindCrossEntropyGrad(const OpView &op, BindContext &ctx) {
   CudaDevice &dev = cudaDevice(ctx);
-  const float *logits = ctx.f32(op.inputs[0]);
+  LOOM_ASSIGN_OR_RETURN(FloatIn logits, floatIn(op, ctx, 0));
+  LOOM_RETURN_IF_ERROR(expectDType(op, false, 1, plan::I64));
+  LOOM_ASSIGN_OR_RETURN(FloatOut grad, floatOut(op, ctx, 0));
   const int64_t *target = ctx.i64(op.inputs[1]);
-  float *grad = ctx.f32(op.outputs[0]);
   int64_t classes = op.inShape(0).back();
   int64_t rows = op.inNumel(0) / classes;
   int check = dev.registerCheck(
@@ -274,6 +347,7 @@ StatusOr<KernelFn> bindCrossEntropyGrad(const OpView &op, BindContext &ctx) {
 }
 
 StatusOr<KernelFn> bindMse(const OpView &op, BindContext &ctx) {
+  LOOM_RETURN_IF_ERROR(expectAllF32(op));
   CudaDevice &dev = cudaDevice(ctx);
   const float *pred = ctx.f32(op.inputs[0]), *target = ctx.f32(op.inputs[1]);
   float *loss = ctx.f32(op.outputs[0]);
@@ -287,6 +361,7 @@ StatusOr<KernelFn> bindMse(const OpView &op, BindContext &ctx) {
 }
 
 StatusOr<KernelFn> bindMseGrad(const OpView &op, BindContext &ctx) {
+  LOOM_RETURN_IF_ERROR(expectAllF32(op));
   const float *pred = ctx.f32(op.inputs[0]), *target = ctx.f32(op.inputs[1]);
   float *grad = ctx.f32(op.outputs[0]);
   int64_t n = op.inNumel(0);
@@ -297,10 +372,12 @@ StatusOr<KernelFn> bindMseGrad(const OpView &op, BindContext &ctx) {
   });
 }
 
-// --- communication
-// -------------------------------------------------------------
+// --- communication -----------------------------------------------------------
 
 StatusOr<KernelFn> bindAllReduce(const OpView &op, BindContext &ctx) {
+  // The communicator sums fp32 (docs/cuda.md: gradients of parameters stay
+  // fp32 under bf16 storage).
+  LOOM_RETURN_IF_ERROR(expectAllF32(op));
   LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> axes, op.intsAttr("axes"));
   std::sort(axes.begin(), axes.end());
   Communicator *comm = ctx.commForAxes(axes);
@@ -321,10 +398,10 @@ StatusOr<KernelFn> bindAllReduce(const OpView &op, BindContext &ctx) {
   });
 }
 
-// --- optimizers
-// ------------------------------------------------------------------
+// --- optimizers --------------------------------------------------------------
 
 StatusOr<KernelFn> bindSgd(const OpView &op, BindContext &ctx) {
+  LOOM_RETURN_IF_ERROR(expectAllF32(op));
   LOOM_ASSIGN_OR_RETURN(double lr, op.numAttr("lr"));
   LOOM_ASSIGN_OR_RETURN(double momentum, op.numAttr("momentum", 0.0));
   LOOM_ASSIGN_OR_RETURN(double wd, op.numAttr("weight_decay", 0.0));
@@ -355,8 +432,13 @@ StatusOr<KernelFn> bindAdamW(const OpView &op, BindContext &ctx) {
   LOOM_ASSIGN_OR_RETURN(double beta2, op.numAttr("beta2", 0.999));
   LOOM_ASSIGN_OR_RETURN(double eps, op.numAttr("eps", 1e-8));
   LOOM_ASSIGN_OR_RETURN(double wd, op.numAttr("weight_decay", 0.01));
+  // Parameters and moments are fp32; the gradient may be bf16.
+  for (size_t i : {0, 2, 3})
+    LOOM_RETURN_IF_ERROR(expectDType(op, false, i, plan::F32));
+  for (size_t i = 0; i < op.outputs.size(); ++i)
+    LOOM_RETURN_IF_ERROR(expectDType(op, true, i, plan::F32));
   float *p = ctx.f32(op.inputs[0]);
-  const float *g = ctx.f32(op.inputs[1]);
+  LOOM_ASSIGN_OR_RETURN(FloatIn g, floatIn(op, ctx, 1));
   float *m = ctx.f32(op.inputs[2]);
   float *v = ctx.f32(op.inputs[3]);
   int64_t n = op.inNumel(0);
@@ -378,16 +460,15 @@ StatusOr<KernelFn> bindAdamW(const OpView &op, BindContext &ctx) {
   });
 }
 
-// --- softmax and normalisation
-// --------------------------------------------------------
+// --- softmax and normalisation -----------------------------------------------
 
 StatusOr<KernelFn> bindSoftmax(const OpView &op, BindContext &ctx) {
   std::vector<int64_t> xs = op.inShape(0);
   LOOM_ASSIGN_OR_RETURN(int64_t axis, axisAttr(op, "axis", xs.size()));
   int64_t outer = product(xs, 0, axis), dim = xs[axis],
           inner = product(xs, axis + 1, xs.size());
-  const float *x = ctx.f32(op.inputs[0]);
-  float *y = ctx.f32(op.outputs[0]);
+  LOOM_ASSIGN_OR_RETURN(FloatIn x, floatIn(op, ctx, 0));
+  LOOM_ASSIGN_OR_RETURN(FloatOut y, floatOut(op, ctx, 0));
   cudaStream_t s = cudaDevice(ctx).stream();
   return KernelFn([=](const StepContext &) {
     return launchSoftmax(x, y, outer, dim, inner, s);
@@ -399,8 +480,9 @@ StatusOr<KernelFn> bindSoftmaxGrad(const OpView &op, BindContext &ctx) {
   LOOM_ASSIGN_OR_RETURN(int64_t axis, axisAttr(op, "axis", xs.size()));
   int64_t outer = product(xs, 0, axis), dim = xs[axis],
           inner = product(xs, axis + 1, xs.size());
-  const float *dy = ctx.f32(op.inputs[0]), *y = ctx.f32(op.inputs[1]);
-  float *dx = ctx.f32(op.outputs[0]);
+  LOOM_ASSIGN_OR_RETURN(FloatIn dy, floatIn(op, ctx, 0));
+  LOOM_ASSIGN_OR_RETURN(FloatIn y, floatIn(op, ctx, 1));
+  LOOM_ASSIGN_OR_RETURN(FloatOut dx, floatOut(op, ctx, 0));
   cudaStream_t s = cudaDevice(ctx).stream();
   return KernelFn([=](const StepContext &) {
     return launchSoftmaxGrad(dy, y, dx, outer, dim, inner, s);
@@ -430,9 +512,13 @@ StatusOr<NormView> normView(const OpView &op, size_t xIn) {
 StatusOr<KernelFn> bindLayerNorm(const OpView &op, BindContext &ctx) {
   LOOM_ASSIGN_OR_RETURN(NormView v, normView(op, 0));
   bool rms = op.inst.op() == "rms_norm";
-  const float *x = ctx.f32(op.inputs[0]), *scale = ctx.f32(op.inputs[1]);
-  const float *bias = op.inputs.size() == 3 ? ctx.f32(op.inputs[2]) : nullptr;
-  float *y = ctx.f32(op.outputs[0]);
+  LOOM_ASSIGN_OR_RETURN(FloatIn x, floatIn(op, ctx, 0));
+  LOOM_ASSIGN_OR_RETURN(FloatIn scale, floatIn(op, ctx, 1));
+  FloatIn bias;
+  if (op.inputs.size() == 3) {
+    LOOM_ASSIGN_OR_RETURN(bias, floatIn(op, ctx, 2));
+  }
+  LOOM_ASSIGN_OR_RETURN(FloatOut y, floatOut(op, ctx, 0));
   cudaStream_t s = cudaDevice(ctx).stream();
   return KernelFn([=](const StepContext &) {
     return launchLayerNorm(x, scale, bias, y, v.rows, v.cols, v.eps, rms, s);
@@ -442,17 +528,27 @@ StatusOr<KernelFn> bindLayerNorm(const OpView &op, BindContext &ctx) {
 StatusOr<KernelFn> bindLayerNormGrad(const OpView &op, BindContext &ctx) {
   LOOM_ASSIGN_OR_RETURN(NormView v, normView(op, 1));
   bool rms = op.inst.op() == "rms_norm_grad";
-  const float *dy = ctx.f32(op.inputs[0]), *x = ctx.f32(op.inputs[1]),
-              *scale = ctx.f32(op.inputs[2]);
-  float *dx = ctx.f32(op.outputs[0]), *dscale = ctx.f32(op.outputs[1]);
-  float *dbias = op.outputs.size() == 3 ? ctx.f32(op.outputs[2]) : nullptr;
+  LOOM_ASSIGN_OR_RETURN(FloatIn dy, floatIn(op, ctx, 0));
+  LOOM_ASSIGN_OR_RETURN(FloatIn x, floatIn(op, ctx, 1));
+  LOOM_ASSIGN_OR_RETURN(FloatIn scale, floatIn(op, ctx, 2));
+  LOOM_ASSIGN_OR_RETURN(FloatOut dx, floatOut(op, ctx, 0));
+  LOOM_ASSIGN_OR_RETURN(FloatOut dscale, floatOut(op, ctx, 1));
+  FloatOut dbias;
+  if (op.outputs.size() == 3) {
+    LOOM_ASSIGN_OR_RETURN(dbias, floatOut(op, ctx, 2));
+  }
   CudaDevice &dev = cudaDevice(ctx);
   LOOM_ASSIGN_OR_RETURN(DeviceBuffer ws,
                         dev.allocateWorkspace(2 * v.rows * sizeof(float)));
+  int64_t chunks = layerNormGradChunks(v.rows, v.cols);
+  LOOM_ASSIGN_OR_RETURN(
+      DeviceBuffer partials,
+      dev.allocateWorkspace(2 * chunks * v.cols * sizeof(double)));
   cudaStream_t s = dev.stream();
   return KernelFn([=](const StepContext &) {
     return launchLayerNormGrad(dy, x, scale, dx, dscale, dbias, v.rows, v.cols,
-                               v.eps, rms, static_cast<float *>(ws.get()), s);
+                               v.eps, rms, static_cast<float *>(ws.get()),
+                               static_cast<double *>(partials.get()), s);
   });
 }
 

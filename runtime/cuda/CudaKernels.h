@@ -39,6 +39,19 @@ LOOM_DECLARE_CUDA_BIND(Gelu)
 LOOM_DECLARE_CUDA_BIND(GeluGrad)
 LOOM_DECLARE_CUDA_BIND(LayerNorm)     // layer_norm, rms_norm
 LOOM_DECLARE_CUDA_BIND(LayerNormGrad) // layer_norm_grad, rms_norm_grad
+LOOM_DECLARE_CUDA_BIND(BatchMatmul)   // Matmul.cpp (cuBLASLt, batched)
+// LayoutKernels.cpp
+LOOM_DECLARE_CUDA_BIND(Transpose)
+LOOM_DECLARE_CUDA_BIND(Expand) // expand, broadcast_like
+LOOM_DECLARE_CUDA_BIND(Slice)  // slice, slice_grad
+LOOM_DECLARE_CUDA_BIND(Concat)
+LOOM_DECLARE_CUDA_BIND(Gather)
+LOOM_DECLARE_CUDA_BIND(GatherGrad)
+LOOM_DECLARE_CUDA_BIND(Select)
+LOOM_DECLARE_CUDA_BIND(Convert)
+LOOM_DECLARE_CUDA_BIND(Reduce) // reduce_sum, reduce_mean, reduce_max
+LOOM_DECLARE_CUDA_BIND(Attention)
+LOOM_DECLARE_CUDA_BIND(AttentionGrad)
 
 #undef LOOM_DECLARE_CUDA_BIND
 

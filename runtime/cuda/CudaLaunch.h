@@ -20,6 +20,27 @@ namespace loom::runtime::cuda {
 /// Most dims a broadcast or reduction index handles (more fail at bind).
 constexpr int kMaxDims = 8;
 
+/// How a floating-point operand is stored. Math is always fp32: `BF16`
+/// values (bfloat16, round-to-nearest-even on store) are widened on load.
+/// Each operand carries its own storage, so one kernel serves bf16
+/// activations next to fp32 parameters (a bias add, a norm's scale); the
+/// branch on it is uniform over a launch, so it costs no divergence.
+enum class Elem : uint8_t { F32, BF16 };
+
+/// A read-only / written floating-point operand.
+struct FloatIn {
+  const void *p = nullptr;
+  Elem e = Elem::F32;
+};
+struct FloatOut {
+  void *p = nullptr;
+  Elem e = Elem::F32;
+};
+
+/// Bytes of one element of `e`.
+inline int64_t elemBytes(Elem e) { return e == Elem::BF16 ? 2 : 4; }
+inline FloatIn asIn(FloatOut o) { return {o.p, o.e}; }
+
 enum class BinaryOp { Add, Sub, Mul, Div, Pow, Max, Min };
 enum class UnaryOp {
   Relu,
@@ -52,9 +73,9 @@ struct BroadcastIndex {
   int64_t strideB[kMaxDims] = {};
 };
 
-/// `sum_to`: output element `j` (row-major over `kept` dims) sums the input
-/// at `base(j) + offset(k)` for `k` in `[0, reduced)` (row-major over `red`
-/// dims); strides are the input's.
+/// `sum_to` and the `reduce_*` ops: output element `j` (row-major over
+/// `kept` dims) reduces the input at `base(j) + offset(k)` for `k` in
+/// `[0, reduced)` (row-major over `red` dims); strides are the input's.
 struct SumToIndex {
   int keptRank = 0, redRank = 0;
   int64_t keptDims[kMaxDims] = {}, keptStrides[kMaxDims] = {};
@@ -62,32 +83,42 @@ struct SumToIndex {
   int64_t reduced = 1;
 };
 
-Status launchBinary(BinaryOp op, BroadcastMode mode, const float *a,
-                    const float *b, float *c, int64_t n,
-                    const BroadcastIndex &index, cudaStream_t stream);
-Status launchUnary(UnaryOp op, const float *x, float *y, int64_t n,
+enum class ReduceKind { Sum, Mean, Max };
+
+Status launchBinary(BinaryOp op, BroadcastMode mode, FloatIn a, FloatIn b,
+                    FloatOut c, int64_t n, const BroadcastIndex &index,
+                    cudaStream_t stream);
+Status launchUnary(UnaryOp op, FloatIn x, FloatOut y, int64_t n,
                    cudaStream_t stream);
-Status launchUnaryGrad(UnaryGradOp op, const float *dy, const float *xy,
-                       float *dx, int64_t n, cudaStream_t stream);
+Status launchUnaryGrad(UnaryGradOp op, FloatIn dy, FloatIn xy, FloatOut dx,
+                       int64_t n, cudaStream_t stream);
 /// Every one of the `rows` rows of `c` (`cols` wide) becomes `row`.
-Status launchFillRows(float *c, const float *row, int64_t rows, int64_t cols,
+Status launchFillRows(FloatOut c, FloatIn row, int64_t rows, int64_t cols,
                       cudaStream_t stream);
 /// `y = x * factor` (in place allowed).
-Status launchScale(const float *x, float *y, int64_t n, float factor,
+Status launchScale(FloatIn x, FloatOut y, int64_t n, float factor,
                    cudaStream_t stream);
-/// `y` has `ny` elements; `x` is read through `index`.
-Status launchSumTo(const float *x, float *y, int64_t ny,
-                   const SumToIndex &index, cudaStream_t stream);
+/// Row chunks of the two-pass reduction `launchReduce` uses for `ny`
+/// outputs over `index` (0: one pass). Two passes when the innermost input
+/// dim is kept (bias gradients: `[rows, cols] -> [cols]`) and the sums are
+/// long: chunk partials first, one thread per (chunk, output) reading
+/// coalesced rows, then the chunks in order (deterministic).
+int64_t reduceChunks(int64_t ny, const SumToIndex &index);
+/// `y` has `ny` elements; `x` is read through `index`. `Sum` is `sum_to`.
+/// `partials` holds `reduceChunks(ny, index) * ny` floats (null when 0).
+Status launchReduce(ReduceKind kind, FloatIn x, FloatOut y, int64_t ny,
+                    const SumToIndex &index, float *partials,
+                    cudaStream_t stream);
 
 /// Mean cross-entropy of `rows` rows of `classes` logits; `rowLoss` is
 /// `rows` floats of workspace. A target outside `[0, classes)` is recorded
 /// in `record` with id `check` (row, value, classes) and contributes 0.
-Status launchCrossEntropy(const float *logits, const int64_t *target,
-                          float *loss, int64_t rows, int64_t classes,
-                          float *rowLoss, int check, DataCheckRecord *record,
+Status launchCrossEntropy(FloatIn logits, const int64_t *target, float *loss,
+                          int64_t rows, int64_t classes, float *rowLoss,
+                          int check, DataCheckRecord *record,
                           cudaStream_t stream);
-Status launchCrossEntropyGrad(const float *logits, const int64_t *target,
-                              float *grad, int64_t rows, int64_t classes,
+Status launchCrossEntropyGrad(FloatIn logits, const int64_t *target,
+                              FloatOut grad, int64_t rows, int64_t classes,
                               int check, DataCheckRecord *record,
                               cudaStream_t stream);
 /// Number of partial sums `launchMse` needs as workspace (doubles).
@@ -108,26 +139,114 @@ Status launchSgd(float *p, const float *g, float *buf, int64_t n,
 struct AdamWArgs {
   float decay, w1, b2, w2, stepSize, bc2Sqrt, eps;
 };
-Status launchAdamW(float *p, const float *g, float *m, float *v, int64_t n,
+/// Parameters and state are fp32; the gradient may be bf16.
+Status launchAdamW(float *p, FloatIn g, float *m, float *v, int64_t n,
                    const AdamWArgs &args, cudaStream_t stream);
 
 /// Softmax of `x` viewed as `[outer, dim, inner]` along `dim`.
-Status launchSoftmax(const float *x, float *y, int64_t outer, int64_t dim,
+Status launchSoftmax(FloatIn x, FloatOut y, int64_t outer, int64_t dim,
                      int64_t inner, cudaStream_t stream);
 /// `dx = y * (dy - sum(dy * y))` along `dim`.
-Status launchSoftmaxGrad(const float *dy, const float *y, float *dx,
-                         int64_t outer, int64_t dim, int64_t inner,
-                         cudaStream_t stream);
+Status launchSoftmaxGrad(FloatIn dy, FloatIn y, FloatOut dx, int64_t outer,
+                         int64_t dim, int64_t inner, cudaStream_t stream);
 /// Layer norm (or RMS norm with `rms`) of `rows` contiguous rows of `cols`.
-/// `bias` may be null.
-Status launchLayerNorm(const float *x, const float *scale, const float *bias,
-                       float *y, int64_t rows, int64_t cols, float eps,
-                       bool rms, cudaStream_t stream);
-/// `dx` per row; `dscale` (and `dbias` unless null) summed over rows.
-/// `stats` is `2 * rows` floats of workspace (each row's mean and rstd).
-Status launchLayerNormGrad(const float *dy, const float *x, const float *scale,
-                           float *dx, float *dscale, float *dbias, int64_t rows,
+/// `bias.p` may be null.
+Status launchLayerNorm(FloatIn x, FloatIn scale, FloatIn bias, FloatOut y,
+                       int64_t rows, int64_t cols, float eps, bool rms,
+                       cudaStream_t stream);
+/// Row chunks of `launchLayerNormGrad`'s dscale / dbias sums (at least 1):
+/// chunk partials over rows, then the chunks in order.
+int64_t layerNormGradChunks(int64_t rows, int64_t cols);
+/// `dx` per row; `dscale` (and `dbias` unless its pointer is null) summed
+/// over rows. `stats` is `2 * rows` floats of workspace (mean and rstd),
+/// `partials` `2 * layerNormGradChunks(rows, cols) * cols` doubles.
+Status launchLayerNormGrad(FloatIn dy, FloatIn x, FloatIn scale, FloatOut dx,
+                           FloatOut dscale, FloatOut dbias, int64_t rows,
                            int64_t cols, float eps, bool rms, float *stats,
+                           double *partials, cudaStream_t stream);
+
+// --- Layout.cu
+// ----------------------------------------------------------------
+
+/// A strided copy `dst[dstOffset(i)] = src[srcOffset(i)]` for every `i` in
+/// row-major order over `dims`; offsets are in elements (transpose, expand,
+/// slice, slice_grad, concat).
+struct CopyIndex {
+  int rank = 0;
+  int64_t dims[kMaxDims] = {};
+  int64_t srcStride[kMaxDims] = {};
+  int64_t dstStride[kMaxDims] = {};
+};
+Status launchStridedCopy(FloatIn src, FloatOut dst, int64_t n,
+                         const CopyIndex &index, cudaStream_t stream);
+/// The innermost-dims swap: for each of `batch` entries `o` (row-major over
+/// `outer.dims`, source offsets `outer.srcStride`), `dst[o][i][j] =
+/// src[base(o) + j * ldSrc + i]` for `i < a`, `j < b` (dst dense), through
+/// 32x32 shared-memory tiles so both sides are coalesced.
+Status launchTranspose2d(FloatIn src, FloatOut dst, int64_t batch, int64_t a,
+                         int64_t b, int64_t ldSrc, const CopyIndex &outer,
+                         cudaStream_t stream);
+/// Zeros `bytes` bytes.
+Status launchZero(void *p, int64_t bytes, cudaStream_t stream);
+/// Every element of `y` becomes `value`.
+Status launchFill(FloatOut y, int64_t n, float value, cudaStream_t stream);
+/// `y = cond != 0 ? a : b`, each operand through its strides over `dims`
+/// (`index.strideA` = a, `strideB` = b, `strideC` = cond).
+struct SelectIndex {
+  int rank = 0;
+  int64_t dims[kMaxDims] = {};
+  int64_t strideCond[kMaxDims] = {}, strideA[kMaxDims] = {},
+          strideB[kMaxDims] = {};
+};
+Status launchSelect(FloatIn cond, FloatIn a, FloatIn b, FloatOut y, int64_t n,
+                    const SelectIndex &index, cudaStream_t stream);
+/// `y = float(x)` from i64 (`xI64`) or a float storage, to a float storage.
+Status launchConvert(const int64_t *xI64, FloatIn x, FloatOut y, int64_t n,
+                     cudaStream_t stream);
+
+/// A gather over `[pre, dim, post]` data with `count` indices (negative
+/// ones count from the end). An index outside `[-dim, dim)` is recorded
+/// with id `check` (position, index, dim); its rows are written as zeros.
+struct GatherDims {
+  int64_t pre, dim, post, count;
+};
+Status launchGather(FloatIn data, const int64_t *indices, FloatOut y,
+                    const GatherDims &g, int check, DataCheckRecord *record,
+                    cudaStream_t stream);
+/// Workspace bytes `launchGatherGrad` needs.
+StatusOr<int64_t> gatherGradWorkspace(const GatherDims &g);
+/// `dx = 0; dx[p, idx[i], q] += dy[p, i, q]`, deterministically: indices are
+/// sorted (stable radix sort of (index, position) pairs) and each row of
+/// `dx` sums its run of positions in order. No float atomics.
+Status launchGatherGrad(FloatIn dy, const int64_t *indices, FloatOut dx,
+                        const GatherDims &g, void *workspace,
+                        int64_t workspaceBytes, int check,
+                        DataCheckRecord *record, cudaStream_t stream);
+
+// --- Attention.cu
+// -------------------------------------------------------------
+
+/// `batch` independent attentions (all leading dims): q `[Sq, D]`,
+/// k `[Sk, D]`, v `[Sk, Dv]` per entry, all of one storage `e`.
+struct AttentionDims {
+  int64_t batch, sq, sk, d, dv;
+  float scale;
+  bool causal;
+};
+/// Largest `D` / `Dv` the kernels take (registers hold a row slice).
+constexpr int64_t kMaxAttentionHeadDim = 128;
+/// `o = softmax(scale q k^T (causal mask)) v`, flash style: K/V tiles in
+/// shared memory, online softmax, no score matrix in global memory.
+Status launchAttention(Elem e, const void *q, const void *k, const void *v,
+                       void *o, const AttentionDims &a, cudaStream_t stream);
+/// Floats of workspace `launchAttentionGrad` needs (row statistics).
+int64_t attentionGradWorkspace(const AttentionDims &a);
+/// dq, dk, dv from do, q, k, v: a first pass recomputes each query row's
+/// logsumexp and `rowsum(dO * O)`, then one kernel accumulates dK/dV per
+/// key tile and one dQ per query tile (deterministic, no atomics).
+Status launchAttentionGrad(Elem e, const void *dO, const void *q, const void *k,
+                           const void *v, void *dq, void *dk, void *dv,
+                           const AttentionDims &a, float *workspace,
                            cudaStream_t stream);
 
 } // namespace loom::runtime::cuda

@@ -2,7 +2,8 @@
 //-*-===//
 //
 // Each entry pairs the CPU backend's `verify` (plans are validated once, by
-// the same rules, whichever device runs them) with a CUDA `bind`. An op
+// the same rules, whichever device runs them) with a CUDA `bind`, which
+// checks the dtypes it takes (f32, bf16 where docs/cuda.md says so). An op
 // missing here fails at executor creation with "has no kernel on cuda:N".
 //
 //===----------------------------------------------------------------------===//
@@ -59,6 +60,22 @@ const KernelDef kCudaKernels[] = {
      bindLayerNormGrad},
     {"rms_norm", 2, 2, 1, 1, cpu::verifyLayerNorm, bindLayerNorm},
     {"rms_norm_grad", 3, 3, 2, 2, cpu::verifyLayerNormGrad, bindLayerNormGrad},
+    {"batch_matmul", 2, 2, 1, 1, cpu::verifyBatchMatmul, bindBatchMatmul},
+    {"transpose", 1, 1, 1, 1, cpu::verifyTranspose, bindTranspose},
+    {"expand", 1, 1, 1, 1, cpu::verifyExpand, bindExpand},
+    {"broadcast_like", 1, 1, 1, 1, cpu::verifyExpand, bindExpand},
+    {"slice", 1, 1, 1, 1, cpu::verifySlice, bindSlice},
+    {"slice_grad", 1, 1, 1, 1, cpu::verifySlice, bindSlice},
+    {"concat", 1, 1 << 20, 1, 1, cpu::verifyConcat, bindConcat},
+    {"gather", 2, 2, 1, 1, cpu::verifyGather, bindGather},
+    {"gather_grad", 2, 2, 1, 1, cpu::verifyGatherGrad, bindGatherGrad},
+    {"select", 3, 3, 1, 1, cpu::verifySelect, bindSelect},
+    {"convert", 1, 1, 1, 1, cpu::verifyConvert, bindConvert},
+    {"reduce_sum", 1, 1, 1, 1, cpu::verifyReduce, bindReduce},
+    {"reduce_mean", 1, 1, 1, 1, cpu::verifyReduce, bindReduce},
+    {"reduce_max", 1, 1, 1, 1, cpu::verifyReduce, bindReduce},
+    {"attention", 3, 3, 1, 1, cpu::verifyAttention, bindAttention},
+    {"attention_grad", 4, 4, 3, 3, cpu::verifyAttention, bindAttentionGrad},
 };
 
 } // namespace

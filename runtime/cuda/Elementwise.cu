@@ -5,26 +5,16 @@
 // mse_grad, and the SGD / AdamW updates. All are grid-stride loops over
 // 64-bit indices with the same float arithmetic as the CPU kernels
 // (runtime/kernels/cpu/), so results agree to rounding of libm vs CUDA math.
+// Float operands are f32 or bf16 (`FloatIn` / `FloatOut`, widened on load,
+// rounded to nearest even on store); mse, mse_grad and sgd are f32 only.
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/cuda/CudaLaunch.h"
+#include "runtime/cuda/CudaElem.cuh"
 
 namespace loom::runtime::cuda {
 
 namespace {
-
-constexpr int kThreads = 256;
-
-/// Blocks for a grid-stride loop over `n` elements (n > 0).
-unsigned blocksFor(int64_t n) {
-  int64_t b = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(b < 65536 ? b : 65536);
-}
-
-#define LOOM_GRID_STRIDE(i, n)                                                 \
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n);    \
-       i += int64_t(gridDim.x) * blockDim.x)
 
 template <BinaryOp Op>
 __device__ __forceinline__ float binary(float x, float y) {
@@ -45,9 +35,8 @@ __device__ __forceinline__ float binary(float x, float y) {
 }
 
 template <BinaryOp Op>
-__global__ void binaryKernel(BroadcastMode mode, const float *__restrict__ a,
-                             const float *__restrict__ b, float *__restrict__ c,
-                             int64_t n, BroadcastIndex index) {
+__global__ void binaryKernel(BroadcastMode mode, FloatIn a, FloatIn b,
+                             FloatOut c, int64_t n, BroadcastIndex index) {
   LOOM_GRID_STRIDE(i, n) {
     int64_t ia = i, ib = i;
     if (mode == BroadcastMode::ScalarB) {
@@ -65,7 +54,7 @@ __global__ void binaryKernel(BroadcastMode mode, const float *__restrict__ a,
         ib += idx * index.strideB[d];
       }
     }
-    c[i] = binary<Op>(a[ia], b[ib]);
+    store(c, i, binary<Op>(load(a, ia), load(b, ib)));
   }
 }
 
@@ -104,9 +93,8 @@ template <UnaryOp Op> __device__ __forceinline__ float unary(float v) {
 }
 
 template <UnaryOp Op>
-__global__ void unaryKernel(const float *__restrict__ x, float *__restrict__ y,
-                            int64_t n) {
-  LOOM_GRID_STRIDE(i, n) { y[i] = unary<Op>(x[i]); }
+__global__ void unaryKernel(FloatIn x, FloatOut y, int64_t n) {
+  LOOM_GRID_STRIDE(i, n) { store(y, i, unary<Op>(load(x, i))); }
 }
 
 template <UnaryGradOp Op>
@@ -132,21 +120,20 @@ __device__ __forceinline__ float unaryGrad(float dy, float v) {
 }
 
 template <UnaryGradOp Op>
-__global__ void unaryGradKernel(const float *__restrict__ dy,
-                                const float *__restrict__ v,
-                                float *__restrict__ dx, int64_t n) {
-  LOOM_GRID_STRIDE(i, n) { dx[i] = unaryGrad<Op>(dy[i], v[i]); }
+__global__ void unaryGradKernel(FloatIn dy, FloatIn v, FloatOut dx, int64_t n) {
+  LOOM_GRID_STRIDE(i, n) {
+    store(dx, i, unaryGrad<Op>(load(dy, i), load(v, i)));
+  }
 }
 
-__global__ void fillRowsKernel(float *__restrict__ c,
-                               const float *__restrict__ row, int64_t n,
+__global__ void fillRowsKernel(FloatOut c, FloatIn row, int64_t n,
                                int64_t cols) {
-  LOOM_GRID_STRIDE(i, n) { c[i] = row[i % cols]; }
+  LOOM_GRID_STRIDE(i, n) { store(c, i, load(row, i % cols)); }
 }
 
-// In place allowed: no __restrict__.
-__global__ void scaleKernel(const float *x, float *y, int64_t n, float f) {
-  LOOM_GRID_STRIDE(i, n) { y[i] = x[i] * f; }
+// In place allowed: each element is read before it is written.
+__global__ void scaleKernel(FloatIn x, FloatOut y, int64_t n, float f) {
+  LOOM_GRID_STRIDE(i, n) { store(y, i, load(x, i) * f); }
 }
 
 __global__ void mseGradKernel(const float *__restrict__ pred,
@@ -170,12 +157,12 @@ __global__ void sgdKernel(float *p, const float *__restrict__ g, float *buf,
   }
 }
 
-__global__ void adamwKernel(float *__restrict__ p, const float *__restrict__ g,
+__global__ void adamwKernel(float *__restrict__ p, FloatIn g,
                             float *__restrict__ m, float *__restrict__ v,
                             int64_t n, AdamWArgs a) {
   LOOM_GRID_STRIDE(i, n) {
     float pi = p[i] * a.decay;
-    float gi = g[i];
+    float gi = load(g, i);
     float mi = m[i] + a.w1 * (gi - m[i]); // lerp(m, g, 1 - beta1)
     float vi = v[i] * a.b2 + a.w2 * gi * gi;
     float denom = sqrtf(vi) / a.bc2Sqrt + a.eps;
@@ -187,9 +174,11 @@ __global__ void adamwKernel(float *__restrict__ p, const float *__restrict__ g,
 
 } // namespace
 
-Status launchBinary(BinaryOp op, BroadcastMode mode, const float *a,
-                    const float *b, float *c, int64_t n,
-                    const BroadcastIndex &index, cudaStream_t stream) {
+#ifndef LOOM_CUDA_HOST_EMULATION // (test/unit/cuda/CudaHostEmulation.h)
+
+Status launchBinary(BinaryOp op, BroadcastMode mode, FloatIn a, FloatIn b,
+                    FloatOut c, int64_t n, const BroadcastIndex &index,
+                    cudaStream_t stream) {
   if (n == 0)
     return Status::ok();
   unsigned g = blocksFor(n);
@@ -226,7 +215,7 @@ Status launchBinary(BinaryOp op, BroadcastMode mode, const float *a,
   return launchCheck("binary kernel");
 }
 
-Status launchUnary(UnaryOp op, const float *x, float *y, int64_t n,
+Status launchUnary(UnaryOp op, FloatIn x, FloatOut y, int64_t n,
                    cudaStream_t stream) {
   if (n == 0)
     return Status::ok();
@@ -253,8 +242,8 @@ Status launchUnary(UnaryOp op, const float *x, float *y, int64_t n,
   return launchCheck("unary kernel");
 }
 
-Status launchUnaryGrad(UnaryGradOp op, const float *dy, const float *xy,
-                       float *dx, int64_t n, cudaStream_t stream) {
+Status launchUnaryGrad(UnaryGradOp op, FloatIn dy, FloatIn xy, FloatOut dx,
+                       int64_t n, cudaStream_t stream) {
   if (n == 0)
     return Status::ok();
   unsigned g = blocksFor(n);
@@ -274,7 +263,7 @@ Status launchUnaryGrad(UnaryGradOp op, const float *dy, const float *xy,
   return launchCheck("unary gradient kernel");
 }
 
-Status launchScale(const float *x, float *y, int64_t n, float factor,
+Status launchScale(FloatIn x, FloatOut y, int64_t n, float factor,
                    cudaStream_t stream) {
   if (n == 0)
     return Status::ok();
@@ -282,7 +271,7 @@ Status launchScale(const float *x, float *y, int64_t n, float factor,
   return launchCheck("scale kernel");
 }
 
-Status launchFillRows(float *c, const float *row, int64_t rows, int64_t cols,
+Status launchFillRows(FloatOut c, FloatIn row, int64_t rows, int64_t cols,
                       cudaStream_t stream) {
   int64_t n = rows * cols;
   if (n == 0)
@@ -308,12 +297,14 @@ Status launchSgd(float *p, const float *g, float *buf, int64_t n,
   return launchCheck("sgd kernel");
 }
 
-Status launchAdamW(float *p, const float *g, float *m, float *v, int64_t n,
+Status launchAdamW(float *p, FloatIn g, float *m, float *v, int64_t n,
                    const AdamWArgs &args, cudaStream_t stream) {
   if (n == 0)
     return Status::ok();
   adamwKernel<<<blocksFor(n), kThreads, 0, stream>>>(p, g, m, v, n, args);
   return launchCheck("adamw kernel");
 }
+
+#endif // LOOM_CUDA_HOST_EMULATION
 
 } // namespace loom::runtime::cuda

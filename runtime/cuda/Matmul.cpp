@@ -1,4 +1,4 @@
-//===- Matmul.cpp - matmul through cuBLASLt ------------------------*- C++
+//===- Matmul.cpp - matmul, linear, batch_matmul through cuBLASLt -*- C++
 //-*-===//
 //
 // The plan's matrices are row-major; cuBLASLt's are column-major. A row-major
@@ -6,15 +6,20 @@
 // and a row-major matrix read column-major is its transpose. So cuBLASLt gets
 // B as its first operand and A as its second, each with the plan's transpose
 // flag, and no data moves. Compute is plain fp32 (`CUBLAS_COMPUTE_32F`, no
-// TF32), matching the CPU backend; the algorithm is chosen once at bind.
+// TF32), matching the CPU backend, for f32 operands and for bf16 ones
+// (`CUDA_R_16BF` A and B, C bf16 or f32); the algorithm is chosen once at
+// bind. `batch_matmul` is one GEMM, one strided-batched GEMM or, for
+// batches that broadcast against each other, one GEMM per batch entry.
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/cuda/CudaBind.h"
 #include "runtime/cuda/CudaDevice.h"
 #include "runtime/cuda/CudaKernels.h"
 #include "runtime/cuda/CudaLaunch.h"
 
 #include "runtime/Plan.h"
+#include "runtime/kernels/cpu/Broadcast.h"
 #include "runtime/kernels/cpu/KernelUtil.h"
 #include "runtime/support/HostTensor.h"
 
@@ -53,35 +58,71 @@ Shape2 asMatrix(const std::vector<int64_t> &shape) {
   return {rows, shape.back()};
 }
 
-/// A prepared `c[m, n] = op(a) op(b) (+ bias[n] on every row)` on row-major
-/// matrices `a` and `b` (stored shapes). With a bias, `c` is first filled
-/// with it and the GEMM accumulates (beta = 1), the CPU kernel's order of
-/// additions; a cuBLASLt bias epilogue is the faster follow-up.
-StatusOr<KernelFn> bindGemm(CudaDevice &dev, const float *pa, Shape2 a, bool ta,
-                            const float *pb, Shape2 b, bool tb, float *pc,
-                            const float *bias) {
-  int64_t m = ta ? a.cols : a.rows;
-  int64_t k = ta ? a.rows : a.cols;
-  int64_t n = tb ? b.rows : b.cols;
-  cudaStream_t s = dev.stream();
-  if (m == 0 || n == 0)
-    return KernelFn([](const StepContext &) { return Status::ok(); });
-  if (k == 0 && bias)
-    return makeError("a linear layer with no input features is not supported "
-                     "on CUDA yet");
-  if (k == 0)
-    return KernelFn([=](const StepContext &) {
-      return cudaCheck(cudaMemsetAsync(pc, 0, m * n * sizeof(float), s),
-                       "cudaMemsetAsync (matmul with k = 0)");
-    });
+cudaDataType_t cudaType(Elem e) {
+  return e == Elem::BF16 ? CUDA_R_16BF : CUDA_R_32F;
+}
 
+/// The largest power of two up to 256 dividing the address and the byte
+/// stride between the batch's matrices (the heuristic otherwise assumes
+/// 256-byte aligned operands; the plan only promises 64).
+uint32_t alignmentOf(const void *p, int64_t strideBytes) {
+  uint32_t al = 256;
+  while (al > 2 &&
+         (reinterpret_cast<uintptr_t>(p) % al != 0 || strideBytes % al != 0))
+    al /= 2;
+  return al;
+}
+
+/// One GEMM shape: `c[m, n] = op(a) op(b)` on row-major stored matrices,
+/// repeated over `batch` entries whose matrices lie `strideA` / `strideB` /
+/// `strideC` elements apart (`batch` 1: one GEMM).
+struct GemmShape {
+  Shape2 a, b;
+  bool ta, tb;
+  int64_t batch = 1, strideA = 0, strideB = 0, strideC = 0;
+};
+
+Status setBatch(cublasLtMatrixLayout_t layout, int64_t batch, int64_t stride) {
+  if (batch == 1)
+    return Status::ok();
+  int32_t count = static_cast<int32_t>(batch);
+  LOOM_RETURN_IF_ERROR(cublasCheck(
+      cublasLtMatrixLayoutSetAttribute(
+          layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)),
+      "cublasLtMatrixLayoutSetAttribute (batch count)"));
+  return cublasCheck(cublasLtMatrixLayoutSetAttribute(
+                         layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                         &stride, sizeof(stride)),
+                     "cublasLtMatrixLayoutSetAttribute (batch stride)");
+}
+
+/// A prepared `c[m, n] = op(a) op(b) (+ bias[n] on every row)`. With a bias,
+/// `c` is first filled with it and the GEMM accumulates (beta = 1), the CPU
+/// kernel's order of additions; a cuBLASLt bias epilogue is the faster
+/// follow-up. `a` and `b` share one storage (fp32, or bf16 into an fp32 or
+/// bf16 `c`); compute is fp32 either way.
+StatusOr<std::shared_ptr<LtGemm>>
+prepareGemm(CudaDevice &dev, FloatIn pa, FloatIn pb, FloatOut pc,
+            const GemmShape &sh, bool accumulate, const char *what) {
+  int64_t m = sh.ta ? sh.a.cols : sh.a.rows;
+  int64_t k = sh.ta ? sh.a.rows : sh.a.cols;
+  int64_t n = sh.tb ? sh.b.rows : sh.b.cols;
+  if (pa.e != pb.e)
+    return makeError("%s of a %s and a %s operand is not supported on CUDA "
+                     "(cuBLASLt needs one input type)",
+                     what, pa.e == Elem::BF16 ? "bf16" : "f32",
+                     pb.e == Elem::BF16 ? "bf16" : "f32");
+  if (pa.e == Elem::F32 && pc.e == Elem::BF16)
+    return makeError("%s of f32 operands into a bf16 output is not supported "
+                     "on CUDA",
+                     what);
   auto g = std::make_shared<LtGemm>();
   LOOM_RETURN_IF_ERROR(cublasCheck(
       cublasLtMatmulDescCreate(&g->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F),
       "cublasLtMatmulDescCreate"));
   // cuBLASLt's first operand is the plan's B, its second the plan's A.
-  cublasOperation_t opFirst = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
-  cublasOperation_t opSecond = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t opFirst = sh.tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t opSecond = sh.ta ? CUBLAS_OP_T : CUBLAS_OP_N;
   LOOM_RETURN_IF_ERROR(cublasCheck(
       cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_TRANSA,
                                      &opFirst, sizeof(opFirst)),
@@ -92,16 +133,20 @@ StatusOr<KernelFn> bindGemm(CudaDevice &dev, const float *pa, Shape2 a, bool ta,
       "cublasLtMatmulDescSetAttribute (TRANSB)"));
   // Stored (pre-op) column-major shapes: a row-major [r, c] matrix is a
   // column-major [c, r] one with leading dimension c.
-  LOOM_RETURN_IF_ERROR(cublasCheck(
-      cublasLtMatrixLayoutCreate(&g->first, CUDA_R_32F, b.cols, b.rows, b.cols),
-      "cublasLtMatrixLayoutCreate (B)"));
   LOOM_RETURN_IF_ERROR(
-      cublasCheck(cublasLtMatrixLayoutCreate(&g->second, CUDA_R_32F, a.cols,
-                                             a.rows, a.cols),
+      cublasCheck(cublasLtMatrixLayoutCreate(&g->first, cudaType(pb.e),
+                                             sh.b.cols, sh.b.rows, sh.b.cols),
+                  "cublasLtMatrixLayoutCreate (B)"));
+  LOOM_RETURN_IF_ERROR(
+      cublasCheck(cublasLtMatrixLayoutCreate(&g->second, cudaType(pa.e),
+                                             sh.a.cols, sh.a.rows, sh.a.cols),
                   "cublasLtMatrixLayoutCreate (A)"));
   LOOM_RETURN_IF_ERROR(
-      cublasCheck(cublasLtMatrixLayoutCreate(&g->out, CUDA_R_32F, n, m, n),
+      cublasCheck(cublasLtMatrixLayoutCreate(&g->out, cudaType(pc.e), n, m, n),
                   "cublasLtMatrixLayoutCreate (C)"));
+  LOOM_RETURN_IF_ERROR(setBatch(g->first, sh.batch, sh.strideB));
+  LOOM_RETURN_IF_ERROR(setBatch(g->second, sh.batch, sh.strideA));
+  LOOM_RETURN_IF_ERROR(setBatch(g->out, sh.batch, sh.strideC));
 
   cublasLtMatmulPreference_t pref = nullptr;
   LOOM_RETURN_IF_ERROR(cublasCheck(cublasLtMatmulPreferenceCreate(&pref),
@@ -111,26 +156,20 @@ StatusOr<KernelFn> bindGemm(CudaDevice &dev, const float *pa, Shape2 a, bool ta,
                               pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                               &wsBytes, sizeof(wsBytes)),
                           "cublasLtMatmulPreferenceSetAttribute");
-  // The heuristic assumes 256-byte aligned operands unless told otherwise;
-  // the plan only promises 64 (docs/plan-format.md).
-  auto alignment = [](const void *p) {
-    uint32_t al = 256;
-    while (al > 4 && reinterpret_cast<uintptr_t>(p) % al != 0)
-      al /= 2;
-    return al;
-  };
-  const std::pair<cublasLtMatmulPreferenceAttributes_t, const void *> aligns[] =
-      {{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, pb},
-       {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, pa},
-       {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, pc},
-       {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, pc}};
-  for (const auto &[attr, ptr] : aligns) {
-    uint32_t bytes = alignment(ptr);
+  const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> aligns[] = {
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+       alignmentOf(pb.p, sh.strideB * elemBytes(pb.e))},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+       alignmentOf(pa.p, sh.strideA * elemBytes(pa.e))},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+       alignmentOf(pc.p, sh.strideC * elemBytes(pc.e))},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
+       alignmentOf(pc.p, sh.strideC * elemBytes(pc.e))}};
+  for (const auto &[attr, bytes] : aligns)
     if (st.isOk())
       st = cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, attr, &bytes,
                                                             sizeof(bytes)),
                        "cublasLtMatmulPreferenceSetAttribute (alignment)");
-  }
   cublasLtMatmulHeuristicResult_t result = {};
   int found = 0;
   if (st.isOk())
@@ -141,22 +180,51 @@ StatusOr<KernelFn> bindGemm(CudaDevice &dev, const float *pa, Shape2 a, bool ta,
   cublasLtMatmulPreferenceDestroy(pref);
   LOOM_RETURN_IF_ERROR(st);
   if (found == 0)
-    return makeError("cuBLASLt has no fp32 algorithm for %lldx%lldx%lld "
-                     "(m x n x k, transposed a=%d, b=%d%s)",
-                     (long long)m, (long long)n, (long long)k, ta, tb,
-                     bias ? ", bias" : "");
+    return makeError("cuBLASLt has no %s algorithm for %s %lldx%lldx%lld "
+                     "(m x n x k, batch %lld, transposed a=%d, b=%d%s)",
+                     pa.e == Elem::BF16 ? "bf16" : "fp32", what, (long long)m,
+                     (long long)n, (long long)k, (long long)sh.batch, sh.ta,
+                     sh.tb, accumulate ? ", accumulating" : "");
   g->algo = result.algo;
+  return g;
+}
 
-  cublasLtHandle_t lt = dev.lt();
-  void *ws = dev.gemmWorkspace();
+Status runGemm(CudaDevice &dev, const LtGemm &g, const void *a, const void *b,
+               void *c, bool accumulate) {
+  const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+  return cublasCheck(cublasLtMatmul(dev.lt(), g.desc, &alpha, b, g.first, a,
+                                    g.second, &beta, c, g.out, c, g.out,
+                                    &g.algo, dev.gemmWorkspace(),
+                                    dev.gemmWorkspaceBytes(), dev.stream()),
+                     "cublasLtMatmul");
+}
+
+/// `c = op(a) op(b)` (+ bias) for one matrix; the shared path of `matmul`
+/// and `linear`.
+StatusOr<KernelFn> bindGemm(CudaDevice &dev, FloatIn pa, Shape2 a, bool ta,
+                            FloatIn pb, Shape2 b, bool tb, FloatOut pc,
+                            FloatIn bias, const char *what) {
+  int64_t m = ta ? a.cols : a.rows;
+  int64_t k = ta ? a.rows : a.cols;
+  int64_t n = tb ? b.rows : b.cols;
+  cudaStream_t s = dev.stream();
+  if (m == 0 || n == 0)
+    return KernelFn([](const StepContext &) { return Status::ok(); });
+  if (k == 0 && bias.p)
+    return makeError("a linear layer with no input features is not supported "
+                     "on CUDA yet");
+  if (k == 0)
+    return KernelFn([=](const StepContext &) {
+      return launchZero(pc.p, m * n * elemBytes(pc.e), s);
+    });
+  GemmShape sh{a, b, ta, tb};
+  LOOM_ASSIGN_OR_RETURN(std::shared_ptr<LtGemm> g,
+                        prepareGemm(dev, pa, pb, pc, sh, bias.p, what));
+  CudaDevice *d = &dev;
   return KernelFn([=](const StepContext &) {
-    const float alpha = 1.0f, beta = bias ? 1.0f : 0.0f;
-    if (bias)
+    if (bias.p)
       LOOM_RETURN_IF_ERROR(launchFillRows(pc, bias, m, n, s));
-    return cublasCheck(cublasLtMatmul(lt, g->desc, &alpha, pb, g->first, pa,
-                                      g->second, &beta, pc, g->out, pc, g->out,
-                                      &g->algo, ws, wsBytes, s),
-                       "cublasLtMatmul");
+    return runGemm(*d, *g, pa.p, pb.p, pc.p, bias.p != nullptr);
   });
 }
 
@@ -165,10 +233,11 @@ StatusOr<KernelFn> bindGemm(CudaDevice &dev, const float *pa, Shape2 a, bool ta,
 StatusOr<KernelFn> bindMatmul(const OpView &op, BindContext &ctx) {
   LOOM_ASSIGN_OR_RETURN(double ta, op.numAttr("transpose_a", 0.0));
   LOOM_ASSIGN_OR_RETURN(double tb, op.numAttr("transpose_b", 0.0));
-  return bindGemm(cudaDevice(ctx), ctx.f32(op.inputs[0]),
-                  asMatrix(op.inShape(0)), ta == 1, ctx.f32(op.inputs[1]),
-                  asMatrix(op.inShape(1)), tb == 1, ctx.f32(op.outputs[0]),
-                  nullptr);
+  LOOM_ASSIGN_OR_RETURN(FloatIn a, floatIn(op, ctx, 0));
+  LOOM_ASSIGN_OR_RETURN(FloatIn b, floatIn(op, ctx, 1));
+  LOOM_ASSIGN_OR_RETURN(FloatOut c, floatOut(op, ctx, 0));
+  return bindGemm(cudaDevice(ctx), a, asMatrix(op.inShape(0)), ta == 1, b,
+                  asMatrix(op.inShape(1)), tb == 1, c, FloatIn{}, "matmul");
 }
 
 StatusOr<KernelFn> bindLinear(const OpView &op, BindContext &ctx) {
@@ -180,10 +249,92 @@ StatusOr<KernelFn> bindLinear(const OpView &op, BindContext &ctx) {
   int64_t rows = 1;
   for (size_t i = 0; i + 1 < xs.size(); ++i)
     rows *= xs[i];
-  const float *bias = op.inputs.size() == 3 ? ctx.f32(op.inputs[2]) : nullptr;
-  return bindGemm(cudaDevice(ctx), ctx.f32(op.inputs[0]), Shape2{rows, k},
-                  false, ctx.f32(op.inputs[1]), Shape2{ws[0], ws[1]}, tw,
-                  ctx.f32(op.outputs[0]), bias);
+  LOOM_ASSIGN_OR_RETURN(FloatIn x, floatIn(op, ctx, 0));
+  LOOM_ASSIGN_OR_RETURN(FloatIn w, floatIn(op, ctx, 1));
+  LOOM_ASSIGN_OR_RETURN(FloatOut y, floatOut(op, ctx, 0));
+  FloatIn bias;
+  if (op.inputs.size() == 3) {
+    LOOM_ASSIGN_OR_RETURN(bias, floatIn(op, ctx, 2));
+  }
+  return bindGemm(cudaDevice(ctx), x, Shape2{rows, k}, false, w,
+                  Shape2{ws[0], ws[1]}, tw, y, bias, "linear");
+}
+
+StatusOr<KernelFn> bindBatchMatmul(const OpView &op, BindContext &ctx) {
+  LOOM_ASSIGN_OR_RETURN(bool ta, cpu::flagAttr(op, "transpose_lhs"));
+  LOOM_ASSIGN_OR_RETURN(bool tb, cpu::flagAttr(op, "transpose_rhs"));
+  LOOM_ASSIGN_OR_RETURN(FloatIn a, floatIn(op, ctx, 0));
+  LOOM_ASSIGN_OR_RETURN(FloatIn b, floatIn(op, ctx, 1));
+  LOOM_ASSIGN_OR_RETURN(FloatOut c, floatOut(op, ctx, 0));
+  std::vector<int64_t> as = op.inShape(0), bs = op.inShape(1),
+                       cs = op.outShape(0);
+  Shape2 ma{as[as.size() - 2], as.back()}, mb{bs[bs.size() - 2], bs.back()};
+  int64_t m = ta ? ma.cols : ma.rows, k = ta ? ma.rows : ma.cols;
+  int64_t n = tb ? mb.rows : mb.cols;
+  std::vector<int64_t> aBatch(as.begin(), as.end() - 2),
+      bBatch(bs.begin(), bs.end() - 2), outBatch(cs.begin(), cs.end() - 2);
+  int64_t batches = numElements(outBatch);
+  int64_t aCount = numElements(aBatch), bCount = numElements(bBatch);
+  CudaDevice &dev = cudaDevice(ctx);
+  cudaStream_t s = dev.stream();
+  if (batches == 0 || m == 0 || n == 0)
+    return noop();
+  if (k == 0)
+    return KernelFn([=](const StepContext &) {
+      return launchZero(c.p, batches * m * n * elemBytes(c.e), s);
+    });
+  // A shared right-hand side and a full left-hand side: one tall GEMM.
+  if (bCount == 1 && aCount == batches && !ta)
+    return bindGemm(dev, a, Shape2{batches * m, k}, false, b, mb, tb, c,
+                    FloatIn{}, "batch_matmul");
+  int64_t aMat = m * k, bMat = k * n, cMat = m * n;
+  // Both operands batched alike, or one of them shared: one strided batched
+  // GEMM (a shared operand has stride 0). Should cuBLASLt refuse a stride
+  // of 0, the per-entry loop below still does it.
+  bool aAll = aCount == batches, bAll = bCount == batches;
+  if ((aAll || aCount == 1) && (bAll || bCount == 1)) {
+    GemmShape sh{ma,  mb, ta, tb, batches, aAll ? aMat : 0, bAll ? bMat : 0,
+                 cMat};
+    StatusOr<std::shared_ptr<LtGemm>> g =
+        prepareGemm(dev, a, b, c, sh, false, "batch_matmul");
+    if (g.isOk()) {
+      std::shared_ptr<LtGemm> gemm = std::move(g).value();
+      CudaDevice *d = &dev;
+      return KernelFn([=](const StepContext &) {
+        return runGemm(*d, *gemm, a.p, b.p, c.p, false);
+      });
+    }
+    if (aAll && bAll)
+      return g.status();
+  }
+  // Other broadcasts ([2, 1] x [1, 3] batches): one GEMM per batch entry.
+  std::vector<int64_t> aOff(batches), bOff(batches);
+  std::vector<int64_t> sa = cpu::broadcastStrides(aBatch, outBatch),
+                       sb = cpu::broadcastStrides(bBatch, outBatch);
+  for (int64_t i = 0; i < batches; ++i) {
+    int64_t rem = i;
+    aOff[i] = bOff[i] = 0;
+    for (int d = static_cast<int>(outBatch.size()) - 1; d >= 0; --d) {
+      aOff[i] += (rem % outBatch[d]) * sa[d] * aMat;
+      bOff[i] += (rem % outBatch[d]) * sb[d] * bMat;
+      rem /= outBatch[d];
+    }
+  }
+  // Alignment from the first matrices and the per-matrix strides.
+  GemmShape sh{ma, mb, ta, tb, 1, aMat, bMat, cMat};
+  LOOM_ASSIGN_OR_RETURN(std::shared_ptr<LtGemm> g,
+                        prepareGemm(dev, a, b, c, sh, false, "batch_matmul"));
+  CudaDevice *d = &dev;
+  return KernelFn([=](const StepContext &) {
+    const char *pa = static_cast<const char *>(a.p);
+    const char *pb = static_cast<const char *>(b.p);
+    char *pc = static_cast<char *>(c.p);
+    for (int64_t i = 0; i < batches; ++i)
+      LOOM_RETURN_IF_ERROR(runGemm(*d, *g, pa + aOff[i] * elemBytes(a.e),
+                                   pb + bOff[i] * elemBytes(b.e),
+                                   pc + i * cMat * elemBytes(c.e), false));
+    return Status::ok();
+  });
 }
 
 } // namespace loom::runtime::cuda

@@ -208,9 +208,11 @@ TEST_F(CudaKernel, LayerNormAndRmsNorm) {
 }
 
 TEST_F(CudaKernel, UnsupportedOpNamesTheDevice) {
-  auto r = runOpOn(testDevice(), "transpose", {rand({2, 3})}, {{3, 2}},
-                   [](plan::Instruction &i) {
-                     setInts(i, "permutation", {1, 0});
+  auto r = runOpOn(testDevice(), "max_pool2d", {rand({1, 1, 4, 4})},
+                   {{1, 1, 2, 2}}, [](plan::Instruction &i) {
+                     setInts(i, "kernel", {2, 2});
+                     setInts(i, "strides", {2, 2});
+                     setInts(i, "pads", {0, 0, 0, 0});
                    });
   ASSERT_FALSE(r.isOk());
   EXPECT_NE(r.status().message().find("has no kernel on cuda:"),

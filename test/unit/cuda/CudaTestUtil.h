@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <functional>
+#include <memory>
 #include <random>
 
 namespace loom::runtime::test {
@@ -151,6 +152,182 @@ expectSameOnCuda(const std::string &op, const std::vector<HostTensor> &inputs,
   for (size_t i = 0; i < cpu->size(); ++i)
     EXPECT_TRUE(allClose((*gpu)[i], (*cpu)[i], atol, rtol))
         << op << " output " << i;
+}
+
+// --- bf16 storage
+// -------------------------------------------------------------
+
+/// bfloat16 bits of `f`, rounded to nearest even (NaN stays NaN).
+inline uint16_t toBf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u)
+    return static_cast<uint16_t>((u >> 16) | 0x40);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+
+inline float fromBf16(uint16_t h) {
+  uint32_t u = uint32_t(h) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+/// `t` with every value rounded to bf16 (still stored as f32).
+inline HostTensor roundedToBf16(const HostTensor &t) {
+  std::vector<float> v = t.toF32();
+  for (float &x : v)
+    x = fromBf16(toBf16(x));
+  return f32(t.shape, v);
+}
+
+/// A bind context over a device arena, for kernels bound without an
+/// executor (the executor's plan validation knows only f32 and i64).
+class DirectBindContext : public BindContext {
+public:
+  DirectBindContext(Device &device, uint8_t *arena)
+      : theDevice(device), theArena(arena) {}
+  uint8_t *arena() override { return theArena; }
+  Communicator *commForAxes(const std::vector<int64_t> &) override {
+    return nullptr;
+  }
+  Device *device() override { return &theDevice; }
+
+private:
+  Device &theDevice;
+  uint8_t *theArena;
+};
+
+/// Binds and runs `op` once on the device with operands stored as
+/// `inTypes` / `outTypes` (F32, BF16 or I64); inputs are given as f32 or
+/// i64 host tensors and encoded (bf16: rounded), outputs come back as f32.
+/// Output `i` is input `inPlace[i]` where that is given and >= 0. A bind or
+/// run failure is the returned status.
+inline StatusOr<std::vector<HostTensor>>
+runOpDirect(const std::string &op, const std::vector<HostTensor> &inputs,
+            const std::vector<plan::DType> &inTypes,
+            const std::vector<std::vector<int64_t>> &outShapes,
+            const std::vector<plan::DType> &outTypes,
+            const std::function<void(plan::Instruction &)> &attrs = {},
+            const std::vector<int> &inPlace = {}) {
+  Device &device = *testDevice();
+  plan::Plan p = makePlan(1, false);
+  plan::Program &prog = *p.add_programs();
+  auto add = [&](const std::string &name, plan::DType dt,
+                 const std::vector<int64_t> &shape) {
+    plan::Buffer *b = prog.add_buffers();
+    b->set_id(prog.buffers_size() - 1);
+    b->set_name(name);
+    b->set_role(plan::TEMPORARY);
+    b->set_dtype(dt);
+    int64_t n = 1;
+    for (int64_t d : shape) {
+      b->add_shape(d);
+      n *= d;
+    }
+    int64_t bytes = n * (dt == plan::I64 ? 8 : dt == plan::BF16 ? 2 : 4);
+    b->set_offset(prog.arena_bytes());
+    b->set_size_bytes(bytes);
+    prog.set_arena_bytes((prog.arena_bytes() + bytes + 63) / 64 * 64);
+    return b->id();
+  };
+  std::vector<int32_t> ins, outs;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    ins.push_back(add("in" + std::to_string(i), inTypes[i], inputs[i].shape));
+  for (size_t i = 0; i < outShapes.size(); ++i)
+    outs.push_back(
+        i < inPlace.size() && inPlace[i] >= 0
+            ? ins[inPlace[i]]
+            : add("out" + std::to_string(i), outTypes[i], outShapes[i]));
+  plan::Instruction &inst = addInst(prog, op, ins, outs, "test_op");
+  if (attrs)
+    attrs(inst);
+
+  std::vector<uint8_t> host(std::max<int64_t>(prog.arena_bytes(), 64), 0);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    uint8_t *at = host.data() + prog.buffers(ins[i]).offset();
+    if (inTypes[i] == plan::I64) {
+      std::memcpy(at, inputs[i].bytes.data(), inputs[i].bytes.size());
+      continue;
+    }
+    std::vector<float> v = inputs[i].toF32();
+    for (size_t j = 0; j < v.size(); ++j) {
+      if (inTypes[i] == plan::BF16) {
+        uint16_t h = toBf16(v[j]);
+        std::memcpy(at + 2 * j, &h, 2);
+      } else {
+        std::memcpy(at + 4 * j, &v[j], 4);
+      }
+    }
+  }
+  LOOM_ASSIGN_OR_RETURN(
+      uint8_t * arena, device.allocateArena(static_cast<int64_t>(host.size())));
+  std::unique_ptr<uint8_t, std::function<void(uint8_t *)>> owner(
+      arena, [&](uint8_t *a) { device.freeArena(a); });
+  LOOM_RETURN_IF_ERROR(device.upload(arena, host.data(), host.size()));
+
+  OpView view{p, inst, {}, {}};
+  for (int32_t id : ins)
+    view.inputs.push_back(&prog.buffers(id));
+  for (int32_t id : outs)
+    view.outputs.push_back(&prog.buffers(id));
+  const KernelDef *kernel = device.findKernel(op);
+  if (!kernel)
+    return makeError("no CUDA kernel for '%s'", op.c_str());
+  DirectBindContext ctx(device, arena);
+  LOOM_ASSIGN_OR_RETURN(KernelFn fn, kernel->bind(view, ctx));
+  LOOM_RETURN_IF_ERROR(fn(StepContext{}));
+  LOOM_RETURN_IF_ERROR(device.synchronize());
+  LOOM_RETURN_IF_ERROR(device.download(host.data(), arena, host.size()));
+
+  std::vector<HostTensor> results;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const uint8_t *at = host.data() + prog.buffers(outs[i]).offset();
+    int64_t n = numElements(outShapes[i]);
+    std::vector<float> v(n);
+    for (int64_t j = 0; j < n; ++j) {
+      if (outTypes[i] == plan::BF16) {
+        uint16_t h;
+        std::memcpy(&h, at + 2 * j, 2);
+        v[j] = fromBf16(h);
+      } else if (outTypes[i] == plan::I64) {
+        int64_t x;
+        std::memcpy(&x, at + 8 * j, 8);
+        v[j] = static_cast<float>(x);
+      } else {
+        std::memcpy(&v[j], at + 4 * j, 4);
+      }
+    }
+    results.push_back(f32(outShapes[i], v));
+  }
+  return results;
+}
+
+/// Runs `op` on the GPU with the given storage types and compares each
+/// output with the CPU fp32 kernel run on the same values (the bf16 inputs
+/// rounded to bf16 first), within bf16 tolerances.
+inline void
+expectBf16MatchesCpu(const std::string &op,
+                     const std::vector<HostTensor> &inputs,
+                     const std::vector<plan::DType> &inTypes,
+                     const std::vector<std::vector<int64_t>> &outShapes,
+                     const std::vector<plan::DType> &outTypes,
+                     const std::function<void(plan::Instruction &)> &attrs = {},
+                     double atol = 1e-2, double rtol = 1e-2,
+                     const std::vector<int> &inPlace = {}) {
+  std::vector<HostTensor> rounded;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    rounded.push_back(inTypes[i] == plan::BF16 ? roundedToBf16(inputs[i])
+                                               : inputs[i]);
+  auto cpu = runOpOn(nullptr, op, rounded, outShapes, attrs, inPlace);
+  ASSERT_TRUE(cpu.isOk()) << "cpu: " << cpu.status().message();
+  auto gpu =
+      runOpDirect(op, inputs, inTypes, outShapes, outTypes, attrs, inPlace);
+  ASSERT_TRUE(gpu.isOk()) << "cuda: " << gpu.status().message();
+  for (size_t i = 0; i < cpu->size(); ++i)
+    EXPECT_TRUE(allClose((*gpu)[i], (*cpu)[i], atol, rtol))
+        << op << " (bf16) output " << i;
 }
 
 } // namespace loom::runtime::test

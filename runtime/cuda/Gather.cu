@@ -1,0 +1,153 @@
+//===- Gather.cu - gather_grad without float atomics -------------*- CUDA
+//-*-===//
+//
+// `dx[p, idx[i], q] += dy[p, i, q]` with repeated indices (an embedding's
+// frequent tokens) must not depend on thread timing, so there are no float
+// atomics: (index, position) pairs are sorted by index with CUB's radix
+// sort, which is stable, so each index's positions stay in ascending order;
+// the first position of each run of equal indices then sums its run in that
+// order, the CPU kernel's order. Cost: one sort of `count` 32-bit pairs per
+// step (a few microseconds for a GPT-2 batch) instead of a scan of all
+// indices per row of `dx`.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cuda/CudaElem.cuh"
+
+#ifndef LOOM_CUDA_HOST_EMULATION
+#include <cub/device/device_radix_sort.cuh>
+#endif
+
+namespace loom::runtime::cuda {
+
+namespace {
+
+/// Resolves negative indices; an index outside `[-dim, dim)` is recorded and
+/// gets the key `dim`, which sorts last and is skipped.
+__global__ void gatherKeysKernel(const int64_t *__restrict__ indices,
+                                 int64_t count, int64_t dim,
+                                 int32_t *__restrict__ keys,
+                                 int32_t *__restrict__ positions, int check,
+                                 DataCheckRecord *rec) {
+  LOOM_GRID_STRIDE(i, count) {
+    int64_t raw = indices[i];
+    int64_t r = raw < 0 ? raw + dim : raw;
+    if (r < 0 || r >= dim) {
+      reportCheck(rec, check, i, raw, dim);
+      r = dim;
+    }
+    keys[i] = static_cast<int32_t>(r);
+    positions[i] = static_cast<int32_t>(i);
+  }
+}
+
+/// One block per sorted position; the block of a run's first position
+/// writes that row of `dx` for every `p`, its threads over `q`.
+__global__ void gatherGradRunsKernel(FloatIn dy, FloatOut dx,
+                                     const int32_t *__restrict__ keys,
+                                     const int32_t *__restrict__ positions,
+                                     GatherDims g) {
+  for (int64_t s = blockIdx.x; s < g.count; s += gridDim.x) {
+    int32_t key = keys[s];
+    if (key >= g.dim || (s > 0 && keys[s - 1] == key))
+      continue;
+    int64_t end = s + 1;
+    while (end < g.count && keys[end] == key)
+      ++end;
+    for (int64_t p = 0; p < g.pre; ++p)
+      for (int64_t q = threadIdx.x; q < g.post; q += blockDim.x) {
+        float acc = 0.0f;
+        for (int64_t t = s; t < end; ++t)
+          acc += load(dy, (p * g.count + positions[t]) * g.post + q);
+        store(dx, (p * g.dim + key) * g.post + q, acc);
+      }
+  }
+}
+
+} // namespace
+
+#ifndef LOOM_CUDA_HOST_EMULATION // (test/unit/cuda/CudaHostEmulation.h)
+
+namespace {
+
+int keyBits(int64_t dim) {
+  int bits = 1;
+  while ((int64_t(1) << bits) <= dim) // keys go up to `dim` itself
+    ++bits;
+  return bits;
+}
+
+int64_t alignUp(int64_t v) { return (v + 255) / 256 * 256; }
+
+/// Sort temporary storage, then four arrays of `count` int32s.
+struct GradLayout {
+  int64_t sortBytes, arrayBytes, total;
+};
+
+StatusOr<GradLayout> gradLayout(const GatherDims &g) {
+  if (g.count > INT32_MAX || g.dim >= INT32_MAX)
+    return makeError("gather_grad on CUDA takes fewer than 2^31 indices and "
+                     "rows, got %lld indices into %lld rows",
+                     (long long)g.count, (long long)g.dim);
+  size_t sortBytes = 0;
+  int n = static_cast<int>(g.count);
+  LOOM_RETURN_IF_ERROR(
+      cudaCheck(cub::DeviceRadixSort::SortPairs(
+                    nullptr, sortBytes, static_cast<const int32_t *>(nullptr),
+                    static_cast<int32_t *>(nullptr),
+                    static_cast<const int32_t *>(nullptr),
+                    static_cast<int32_t *>(nullptr), n, 0, keyBits(g.dim)),
+                "cub::DeviceRadixSort::SortPairs (size query)"));
+  GradLayout l;
+  l.sortBytes = alignUp(static_cast<int64_t>(sortBytes));
+  l.arrayBytes = alignUp(g.count * int64_t(sizeof(int32_t)));
+  l.total = l.sortBytes + 4 * l.arrayBytes;
+  return l;
+}
+
+} // namespace
+
+StatusOr<int64_t> gatherGradWorkspace(const GatherDims &g) {
+  LOOM_ASSIGN_OR_RETURN(GradLayout l, gradLayout(g));
+  return l.total;
+}
+
+Status launchGatherGrad(FloatIn dy, const int64_t *indices, FloatOut dx,
+                        const GatherDims &g, void *workspace,
+                        int64_t workspaceBytes, int check,
+                        DataCheckRecord *record, cudaStream_t stream) {
+  LOOM_RETURN_IF_ERROR(
+      launchZero(dx.p, g.pre * g.dim * g.post * elemBytes(dx.e), stream));
+  if (g.count == 0)
+    return Status::ok();
+  LOOM_ASSIGN_OR_RETURN(GradLayout l, gradLayout(g));
+  if (l.total > workspaceBytes)
+    return makeError("gather_grad workspace of %lld bytes is smaller than "
+                     "the %lld it needs",
+                     (long long)workspaceBytes, (long long)l.total);
+  char *base = static_cast<char *>(workspace);
+  void *sortTemp = base;
+  auto array = [&](int k) {
+    return reinterpret_cast<int32_t *>(base + l.sortBytes + k * l.arrayBytes);
+  };
+  int32_t *keysIn = array(0), *keysOut = array(1), *posIn = array(2),
+          *posOut = array(3);
+  gatherKeysKernel<<<blocksFor(g.count), kThreads, 0, stream>>>(
+      indices, g.count, g.dim, keysIn, posIn, check, record);
+  LOOM_RETURN_IF_ERROR(launchCheck("gather_grad index kernel"));
+  size_t sortBytes = static_cast<size_t>(l.sortBytes);
+  LOOM_RETURN_IF_ERROR(cudaCheck(
+      cub::DeviceRadixSort::SortPairs(sortTemp, sortBytes, keysIn, keysOut,
+                                      posIn, posOut, static_cast<int>(g.count),
+                                      0, keyBits(g.dim), stream),
+      "cub::DeviceRadixSort::SortPairs"));
+  if (g.pre * g.post == 0)
+    return Status::ok();
+  gatherGradRunsKernel<<<capBlocks(g.count), kThreads, 0, stream>>>(
+      dy, dx, keysOut, posOut, g);
+  return launchCheck("gather_grad kernel");
+}
+
+#endif // LOOM_CUDA_HOST_EMULATION
+
+} // namespace loom::runtime::cuda

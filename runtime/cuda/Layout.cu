@@ -1,0 +1,202 @@
+//===- Layout.cu - Kernels that move elements --------------------*- CUDA
+//-*-===//
+//
+// One strided-copy kernel serves transpose, expand, slice, slice_grad and
+// concat: each output element's source and destination offsets come from
+// per-dim strides (index math in 32 bits when the sizes allow, 64
+// otherwise). When the innermost output dim is contiguous in the source
+// too (a `[0, 2, 1, 3]` head transpose), consecutive threads read and write
+// consecutive elements, so both sides coalesce. A transpose that moves the
+// innermost dim goes through 32x32 shared-memory tiles instead. Also
+// select, convert and gather (gather_grad is in Gather.cu).
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cuda/CudaElem.cuh"
+
+#include <cstdint>
+
+namespace loom::runtime::cuda {
+
+namespace {
+
+template <typename I>
+__global__ void stridedCopyKernel(FloatIn src, FloatOut dst, I n,
+                                  CopyIndex ix) {
+  for (I i = blockIdx.x * I(blockDim.x) + threadIdx.x; i < n;
+       i += I(gridDim.x) * blockDim.x) {
+    I rem = i, s = 0, d = 0;
+    for (int k = ix.rank - 1; k >= 0; --k) {
+      I dim = static_cast<I>(ix.dims[k]);
+      I idx = rem % dim;
+      rem /= dim;
+      s += idx * static_cast<I>(ix.srcStride[k]);
+      d += idx * static_cast<I>(ix.dstStride[k]);
+    }
+    store(dst, d, load(src, s));
+  }
+}
+
+constexpr int kTile = 32, kTileRows = 8;
+
+/// Block (32, 8) per 32x32 tile of one batch entry: reads rows of the
+/// source (contiguous along `i`), writes rows of the destination
+/// (contiguous along `j`). The +1 column keeps the transposed read of the
+/// tile free of bank conflicts.
+__global__ void transpose2dKernel(FloatIn src, FloatOut dst, int64_t batch,
+                                  int64_t a, int64_t b, int64_t ldSrc,
+                                  CopyIndex outer) {
+  __shared__ float tile[kTile][kTile + 1];
+  int64_t tilesA = (a + kTile - 1) / kTile;
+  int64_t i0 = (blockIdx.x % tilesA) * kTile;
+  int64_t j0 = (blockIdx.x / tilesA) * kTile;
+  for (int64_t o = blockIdx.y; o < batch; o += gridDim.y) {
+    int64_t base = 0, rem = o;
+    for (int k = outer.rank - 1; k >= 0; --k) {
+      base += (rem % outer.dims[k]) * outer.srcStride[k];
+      rem /= outer.dims[k];
+    }
+    __syncthreads(); // the previous entry's tile has been written out
+    for (int r = threadIdx.y; r < kTile; r += kTileRows) {
+      int64_t i = i0 + threadIdx.x, j = j0 + r;
+      if (i < a && j < b)
+        tile[r][threadIdx.x] = load(src, base + j * ldSrc + i);
+    }
+    __syncthreads();
+    for (int r = threadIdx.y; r < kTile; r += kTileRows) {
+      int64_t i = i0 + r, j = j0 + threadIdx.x;
+      if (i < a && j < b)
+        store(dst, (o * a + i) * b + j, tile[threadIdx.x][r]);
+    }
+  }
+}
+
+__global__ void fillKernel(FloatOut y, int64_t n, float value) {
+  LOOM_GRID_STRIDE(i, n) { store(y, i, value); }
+}
+
+__global__ void selectKernel(FloatIn cond, FloatIn a, FloatIn b, FloatOut y,
+                             int64_t n, SelectIndex ix) {
+  LOOM_GRID_STRIDE(i, n) {
+    int64_t rem = i, ic = 0, ia = 0, ib = 0;
+    for (int k = ix.rank - 1; k >= 0; --k) {
+      int64_t idx = rem % ix.dims[k];
+      rem /= ix.dims[k];
+      ic += idx * ix.strideCond[k];
+      ia += idx * ix.strideA[k];
+      ib += idx * ix.strideB[k];
+    }
+    store(y, i, load(cond, ic) != 0.0f ? load(a, ia) : load(b, ib));
+  }
+}
+
+__global__ void convertKernel(const int64_t *__restrict__ xI64, FloatIn x,
+                              FloatOut y, int64_t n) {
+  LOOM_GRID_STRIDE(i, n) {
+    store(y, i, xI64 ? static_cast<float>(xI64[i]) : load(x, i));
+  }
+}
+
+/// One thread per output element; each (pre, index) row of `post` elements
+/// is contiguous in both `data` and `y`.
+__global__ void gatherKernel(FloatIn data, const int64_t *__restrict__ indices,
+                             FloatOut y, GatherDims g, int check,
+                             DataCheckRecord *rec) {
+  LOOM_GRID_STRIDE(e, g.pre * g.count * g.post) {
+    int64_t q = e % g.post, t = e / g.post;
+    int64_t i = t % g.count, p = t / g.count;
+    int64_t raw = indices[i];
+    int64_t r = raw < 0 ? raw + g.dim : raw;
+    if (r < 0 || r >= g.dim) {
+      if (q == 0 && p == 0)
+        reportCheck(rec, check, i, raw, g.dim);
+      store(y, e, 0.0f);
+    } else {
+      store(y, e, load(data, (p * g.dim + r) * g.post + q));
+    }
+  }
+}
+
+} // namespace
+
+#ifndef LOOM_CUDA_HOST_EMULATION // (test/unit/cuda/CudaHostEmulation.h)
+
+Status launchStridedCopy(FloatIn src, FloatOut dst, int64_t n,
+                         const CopyIndex &index, cudaStream_t stream) {
+  if (n == 0)
+    return Status::ok();
+  // 32-bit index math when every offset fits (divisions are much cheaper).
+  int64_t maxSrc = 0, maxDst = 0;
+  for (int k = 0; k < index.rank; ++k) {
+    maxSrc += (index.dims[k] - 1) * index.srcStride[k];
+    maxDst += (index.dims[k] - 1) * index.dstStride[k];
+  }
+  const int64_t limit = int64_t(1) << 31;
+  if (n < limit && maxSrc < limit && maxDst < limit)
+    stridedCopyKernel<uint32_t><<<blocksFor(n), kThreads, 0, stream>>>(
+        src, dst, static_cast<uint32_t>(n), index);
+  else
+    stridedCopyKernel<int64_t>
+        <<<blocksFor(n), kThreads, 0, stream>>>(src, dst, n, index);
+  return launchCheck("strided copy kernel");
+}
+
+Status launchTranspose2d(FloatIn src, FloatOut dst, int64_t batch, int64_t a,
+                         int64_t b, int64_t ldSrc, const CopyIndex &outer,
+                         cudaStream_t stream) {
+  if (batch * a * b == 0)
+    return Status::ok();
+  int64_t tiles = ((a + kTile - 1) / kTile) * ((b + kTile - 1) / kTile);
+  if (tiles > int64_t(INT32_MAX))
+    return makeError("transpose of %lldx%lld matrices is too large for one "
+                     "launch",
+                     (long long)a, (long long)b);
+  dim3 grid(static_cast<unsigned>(tiles), capBlocks(batch));
+  transpose2dKernel<<<grid, dim3(kTile, kTileRows), 0, stream>>>(
+      src, dst, batch, a, b, ldSrc, outer);
+  return launchCheck("transpose kernel");
+}
+
+Status launchZero(void *p, int64_t bytes, cudaStream_t stream) {
+  if (bytes == 0)
+    return Status::ok();
+  return cudaCheck(cudaMemsetAsync(p, 0, bytes, stream), "cudaMemsetAsync");
+}
+
+Status launchFill(FloatOut y, int64_t n, float value, cudaStream_t stream) {
+  if (n == 0)
+    return Status::ok();
+  fillKernel<<<blocksFor(n), kThreads, 0, stream>>>(y, n, value);
+  return launchCheck("fill kernel");
+}
+
+Status launchSelect(FloatIn cond, FloatIn a, FloatIn b, FloatOut y, int64_t n,
+                    const SelectIndex &index, cudaStream_t stream) {
+  if (n == 0)
+    return Status::ok();
+  selectKernel<<<blocksFor(n), kThreads, 0, stream>>>(cond, a, b, y, n, index);
+  return launchCheck("select kernel");
+}
+
+Status launchConvert(const int64_t *xI64, FloatIn x, FloatOut y, int64_t n,
+                     cudaStream_t stream) {
+  if (n == 0)
+    return Status::ok();
+  convertKernel<<<blocksFor(n), kThreads, 0, stream>>>(xI64, x, y, n);
+  return launchCheck("convert kernel");
+}
+
+Status launchGather(FloatIn data, const int64_t *indices, FloatOut y,
+                    const GatherDims &g, int check, DataCheckRecord *record,
+                    cudaStream_t stream) {
+  int64_t n = g.pre * g.count * g.post;
+  if (n == 0)
+    return Status::ok();
+  gatherKernel<<<blocksFor(n), kThreads, 0, stream>>>(data, indices, y, g,
+                                                      check, record);
+  return launchCheck("gather kernel");
+}
+
+#endif // LOOM_CUDA_HOST_EMULATION
+
+} // namespace loom::runtime::cuda

@@ -1,0 +1,430 @@
+//===- LayoutKernels.cpp - Binds of the layout, gather, reduce ops -*- C++
+//-*-===//
+//
+// transpose, expand / broadcast_like, slice / slice_grad, concat, gather /
+// gather_grad, select, convert and reduce_*: shapes and attributes are read
+// as the CPU kernels read them (runtime/kernels/cpu/Shape.cpp, Gather.cpp,
+// Reduce.cpp, Elementwise.cpp) and turned into the index descriptions of
+// runtime/cuda/CudaLaunch.h once, at bind.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cuda/CudaBind.h"
+#include "runtime/cuda/CudaKernels.h"
+#include "runtime/cuda/LayoutPlan.h"
+
+#include "runtime/Plan.h"
+#include "runtime/kernels/cpu/Broadcast.h"
+#include "runtime/kernels/cpu/KernelUtil.h"
+#include "runtime/support/HostTensor.h"
+
+#include <algorithm>
+#include <limits>
+#include <type_traits>
+
+namespace loom::runtime::cuda {
+
+using cpu::axisAttr;
+using cpu::flagAttr;
+using cpu::product;
+
+namespace {
+
+/// The same copy the other way round: a dense source scattered through the
+/// strides (slice_grad).
+CopyIndex swapped(CopyIndex ix) {
+  for (int k = 0; k < ix.rank; ++k)
+    std::swap(ix.srcStride[k], ix.dstStride[k]);
+  return ix;
+}
+
+template <typename P> P *advance(P *p, int64_t elements, Elem e) {
+  using Byte = std::conditional_t<std::is_const_v<P>, const char, char>;
+  return reinterpret_cast<P *>(reinterpret_cast<Byte *>(p) +
+                               elements * elemBytes(e));
+}
+
+} // namespace
+
+// --- transpose ---------------------------------------------------------------
+
+StatusOr<KernelFn> bindTranspose(const OpView &op, BindContext &ctx) {
+  LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> perm, op.intsAttr("permutation"));
+  LOOM_ASSIGN_OR_RETURN(FloatIn x, floatIn(op, ctx, 0));
+  LOOM_ASSIGN_OR_RETURN(FloatOut y, floatOut(op, ctx, 0));
+  std::vector<int64_t> xs = op.inShape(0);
+  int64_t n = numElements(xs);
+  if (n == 0)
+    return noop();
+  LOOM_ASSIGN_OR_RETURN(TransposePlan plan, planTranspose(xs, perm));
+  cudaStream_t s = cudaDevice(ctx).stream();
+  if (plan.tiled)
+    return KernelFn([=](const StepContext &) {
+      return launchTranspose2d(x, y, plan.batch, plan.a, plan.b, plan.ldSrc,
+                               plan.index, s);
+    });
+  return KernelFn([=](const StepContext &) {
+    return launchStridedCopy(x, y, n, plan.index, s);
+  });
+}
+
+// --- expand, broadcast_like --------------------------------------------------
+
+StatusOr<KernelFn> bindExpand(const OpView &op, BindContext &ctx) {
+  LOOM_ASSIGN_OR_RETURN(FloatIn x, floatIn(op, ctx, 0));
+  LOOM_ASSIGN_OR_RETURN(FloatOut y, floatOut(op, ctx, 0));
+  std::vector<int64_t> ys = op.outShape(0), xs = op.inShape(0);
+  int64_t n = numElements(ys);
+  if (n == 0)
+    return noop();
+  std::vector<int64_t> strides = cpu::broadcastStrides(xs, ys);
+  std::vector<Dim> dims;
+  for (size_t d = 0; d < ys.size(); ++d)
+    if (ys[d] != 1)
+      dims.push_back({ys[d], strides[d]});
+  LOOM_ASSIGN_OR_RETURN(CopyIndex index, gatherIndex(dims));
+  cudaStream_t s = cudaDevice(ctx).stream();
+  return KernelFn([=](const StepContext &) {
+    return launchStridedCopy(x, y, n, index, s);
+  });
+}
+
+// --- slice, slice_grad -------------------------------------------------------
+
+namespace {
+
+/// Where a slice of `full` lives (runtime/kernels/cpu/Shape.cpp's
+/// `sliceView`): the sliced shape with `full`'s strides times the steps,
+/// and the offset of the first element.
+struct SliceView {
+  std::vector<int64_t> sliced;
+  std::vector<Dim> dims;
+  int64_t base = 0;
+};
+
+StatusOr<SliceView> sliceView(const OpView &op,
+                              const std::vector<int64_t> &full) {
+  SliceView v;
+  LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> axes, op.intsAttr("axes"));
+  LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> starts, op.intsAttr("starts"));
+  LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> ends, op.intsAttr("ends"));
+  LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> steps, op.intsAttr("steps"));
+  if (starts.size() != axes.size() || ends.size() != axes.size() ||
+      steps.size() != axes.size())
+    return makeError("axes, starts, ends and steps must have the same length");
+  std::vector<int64_t> start(full.size(), 0), step(full.size(), 1);
+  v.sliced = full;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int64_t a = axes[i];
+    if (a < 0 || a >= static_cast<int64_t>(full.size()) || steps[i] <= 0)
+      return makeError("bad slice of axis %lld (step %lld)", (long long)a,
+                       (long long)steps[i]);
+    int64_t s = std::clamp<int64_t>(starts[i], 0, full[a]);
+    int64_t e = std::clamp<int64_t>(ends[i], 0, full[a]);
+    start[a] = s;
+    step[a] = steps[i];
+    v.sliced[a] = e > s ? (e - s + steps[i] - 1) / steps[i] : 0;
+  }
+  std::vector<int64_t> stride = denseStrides(full);
+  for (size_t d = 0; d < full.size(); ++d) {
+    if (v.sliced[d] != 1)
+      v.dims.push_back({v.sliced[d], stride[d] * step[d]});
+    v.base += start[d] * stride[d];
+  }
+  return v;
+}
+
+} // namespace
+
+StatusOr<KernelFn> bindSlice(const OpView &op, BindContext &ctx) {
+  bool grad = op.inst.op() == "slice_grad";
+  std::vector<int64_t> full = grad ? op.outShape(0) : op.inShape(0);
+  LOOM_ASSIGN_OR_RETURN(SliceView v, sliceView(op, full));
+  LOOM_ASSIGN_OR_RETURN(FloatIn in, floatIn(op, ctx, 0));
+  LOOM_ASSIGN_OR_RETURN(FloatOut out, floatOut(op, ctx, 0));
+  LOOM_ASSIGN_OR_RETURN(CopyIndex index, gatherIndex(v.dims));
+  int64_t n = numElements(v.sliced), nFull = numElements(full);
+  cudaStream_t s = cudaDevice(ctx).stream();
+  if (grad) {
+    FloatOut at{advance(out.p, v.base, out.e), out.e};
+    CopyIndex scatter = swapped(index);
+    return KernelFn([=](const StepContext &) {
+      LOOM_RETURN_IF_ERROR(launchZero(out.p, nFull * elemBytes(out.e), s));
+      if (n == 0)
+        return Status::ok();
+      return launchStridedCopy(in, at, n, scatter, s);
+    });
+  }
+  if (n == 0)
+    return noop();
+  FloatIn at{advance(in.p, v.base, in.e), in.e};
+  return KernelFn([=](const StepContext &) {
+    return launchStridedCopy(at, out, n, index, s);
+  });
+}
+
+// --- concat ------------------------------------------------------------------
+
+StatusOr<KernelFn> bindConcat(const OpView &op, BindContext &ctx) {
+  std::vector<int64_t> ys = op.outShape(0);
+  LOOM_ASSIGN_OR_RETURN(int64_t axis, axisAttr(op, "axis", ys.size()));
+  LOOM_ASSIGN_OR_RETURN(FloatOut y, floatOut(op, ctx, 0));
+  int64_t outer = product(ys, 0, axis),
+          inner = product(ys, axis + 1, ys.size());
+  int64_t rowLen = ys[axis] * inner;
+  // One strided copy per input: [outer, len] rows into the output's rows.
+  struct Part {
+    FloatIn src;
+    FloatOut dst;
+    int64_t n;
+    CopyIndex index;
+  };
+  std::vector<Part> parts;
+  int64_t off = 0;
+  for (size_t i = 0; i < op.inputs.size(); ++i) {
+    LOOM_ASSIGN_OR_RETURN(FloatIn x, floatIn(op, ctx, i));
+    int64_t len = op.inShape(i)[axis] * inner;
+    Part p{x, {advance(y.p, off, y.e), y.e}, outer * len, {}};
+    p.index.rank = 2;
+    p.index.dims[0] = outer;
+    p.index.dims[1] = len;
+    p.index.srcStride[0] = len;
+    p.index.srcStride[1] = 1;
+    p.index.dstStride[0] = rowLen;
+    p.index.dstStride[1] = 1;
+    off += len;
+    if (p.n > 0)
+      parts.push_back(p);
+  }
+  cudaStream_t s = cudaDevice(ctx).stream();
+  return KernelFn([=](const StepContext &) {
+    for (const Part &p : parts)
+      LOOM_RETURN_IF_ERROR(launchStridedCopy(p.src, p.dst, p.n, p.index, s));
+    return Status::ok();
+  });
+}
+
+// --- gather, gather_grad -----------------------------------------------------
+
+namespace {
+
+StatusOr<GatherDims> gatherDims(const OpView &op,
+                                const std::vector<int64_t> &full) {
+  if (full.empty())
+    return makeError("data must have rank >= 1");
+  LOOM_ASSIGN_OR_RETURN(int64_t axis, axisAttr(op, "axis", full.size()));
+  LOOM_RETURN_IF_ERROR(expectDType(op, false, 1, plan::I64));
+  return GatherDims{product(full, 0, axis), full[axis],
+                    product(full, axis + 1, full.size()), op.inNumel(1)};
+}
+
+/// The CPU kernel's message (runtime/kernels/cpu/Gather.cpp).
+constexpr const char *kIndexCheck =
+    "index %2$lld out of range [0, %3$lld) at position %1$lld of the indices";
+
+} // namespace
+
+StatusOr<KernelFn> bindGather(const OpView &op, BindContext &ctx) {
+  LOOM_ASSIGN_OR_RETURN(GatherDims g, gatherDims(op, op.inShape(0)));
+  LOOM_ASSIGN_OR_RETURN(FloatIn data, floatIn(op, ctx, 0));
+  LOOM_ASSIGN_OR_RETURN(FloatOut y, floatOut(op, ctx, 0));
+  const int64_t *idx = ctx.i64(op.inputs[1]);
+  CudaDevice &dev = cudaDevice(ctx);
+  int check = dev.registerCheck(checkContext(op), kIndexCheck);
+  DataCheckRecord *record = dev.checkRecord();
+  cudaStream_t s = dev.stream();
+  return KernelFn([=](const StepContext &) {
+    return launchGather(data, idx, y, g, check, record, s);
+  });
+}
+
+StatusOr<KernelFn> bindGatherGrad(const OpView &op, BindContext &ctx) {
+  LOOM_ASSIGN_OR_RETURN(GatherDims g, gatherDims(op, op.outShape(0)));
+  LOOM_ASSIGN_OR_RETURN(FloatIn dy, floatIn(op, ctx, 0));
+  LOOM_ASSIGN_OR_RETURN(FloatOut dx, floatOut(op, ctx, 0));
+  const int64_t *idx = ctx.i64(op.inputs[1]);
+  CudaDevice &dev = cudaDevice(ctx);
+  LOOM_ASSIGN_OR_RETURN(int64_t wsBytes, gatherGradWorkspace(g));
+  LOOM_ASSIGN_OR_RETURN(DeviceBuffer ws,
+                        dev.allocateWorkspace(std::max<int64_t>(wsBytes, 1)));
+  int check = dev.registerCheck(checkContext(op), kIndexCheck);
+  DataCheckRecord *record = dev.checkRecord();
+  cudaStream_t s = dev.stream();
+  return KernelFn([=](const StepContext &) {
+    return launchGatherGrad(dy, idx, dx, g, ws.get(), wsBytes, check, record,
+                            s);
+  });
+}
+
+// --- select, convert ---------------------------------------------------------
+
+StatusOr<KernelFn> bindSelect(const OpView &op, BindContext &ctx) {
+  LOOM_ASSIGN_OR_RETURN(FloatIn cond, floatIn(op, ctx, 0));
+  LOOM_ASSIGN_OR_RETURN(FloatIn a, floatIn(op, ctx, 1));
+  LOOM_ASSIGN_OR_RETURN(FloatIn b, floatIn(op, ctx, 2));
+  LOOM_ASSIGN_OR_RETURN(FloatOut y, floatOut(op, ctx, 0));
+  std::vector<int64_t> ys = op.outShape(0);
+  int64_t n = numElements(ys);
+  if (n == 0)
+    return noop();
+  if (ys.size() > static_cast<size_t>(kMaxDims))
+    return tooManyDims(ys);
+  SelectIndex index;
+  index.rank = static_cast<int>(ys.size());
+  std::vector<int64_t> sc = cpu::broadcastStrides(op.inShape(0), ys),
+                       sa = cpu::broadcastStrides(op.inShape(1), ys),
+                       sb = cpu::broadcastStrides(op.inShape(2), ys);
+  for (size_t d = 0; d < ys.size(); ++d) {
+    index.dims[d] = ys[d];
+    index.strideCond[d] = sc[d];
+    index.strideA[d] = sa[d];
+    index.strideB[d] = sb[d];
+  }
+  cudaStream_t s = cudaDevice(ctx).stream();
+  return KernelFn([=](const StepContext &) {
+    return launchSelect(cond, a, b, y, n, index, s);
+  });
+}
+
+StatusOr<KernelFn> bindConvert(const OpView &op, BindContext &ctx) {
+  // i64, f32 or bf16 in; f32 or bf16 out (dtypes from the buffers).
+  LOOM_ASSIGN_OR_RETURN(FloatOut y, floatOut(op, ctx, 0));
+  const int64_t *xI64 = nullptr;
+  FloatIn x;
+  if (op.inputs[0]->dtype() == plan::I64) {
+    xI64 = ctx.i64(op.inputs[0]);
+  } else {
+    LOOM_ASSIGN_OR_RETURN(x, floatIn(op, ctx, 0));
+  }
+  if (op.inNumel(0) != op.outNumel(0))
+    return makeError("convert of %lld elements into %lld",
+                     (long long)op.inNumel(0), (long long)op.outNumel(0));
+  int64_t n = op.outNumel(0);
+  cudaStream_t s = cudaDevice(ctx).stream();
+  if (!xI64 && x.e == y.e) // same storage: a copy
+    return KernelFn([=](const StepContext &) {
+      return cudaCheck(cudaMemcpyAsync(y.p, x.p, n * elemBytes(y.e),
+                                       cudaMemcpyDeviceToDevice, s),
+                       "cudaMemcpyAsync (convert)");
+    });
+  return KernelFn(
+      [=](const StepContext &) { return launchConvert(xI64, x, y, n, s); });
+}
+
+// --- reduce_sum, reduce_mean, reduce_max -------------------------------------
+
+StatusOr<KernelFn> bindReduce(const OpView &op, BindContext &ctx) {
+  const std::string &name = op.inst.op();
+  ReduceKind kind = name == "reduce_sum"    ? ReduceKind::Sum
+                    : name == "reduce_mean" ? ReduceKind::Mean
+                                            : ReduceKind::Max;
+  LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> axes, op.intsAttr("axes"));
+  LOOM_ASSIGN_OR_RETURN(FloatIn x, floatIn(op, ctx, 0));
+  LOOM_ASSIGN_OR_RETURN(FloatOut y, floatOut(op, ctx, 0));
+  std::vector<int64_t> xs = op.inShape(0);
+  int64_t nx = numElements(xs), ny = op.outNumel(0);
+  cudaStream_t s = cudaDevice(ctx).stream();
+  if (ny == 0)
+    return noop();
+  if (nx == 0) { // sum of nothing is 0, the mean NaN (as in PyTorch)
+    float v = kind == ReduceKind::Mean ? std::numeric_limits<float>::quiet_NaN()
+                                       : 0.0f;
+    return KernelFn(
+        [=](const StepContext &) { return launchFill(y, ny, v, s); });
+  }
+  std::vector<bool> reduced(xs.size(), false);
+  for (int64_t a : axes)
+    if (a >= 0 && a < static_cast<int64_t>(xs.size()))
+      reduced[a] = true;
+  LOOM_ASSIGN_OR_RETURN(SumToIndex index, reductionIndex(xs, reduced));
+  LOOM_ASSIGN_OR_RETURN(DeviceBuffer ws, reduceWorkspace(ctx, ny, index));
+  return KernelFn([=](const StepContext &) {
+    return launchReduce(kind, x, y, ny, index, static_cast<float *>(ws.get()),
+                        s);
+  });
+}
+
+// --- attention ---------------------------------------------------------------
+
+namespace {
+
+/// Shapes of q `[..., Sq, D]`, k `[..., Sk, D]`, v `[..., Sk, Dv]` (verified
+/// at load by runtime/kernels/cpu/Attention.cpp), the `scale` and `causal`
+/// attributes, and what these kernels take: one storage for every operand
+/// and head dims up to `kMaxAttentionHeadDim`.
+StatusOr<AttentionDims> attentionDims(const OpView &op, size_t first,
+                                      Elem *storage) {
+  std::vector<int64_t> q = op.inShape(first), k = op.inShape(first + 1),
+                       v = op.inShape(first + 2);
+  size_t r = q.size();
+  if (r < 2 || k.size() != r || v.size() != r)
+    return makeError("q, k and v must have the same rank >= 2");
+  AttentionDims a;
+  a.batch = product(q, 0, r - 2);
+  a.sq = q[r - 2];
+  a.d = q[r - 1];
+  a.sk = k[r - 2];
+  a.dv = v[r - 1];
+  LOOM_ASSIGN_OR_RETURN(double scale, op.numAttr("scale"));
+  LOOM_ASSIGN_OR_RETURN(a.causal, flagAttr(op, "causal"));
+  a.scale = static_cast<float>(scale);
+  if (a.d > kMaxAttentionHeadDim || a.dv > kMaxAttentionHeadDim)
+    return makeError("attention on CUDA takes head dims up to %lld, got D = "
+                     "%lld and Dv = %lld",
+                     (long long)kMaxAttentionHeadDim, (long long)a.d,
+                     (long long)a.dv);
+  if (a.sq >= INT32_MAX || a.sk >= INT32_MAX || a.batch >= INT32_MAX)
+    return makeError("attention on CUDA takes fewer than 2^31 rows and "
+                     "batch entries");
+  plan::DType dt = op.inputs[first]->dtype();
+  for (size_t i = 0; i < op.inputs.size(); ++i)
+    LOOM_RETURN_IF_ERROR(expectDType(op, false, i, dt));
+  for (size_t i = 0; i < op.outputs.size(); ++i)
+    LOOM_RETURN_IF_ERROR(expectDType(op, true, i, dt));
+  if (dt != plan::F32 && dt != plan::BF16)
+    return makeError("attention on CUDA takes f32 or bf16 operands, got %s",
+                     dtypeName(dt));
+  *storage = dt == plan::BF16 ? Elem::BF16 : Elem::F32;
+  return a;
+}
+
+} // namespace
+
+StatusOr<KernelFn> bindAttention(const OpView &op, BindContext &ctx) {
+  Elem e;
+  LOOM_ASSIGN_OR_RETURN(AttentionDims a, attentionDims(op, 0, &e));
+  uint8_t *arena = ctx.arena();
+  const void *q = arena + op.inputs[0]->offset(),
+             *k = arena + op.inputs[1]->offset(),
+             *v = arena + op.inputs[2]->offset();
+  void *o = arena + op.outputs[0]->offset();
+  cudaStream_t s = cudaDevice(ctx).stream();
+  return KernelFn([=](const StepContext &) {
+    return launchAttention(e, q, k, v, o, a, s);
+  });
+}
+
+StatusOr<KernelFn> bindAttentionGrad(const OpView &op, BindContext &ctx) {
+  Elem e;
+  LOOM_ASSIGN_OR_RETURN(AttentionDims a, attentionDims(op, 1, &e));
+  uint8_t *arena = ctx.arena();
+  const void *dO = arena + op.inputs[0]->offset(),
+             *q = arena + op.inputs[1]->offset(),
+             *k = arena + op.inputs[2]->offset(),
+             *v = arena + op.inputs[3]->offset();
+  void *dq = arena + op.outputs[0]->offset(),
+       *dk = arena + op.outputs[1]->offset(),
+       *dv = arena + op.outputs[2]->offset();
+  CudaDevice &dev = cudaDevice(ctx);
+  int64_t floats = attentionGradWorkspace(a);
+  LOOM_ASSIGN_OR_RETURN(
+      DeviceBuffer ws,
+      dev.allocateWorkspace(std::max<int64_t>(floats * sizeof(float), 1)));
+  cudaStream_t s = dev.stream();
+  return KernelFn([=](const StepContext &) {
+    return launchAttentionGrad(e, dO, q, k, v, dq, dk, dv, a,
+                               static_cast<float *>(ws.get()), s);
+  });
+}
+
+} // namespace loom::runtime::cuda

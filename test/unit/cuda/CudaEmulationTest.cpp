@@ -1,0 +1,653 @@
+//===- CudaEmulationTest.cpp - CUDA kernels run on host threads --*- C++
+//-*-===//
+//
+// The attention, layout, gather, reduction, norm, loss and element-wise
+// kernels of runtime/cuda/ (the latter with bf16 operands next to f32 ones),
+// built by the host compiler against test/unit/cuda/CudaHostEmulation.h and
+// compared with double-precision references. These run everywhere (no
+// device needed): they check the kernels' indexing, tiling, causal masking,
+// online softmax and backward recomputation; the tests of LoomCudaTests
+// check the same kernels on a GPU.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaHostEmulation.h"
+
+#include "runtime/cuda/Attention.cu"
+#include "runtime/cuda/Elementwise.cu"
+#include "runtime/cuda/Gather.cu"
+#include "runtime/cuda/Layout.cu"
+#include "runtime/cuda/LayoutPlan.h"
+#include "runtime/cuda/Reduce.cu"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <random>
+
+namespace loom::runtime::cuda {
+namespace {
+
+namespace emu = ::loom::runtime::test::emu;
+
+// --- attention ---------------------------------------------------------------
+
+struct Cfg {
+  int64_t b, sq, sk, d, dv;
+  bool causal;
+};
+
+/// Naive attention and its gradient in double.
+void reference(const Cfg &c, float scale, const std::vector<float> &q,
+               const std::vector<float> &k, const std::vector<float> &v,
+               const std::vector<float> &dO, std::vector<double> &o,
+               std::vector<double> &dq, std::vector<double> &dk,
+               std::vector<double> &dv) {
+  o.assign(c.b * c.sq * c.dv, 0);
+  dq.assign(c.b * c.sq * c.d, 0);
+  dk.assign(c.b * c.sk * c.d, 0);
+  dv.assign(c.b * c.sk * c.dv, 0);
+  for (int64_t b = 0; b < c.b; ++b) {
+    std::vector<double> P(c.sq * c.sk), dP(c.sq * c.sk);
+    for (int64_t i = 0; i < c.sq; ++i) {
+      double mx = -INFINITY;
+      for (int64_t j = 0; j < c.sk; ++j) {
+        double s = 0;
+        for (int64_t x = 0; x < c.d; ++x)
+          s +=
+              (double)q[(b * c.sq + i) * c.d + x] * k[(b * c.sk + j) * c.d + x];
+        s *= scale;
+        if (c.causal && j > i)
+          s = -INFINITY;
+        P[i * c.sk + j] = s;
+        mx = std::max(mx, s);
+      }
+      double sum = 0;
+      for (int64_t j = 0; j < c.sk; ++j) {
+        P[i * c.sk + j] = std::exp(P[i * c.sk + j] - mx);
+        sum += P[i * c.sk + j];
+      }
+      for (int64_t j = 0; j < c.sk; ++j)
+        P[i * c.sk + j] /= sum;
+      for (int64_t x = 0; x < c.dv; ++x) {
+        double a = 0;
+        for (int64_t j = 0; j < c.sk; ++j)
+          a += P[i * c.sk + j] * v[(b * c.sk + j) * c.dv + x];
+        o[(b * c.sq + i) * c.dv + x] = a;
+      }
+    }
+    for (int64_t i = 0; i < c.sq; ++i) {
+      double rs = 0;
+      for (int64_t j = 0; j < c.sk; ++j) {
+        double a = 0;
+        for (int64_t x = 0; x < c.dv; ++x)
+          a += (double)dO[(b * c.sq + i) * c.dv + x] *
+               v[(b * c.sk + j) * c.dv + x];
+        dP[i * c.sk + j] = a;
+        rs += a * P[i * c.sk + j];
+      }
+      for (int64_t j = 0; j < c.sk; ++j)
+        dP[i * c.sk + j] = P[i * c.sk + j] * (dP[i * c.sk + j] - rs);
+    }
+    for (int64_t i = 0; i < c.sq; ++i)
+      for (int64_t j = 0; j < c.sk; ++j) {
+        double p = P[i * c.sk + j], ds = dP[i * c.sk + j];
+        for (int64_t x = 0; x < c.dv; ++x)
+          dv[(b * c.sk + j) * c.dv + x] += p * dO[(b * c.sq + i) * c.dv + x];
+        for (int64_t x = 0; x < c.d; ++x) {
+          dq[(b * c.sq + i) * c.d + x] +=
+              scale * ds * k[(b * c.sk + j) * c.d + x];
+          dk[(b * c.sk + j) * c.d + x] +=
+              scale * ds * q[(b * c.sq + i) * c.d + x];
+        }
+      }
+  }
+}
+
+template <typename T>
+double maxError(const std::vector<T> &got, const std::vector<double> &want) {
+  double e = 0;
+  for (size_t i = 0; i < want.size(); ++i)
+    e = std::max(e, std::fabs(double(toFloat(got[i])) - want[i]));
+  return e;
+}
+
+/// Runs the forward kernel, the statistics pass and both gradient kernels
+/// as `launchAttention` / `launchAttentionGrad` do, with tolerance `tol` on
+/// the output and `5 tol` on the gradients.
+template <typename T, int kMaxD> void checkAttention(const Cfg &c, double tol) {
+  SCOPED_TRACE(::testing::Message()
+               << "b=" << c.b << " sq=" << c.sq << " sk=" << c.sk
+               << " d=" << c.d << " dv=" << c.dv << " causal=" << c.causal
+               << " maxD=" << kMaxD << " bf16=" << (sizeof(T) == 2));
+  std::mt19937 rng(c.sq * 131 + c.d);
+  std::uniform_real_distribution<float> u(-2, 2);
+  auto rnd = [&](int64_t n) {
+    std::vector<float> v(n);
+    for (float &x : v)
+      x = u(rng);
+    return v;
+  };
+  std::vector<float> q = rnd(c.b * c.sq * c.d), k = rnd(c.b * c.sk * c.d),
+                     v = rnd(c.b * c.sk * c.dv), dO = rnd(c.b * c.sq * c.dv);
+  // Stored as T; the reference sees the stored values.
+  auto stored = [](std::vector<float> &x) {
+    std::vector<T> y(x.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+      y[i] = fromFloat<T>(x[i]);
+      x[i] = toFloat(y[i]);
+    }
+    return y;
+  };
+  std::vector<T> tq = stored(q), tk = stored(k), tv = stored(v),
+                 tO = stored(dO);
+  float scale = 1.0f / std::sqrt(float(c.d));
+  std::vector<double> o, dq, dk, dv;
+  reference(c, scale, q, k, v, dO, o, dq, dk, dv);
+  AttnArgs a{c.sq, c.sk, int(c.d), int(c.dv), scale, c.causal};
+  std::vector<T> go(o.size()), gdq(dq.size()), gdk(dk.size()), gdv(dv.size());
+  std::vector<float> lse(c.b * c.sq), delta(c.b * c.sq);
+  unsigned qBlocks = c.b * ((c.sq + kRows - 1) / kRows);
+  unsigned kBlocks = c.b * ((c.sk + kCols - 1) / kCols);
+  size_t smem = std::max({forwardSmem(a), gradKVSmem(a), gradQSmem(a)});
+  emu::launch(qBlocks, kAttnThreads, smem, [&] {
+    attentionForwardKernel<T, kMaxD>(tq.data(), tk.data(), tv.data(), go.data(),
+                                     nullptr, nullptr, nullptr, a);
+  });
+  emu::launch(qBlocks, kAttnThreads, smem, [&] {
+    attentionForwardKernel<T, kMaxD>(tq.data(), tk.data(), tv.data(), nullptr,
+                                     tO.data(), lse.data(), delta.data(), a);
+  });
+  emu::launch(kBlocks, kAttnThreads, smem, [&] {
+    attentionGradKVKernel<T, kMaxD>(tO.data(), tq.data(), tk.data(), tv.data(),
+                                    lse.data(), delta.data(), gdk.data(),
+                                    gdv.data(), a);
+  });
+  emu::launch(qBlocks, kAttnThreads, smem, [&] {
+    attentionGradQKernel<T, kMaxD>(tO.data(), tq.data(), tk.data(), tv.data(),
+                                   lse.data(), delta.data(), gdq.data(), a);
+  });
+  EXPECT_LT(maxError(go, o), tol);
+  EXPECT_LT(maxError(gdq, dq), 5 * tol);
+  EXPECT_LT(maxError(gdk, dk), 5 * tol);
+  EXPECT_LT(maxError(gdv, dv), 5 * tol);
+}
+
+TEST(CudaEmulation, AttentionCausal) {
+  checkAttention<float, 64>({3, 37, 37, 64, 64, true}, 1e-5);
+  checkAttention<float, 64>({1, 1, 1, 64, 64, true}, 1e-5);
+  checkAttention<float, 64>({1, 33, 33, 32, 32, true}, 1e-5);
+  checkAttention<float, 64>({1, 64, 64, 16, 16, true}, 1e-5);
+  checkAttention<float, 128>({1, 70, 70, 128, 128, true}, 1e-5);
+}
+
+TEST(CudaEmulation, AttentionNonCausal) {
+  checkAttention<float, 64>({2, 37, 37, 64, 64, false}, 1e-5);
+  checkAttention<float, 64>({1, 20, 45, 32, 32, false}, 1e-5);
+  checkAttention<float, 64>({1, 70, 5, 32, 48, false}, 1e-5);
+  checkAttention<float, 128>({1, 40, 33, 96, 128, false}, 1e-5);
+}
+
+TEST(CudaEmulation, AttentionBf16) {
+  checkAttention<__nv_bfloat16, 64>({2, 37, 37, 64, 64, true}, 2e-2);
+  checkAttention<__nv_bfloat16, 128>({1, 40, 33, 96, 128, false}, 2e-2);
+}
+
+// --- layout, gather, reduce --------------------------------------------------
+
+int64_t numel(const std::vector<int64_t> &s) {
+  int64_t n = 1;
+  for (auto d : s)
+    n *= d;
+  return n;
+}
+
+/// A transpose of `xs` by `perm` as `bindTranspose` plans and launches it,
+/// against direct indexing.
+bool transposeTest(std::vector<int64_t> xs, std::vector<int64_t> perm,
+                   bool useU32) {
+  int64_t n = numel(xs);
+  std::vector<float> x(n);
+  std::iota(x.begin(), x.end(), 0.0f);
+  std::vector<float> y(n, -1), want(n);
+  std::vector<int64_t> xStride = denseStrides(xs), ys;
+  for (int64_t p : perm)
+    ys.push_back(xs[p]);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t rem = i, off = 0;
+    for (int d = static_cast<int>(ys.size()) - 1; d >= 0; --d) {
+      off += (rem % ys[d]) * xStride[perm[d]];
+      rem /= ys[d];
+    }
+    want[i] = x[off];
+  }
+  StatusOr<TransposePlan> plan = planTranspose(xs, perm);
+  if (!plan.isOk())
+    return false;
+  FloatIn in{x.data(), Elem::F32};
+  FloatOut out{y.data(), Elem::F32};
+  const TransposePlan &p = *plan;
+  if (p.tiled) {
+    int64_t tiles = ((p.a + 31) / 32) * ((p.b + 31) / 32);
+    emu::launch(
+        dim3(tiles, std::min<int64_t>(p.batch, 3)), dim3(32, 8), 0, [&] {
+          transpose2dKernel(in, out, p.batch, p.a, p.b, p.ldSrc, p.index);
+        });
+  } else if (useU32) {
+    emu::launch(2, 64, 0, [&] {
+      stridedCopyKernel<uint32_t>(in, out, uint32_t(n), p.index);
+    });
+  } else {
+    emu::launch(2, 64, 0,
+                [&] { stridedCopyKernel<int64_t>(in, out, n, p.index); });
+  }
+  return y == want;
+}
+
+/// gather_grad's key and run kernels (a host stable sort standing in for
+/// CUB's radix sort), and gather with one bad index.
+bool gatherGradTest(int64_t pre, int64_t dim, int64_t post, int64_t count) {
+  std::mt19937 rng(count);
+  std::uniform_int_distribution<int64_t> ui(-dim, dim - 1);
+  std::uniform_real_distribution<float> uf(-1, 1);
+  std::vector<int64_t> idx(count);
+  for (auto &v : idx)
+    v = ui(rng);
+  std::vector<float> dy(pre * count * post);
+  for (auto &v : dy)
+    v = uf(rng);
+  std::vector<float> want(pre * dim * post, 0), got(pre * dim * post, 0);
+  for (int64_t p = 0; p < pre; ++p)
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t r = idx[i] < 0 ? idx[i] + dim : idx[i];
+      for (int64_t q = 0; q < post; ++q)
+        want[(p * dim + r) * post + q] += dy[(p * count + i) * post + q];
+    }
+  std::vector<int32_t> keys(count), pos(count);
+  DataCheckRecord rec{};
+  emu::launch(dim3(2), dim3(64), 0, [&] {
+    gatherKeysKernel(idx.data(), count, dim, keys.data(), pos.data(), 1, &rec);
+  });
+  // cub's stable radix sort, emulated.
+  std::vector<int32_t> order(count);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return keys[a] < keys[b]; });
+  std::vector<int32_t> sk(count), sp(count);
+  for (int64_t i = 0; i < count; ++i) {
+    sk[i] = keys[order[i]];
+    sp[i] = pos[order[i]];
+  }
+  GatherDims g{pre, dim, post, count};
+  emu::launch(dim3(5), dim3(32), 0, [&] {
+    gatherGradRunsKernel(FloatIn{dy.data(), Elem::F32},
+                         FloatOut{got.data(), Elem::F32}, sk.data(), sp.data(),
+                         g);
+  });
+  bool ok = got == want && rec.check == 0;
+  // gather with one bad index
+  std::vector<float> data(pre * dim * post);
+  for (auto &v : data)
+    v = uf(rng);
+  std::vector<float> y(pre * count * post);
+  idx[count / 2] = dim + 5;
+  emu::launch(dim3(3), dim3(64), 0, [&] {
+    gatherKernel(FloatIn{data.data(), Elem::F32}, idx.data(),
+                 FloatOut{y.data(), Elem::F32}, g, 7, &rec);
+  });
+  bool ok2 = rec.check == 7 && rec.position == count / 2 &&
+             rec.value == dim + 5 && rec.limit == dim;
+  for (int64_t p = 0; p < pre && ok2; ++p)
+    for (int64_t i = 0; i < count; ++i) {
+      if (i == count / 2)
+        continue;
+      int64_t r = idx[i] < 0 ? idx[i] + dim : idx[i];
+      for (int64_t q = 0; q < post; ++q)
+        ok2 &= y[(p * count + i) * post + q] == data[(p * dim + r) * post + q];
+    }
+  return ok && ok2;
+}
+
+/// x [4, 37, 6] reduced over dims 0 and 2 by either reduction kernel.
+bool reduceTest(ReduceKind kind, bool block, bool withNan) {
+  std::vector<int64_t> xs{4, 37, 6};
+  std::vector<float> x(numel(xs));
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> uf(-1, 1);
+  for (auto &v : x)
+    v = uf(rng);
+  if (withNan)
+    x[5 * 6 + 2] = NAN; // output 5
+  SumToIndex ix;
+  ix.keptRank = 1;
+  ix.keptDims[0] = 37;
+  ix.keptStrides[0] = 6;
+  ix.redRank = 2;
+  ix.redDims[0] = 4;
+  ix.redStrides[0] = 37 * 6;
+  ix.redDims[1] = 6;
+  ix.redStrides[1] = 1;
+  ix.reduced = 24;
+  std::vector<float> y(37);
+  FloatIn in{x.data(), Elem::F32};
+  FloatOut out{y.data(), Elem::F32};
+  auto launch = [&](auto kernel) {
+    emu::launch(dim3(block ? 4 : 1), dim3(block ? 64 : 32), 0,
+                [&] { kernel(in, out, 37, ix); });
+  };
+  if (kind == ReduceKind::Max) {
+    if (block)
+      launch(reduceBlockKernel<ReduceKind::Max>);
+    else
+      launch(reduceThreadKernel<ReduceKind::Max>);
+  } else if (kind == ReduceKind::Mean) {
+    if (block)
+      launch(reduceBlockKernel<ReduceKind::Mean>);
+    else
+      launch(reduceThreadKernel<ReduceKind::Mean>);
+  } else {
+    if (block)
+      launch(reduceBlockKernel<ReduceKind::Sum>);
+    else
+      launch(reduceThreadKernel<ReduceKind::Sum>);
+  }
+  bool ok = true;
+  for (int j = 0; j < 37; ++j) {
+    double acc = kind == ReduceKind::Max ? -INFINITY : 0;
+    bool nan = false;
+    for (int a = 0; a < 4; ++a)
+      for (int c = 0; c < 6; ++c) {
+        float v = x[(a * 37 + j) * 6 + c];
+        nan |= std::isnan(v);
+        acc = kind == ReduceKind::Max ? std::max<double>(acc, v) : acc + v;
+      }
+    if (kind == ReduceKind::Mean)
+      acc /= 24;
+    if (nan && kind == ReduceKind::Max)
+      ok &= std::isnan(y[j]);
+    else
+      ok &= std::fabs(y[j] - acc) < 1e-5;
+  }
+  return ok;
+}
+
+TEST(CudaEmulation, TransposePaths) {
+  for (bool u32 : {true, false}) {
+    EXPECT_TRUE(transposeTest({33, 65}, {1, 0}, u32));
+    EXPECT_TRUE(transposeTest({2, 3, 45, 70}, {0, 1, 3, 2}, u32));
+    EXPECT_TRUE(transposeTest({4, 6, 8}, {1, 2, 0}, u32));
+    EXPECT_TRUE(transposeTest({2, 37, 3, 16}, {0, 2, 1, 3}, u32));
+    EXPECT_TRUE(transposeTest({3, 4, 5}, {2, 0, 1}, u32));
+    EXPECT_TRUE(transposeTest({5, 1, 7}, {2, 1, 0}, u32));
+    EXPECT_TRUE(transposeTest({1, 9}, {1, 0}, u32));
+    EXPECT_TRUE(transposeTest({2, 3, 4, 5}, {3, 1, 0, 2}, u32));
+    EXPECT_TRUE(transposeTest({40, 3, 50}, {2, 1, 0}, u32));
+  }
+}
+
+TEST(CudaEmulation, GatherAndGatherGrad) {
+  EXPECT_TRUE(gatherGradTest(1, 10, 24, 21));
+  EXPECT_TRUE(gatherGradTest(1, 1000, 8, 4096));
+  EXPECT_TRUE(gatherGradTest(4, 5, 3, 6));
+}
+
+TEST(CudaEmulation, Reductions) {
+  for (ReduceKind k : {ReduceKind::Sum, ReduceKind::Mean, ReduceKind::Max})
+    for (bool block : {false, true}) {
+      EXPECT_TRUE(reduceTest(k, block, false));
+      if (k == ReduceKind::Max)
+        EXPECT_TRUE(reduceTest(k, block, true));
+    }
+}
+
+// --- bf16 operands in the element-wise, norm and loss kernels ---------------
+
+using Bf16 = __nv_bfloat16;
+
+float roundBf16(float v) { return toFloat(fromFloat<Bf16>(v)); }
+
+std::vector<Bf16> bf16Of(std::vector<float> &v) {
+  std::vector<Bf16> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    out[i] = fromFloat<Bf16>(v[i]);
+    v[i] = toFloat(out[i]);
+  }
+  return out;
+}
+
+std::vector<float> randomValues(int64_t n, float lo, float hi, int seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(lo, hi);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = u(rng);
+  return v;
+}
+
+TEST(CudaEmulation, BinaryBf16WithF32Broadcast) {
+  // c[4, 5, 6] (bf16) = a[4, 5, 6] (bf16) + b[5, 1] (f32): exactly the
+  // rounded float sum.
+  std::vector<float> a = randomValues(120, -2, 2, 1),
+                     b = randomValues(5, -2, 2, 2);
+  std::vector<Bf16> ab = bf16Of(a), c(120);
+  BroadcastIndex ix;
+  ix.rank = 3;
+  int64_t dims[3] = {4, 5, 6}, sa[3] = {30, 6, 1}, sb[3] = {0, 1, 0};
+  for (int d = 0; d < 3; ++d) {
+    ix.dims[d] = dims[d];
+    ix.strideA[d] = sa[d];
+    ix.strideB[d] = sb[d];
+  }
+  emu::launch(2, 32, 0, [&] {
+    binaryKernel<BinaryOp::Add>(BroadcastMode::General, {ab.data(), Elem::BF16},
+                                {b.data(), Elem::F32}, {c.data(), Elem::BF16},
+                                120, ix);
+  });
+  for (int64_t i = 0; i < 120; ++i)
+    EXPECT_EQ(toFloat(c[i]), roundBf16(a[i] + b[(i / 6) % 5])) << i;
+}
+
+TEST(CudaEmulation, LayerNormBf16) {
+  const int64_t rows = 70, cols = 77; // 3 row chunks for dscale, dbias
+  std::vector<float> x = randomValues(rows * cols, -2, 2, 3),
+                     dy = randomValues(rows * cols, -1, 1, 4),
+                     scale = randomValues(cols, -1, 1, 5),
+                     bias = randomValues(cols, -1, 1, 6);
+  std::vector<Bf16> xb = bf16Of(x), dyb = bf16Of(dy), y(rows * cols),
+                    dx(rows * cols);
+  std::vector<float> dscale(cols), dbias(cols), stats(2 * rows);
+  float eps = 1e-5f;
+  emu::launch(2, 64, 0, [&] {
+    layerNormKernel({xb.data(), Elem::BF16}, {scale.data(), Elem::F32},
+                    {bias.data(), Elem::F32}, {y.data(), Elem::BF16}, rows,
+                    cols, eps, false);
+  });
+  emu::launch(2, 64, 0, [&] {
+    layerNormGradRowKernel({dyb.data(), Elem::BF16}, {xb.data(), Elem::BF16},
+                           {scale.data(), Elem::F32}, {dx.data(), Elem::BF16},
+                           rows, cols, eps, false, stats.data());
+  });
+  int64_t chunks = layerNormGradChunks(rows, cols);
+  std::vector<double> partials(2 * chunks * cols);
+  emu::launch(1, 64, 0, [&] {
+    layerNormParamPartialKernel({dyb.data(), Elem::BF16},
+                                {xb.data(), Elem::BF16}, stats.data(),
+                                partials.data(), rows, cols, chunks);
+  });
+  emu::launch(1, 64, 0, [&] {
+    layerNormParamFinishKernel(partials.data(), {dscale.data(), Elem::F32},
+                               {dbias.data(), Elem::F32}, cols, chunks);
+  });
+  std::vector<double> ds(cols, 0), db(cols, 0);
+  for (int64_t r = 0; r < rows; ++r) {
+    double m = 0, v = 0;
+    for (int64_t c = 0; c < cols; ++c)
+      m += x[r * cols + c];
+    m /= cols;
+    for (int64_t c = 0; c < cols; ++c)
+      v += (x[r * cols + c] - m) * (x[r * cols + c] - m);
+    double rstd = 1 / std::sqrt(v / cols + eps), sg = 0, sgx = 0;
+    for (int64_t c = 0; c < cols; ++c) {
+      double xh = (x[r * cols + c] - m) * rstd, g = dy[r * cols + c] * scale[c];
+      EXPECT_NEAR(toFloat(y[r * cols + c]), xh * scale[c] + bias[c], 2e-2);
+      sg += g;
+      sgx += g * xh;
+      ds[c] += dy[r * cols + c] * xh;
+      db[c] += dy[r * cols + c];
+    }
+    for (int64_t c = 0; c < cols; ++c) {
+      double xh = (x[r * cols + c] - m) * rstd;
+      double want =
+          rstd * (dy[r * cols + c] * scale[c] - sg / cols - xh * sgx / cols);
+      EXPECT_NEAR(toFloat(dx[r * cols + c]), want,
+                  2e-2 * (1 + std::fabs(want)));
+    }
+  }
+  for (int64_t c = 0; c < cols; ++c) {
+    EXPECT_NEAR(dscale[c], ds[c], 1e-4);
+    EXPECT_NEAR(dbias[c], db[c], 1e-4);
+  }
+}
+
+TEST(CudaEmulation, SoftmaxAndCrossEntropyBf16) {
+  const int64_t rows = 7, classes = 50;
+  std::vector<float> x = randomValues(rows * classes, -4, 4, 7);
+  std::vector<Bf16> xb = bf16Of(x), y(rows * classes), grad(rows * classes),
+                    yc(rows * classes);
+  std::vector<int64_t> target(rows);
+  for (int64_t r = 0; r < rows; ++r)
+    target[r] = (r * 13) % classes;
+  std::vector<float> rowLoss(rows), loss(1);
+  DataCheckRecord rec{};
+  emu::launch(2, 64, 0, [&] {
+    softmaxRowKernel({xb.data(), Elem::BF16}, {y.data(), Elem::BF16}, rows,
+                     classes);
+  });
+  // The same values as [1, classes, rows] along the middle axis: the
+  // column path (x is read transposed there).
+  std::vector<Bf16> xt(rows * classes);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < classes; ++c)
+      xt[c * rows + r] = xb[r * classes + c];
+  emu::launch(1, 32, 0, [&] {
+    softmaxColumnKernel({xt.data(), Elem::BF16}, {yc.data(), Elem::BF16}, 1,
+                        classes, rows);
+  });
+  emu::launch(2, 64, 0, [&] {
+    crossEntropyRowsKernel({xb.data(), Elem::BF16}, target.data(),
+                           rowLoss.data(), rows, classes, 1, &rec);
+  });
+  emu::launch(1, 64, 0, [&] {
+    finishSumKernel<float>(rowLoss.data(), rows, 1.0 / rows, loss.data());
+  });
+  emu::launch(2, 64, 0, [&] {
+    crossEntropyGradKernel({xb.data(), Elem::BF16}, target.data(),
+                           {grad.data(), Elem::BF16}, rows, classes, 1, &rec);
+  });
+  EXPECT_EQ(rec.check, 0);
+  double total = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    double mx = -INFINITY, sum = 0;
+    for (int64_t c = 0; c < classes; ++c)
+      mx = std::max<double>(mx, x[r * classes + c]);
+    for (int64_t c = 0; c < classes; ++c)
+      sum += std::exp(x[r * classes + c] - mx);
+    for (int64_t c = 0; c < classes; ++c) {
+      double p = std::exp(x[r * classes + c] - mx) / sum;
+      EXPECT_NEAR(toFloat(y[r * classes + c]), p, 1e-2 * p + 1e-6);
+      EXPECT_NEAR(toFloat(yc[c * rows + r]), p, 1e-2 * p + 1e-6);
+      double g = (p - (c == target[r])) / rows;
+      EXPECT_NEAR(toFloat(grad[r * classes + c]), g,
+                  1e-2 * std::fabs(g) + 1e-6);
+    }
+    total += mx + std::log(sum) - x[r * classes + target[r]];
+  }
+  EXPECT_NEAR(loss[0], total / rows, 1e-5);
+}
+
+TEST(CudaEmulation, AdamWWithBf16Gradient) {
+  const int64_t n = 300;
+  std::vector<float> p = randomValues(n, -1, 1, 8),
+                     g = randomValues(n, -1, 1, 9);
+  std::vector<float> m(n, 0.1f), v(n, 0.01f), p0 = p;
+  std::vector<Bf16> gb = bf16Of(g);
+  AdamWArgs a{0.99999f, 0.1f, 0.999f, 0.001f, 1e-3f, 0.5f, 1e-8f};
+  emu::launch(2, 64, 0, [&] {
+    adamwKernel(p.data(), {gb.data(), Elem::BF16}, m.data(), v.data(), n, a);
+  });
+  for (int64_t i = 0; i < n; ++i) {
+    float mi = 0.1f + a.w1 * (g[i] - 0.1f);
+    float vi = 0.01f * a.b2 + a.w2 * g[i] * g[i];
+    float want = p0[i] * a.decay -
+                 a.stepSize * (mi / (std::sqrt(vi) / a.bc2Sqrt + a.eps));
+    EXPECT_FLOAT_EQ(m[i], mi);
+    EXPECT_FLOAT_EQ(v[i], vi);
+    EXPECT_NEAR(p[i], want, 1e-6);
+  }
+}
+
+/// The two-pass (chunked) reduction of bias gradients: x [rows, cols]
+/// reduced over rows, as `launchReduce` runs it.
+bool chunkedReduceTest(ReduceKind kind, int64_t rows, int64_t cols,
+                       bool withNan) {
+  std::vector<float> x = randomValues(rows * cols, -1, 1, int(rows + cols));
+  if (withNan)
+    x[(rows / 2) * cols + 3] = NAN;
+  SumToIndex ix;
+  ix.keptRank = 1;
+  ix.keptDims[0] = cols;
+  ix.keptStrides[0] = 1;
+  ix.redRank = 1;
+  ix.redDims[0] = rows;
+  ix.redStrides[0] = cols;
+  ix.reduced = rows;
+  int64_t chunks = reduceChunks(cols, ix);
+  if (chunks < 2)
+    return false;
+  std::vector<float> partials(chunks * cols), y(cols);
+  FloatIn in{x.data(), Elem::F32};
+  FloatOut out{y.data(), Elem::F32};
+  auto run = [&](auto chunk, auto finish) {
+    emu::launch(3, 64, 0,
+                [&] { chunk(in, partials.data(), cols, chunks, ix); });
+    emu::launch(1, 64, 0,
+                [&] { finish(partials.data(), out, cols, chunks, rows); });
+  };
+  if (kind == ReduceKind::Sum)
+    run(reduceChunkKernel<ReduceKind::Sum>,
+        reduceFinishKernel<ReduceKind::Sum>);
+  else if (kind == ReduceKind::Mean)
+    run(reduceChunkKernel<ReduceKind::Mean>,
+        reduceFinishKernel<ReduceKind::Mean>);
+  else
+    run(reduceChunkKernel<ReduceKind::Max>,
+        reduceFinishKernel<ReduceKind::Max>);
+  bool ok = true;
+  for (int64_t c = 0; c < cols; ++c) {
+    double acc = kind == ReduceKind::Max ? -INFINITY : 0;
+    bool nan = false;
+    for (int64_t r = 0; r < rows; ++r) {
+      float v = x[r * cols + c];
+      nan |= std::isnan(v);
+      acc = kind == ReduceKind::Max ? std::max<double>(acc, v) : acc + v;
+    }
+    if (kind == ReduceKind::Mean)
+      acc /= rows;
+    if (nan && kind == ReduceKind::Max)
+      ok &= std::isnan(y[c]);
+    else
+      ok &= std::fabs(y[c] - acc) < 1e-4;
+  }
+  return ok;
+}
+
+TEST(CudaEmulation, ChunkedReductions) {
+  for (ReduceKind k : {ReduceKind::Sum, ReduceKind::Mean, ReduceKind::Max}) {
+    EXPECT_TRUE(chunkedReduceTest(k, 300, 40, false));
+    EXPECT_TRUE(chunkedReduceTest(k, 1000, 7, false));
+  }
+  EXPECT_TRUE(chunkedReduceTest(ReduceKind::Max, 300, 40, true));
+}
+
+} // namespace
+} // namespace loom::runtime::cuda
