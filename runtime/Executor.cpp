@@ -130,11 +130,8 @@ Executor::create(const plan::Plan &plan, Communicator &world,
                                 device->name().c_str())
                     : makeError("%s: unknown op", exec->where(i).c_str());
     OpView view = viewOf(inst);
-    if (device && cpu::touchesBf16(view))
-      return makeError("%s: bf16 buffers have no kernels on %s yet; run "
-                       "bf16 plans on the CPU backend or compile with "
-                       "--precision fp32",
-                       exec->where(i).c_str(), device->name().c_str());
+    // A device's kernels take BF16 buffers themselves (or refuse the
+    // combination at bind); the host widens them around fp32 kernels.
     StatusOr<KernelFn> fn =
         device ? kernel->bind(view, binder)
                : cpu::bindOnCpu(*kernel, view, binder, exec->bf16Scratch);
