@@ -24,7 +24,7 @@
 #   usage: bench/gpu/prepare.sh [BUILD_DIR]     (default build-cuda)
 # then, with the device tool (carry names the bundle; it is git-ignored):
 #   run(command="bash bench/gpu/run.sh build-cuda/gpu-bundle.tar.xz",
-#       carry=["build-cuda/gpu-bundle.tar.xz"], timeout_s=420)
+#       carry=["build-cuda/gpu-bundle.tar.xz"], timeout_s=480)
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=$(cd "${1:-$SRC/build-cuda}" && pwd)
