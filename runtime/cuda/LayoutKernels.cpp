@@ -93,44 +93,16 @@ StatusOr<KernelFn> bindExpand(const OpView &op, BindContext &ctx) {
 
 namespace {
 
-/// Where a slice of `full` lives (runtime/kernels/cpu/Shape.cpp's
-/// `sliceView`): the sliced shape with `full`'s strides times the steps,
-/// and the offset of the first element.
-struct SliceView {
-  std::vector<int64_t> sliced;
-  std::vector<Dim> dims;
-  int64_t base = 0;
-};
-
-StatusOr<SliceView> sliceView(const OpView &op,
-                              const std::vector<int64_t> &full) {
-  SliceView v;
-  LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> axes, op.intsAttr("axes"));
-  LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> starts, op.intsAttr("starts"));
-  LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> ends, op.intsAttr("ends"));
-  LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> steps, op.intsAttr("steps"));
-  if (starts.size() != axes.size() || ends.size() != axes.size() ||
-      steps.size() != axes.size())
-    return makeError("axes, starts, ends and steps must have the same length");
-  std::vector<int64_t> start(full.size(), 0), step(full.size(), 1);
-  v.sliced = full;
-  for (size_t i = 0; i < axes.size(); ++i) {
-    int64_t a = axes[i];
-    if (a < 0 || a >= static_cast<int64_t>(full.size()) || steps[i] <= 0)
-      return makeError("bad slice of axis %lld (step %lld)", (long long)a,
-                       (long long)steps[i]);
-    int64_t s = std::clamp<int64_t>(starts[i], 0, full[a]);
-    int64_t e = std::clamp<int64_t>(ends[i], 0, full[a]);
-    start[a] = s;
-    step[a] = steps[i];
-    v.sliced[a] = e > s ? (e - s + steps[i] - 1) / steps[i] : 0;
-  }
-  std::vector<int64_t> stride = denseStrides(full);
-  for (size_t d = 0; d < full.size(); ++d) {
-    if (v.sliced[d] != 1)
-      v.dims.push_back({v.sliced[d], stride[d] * step[d]});
-    v.base += start[d] * stride[d];
-  }
+/// The slice's window (kernels/cpu/StridedView.h) without its size-1 dims,
+/// which the copy index does not need.
+StatusOr<cpu::SliceView> sliceView(const OpView &op,
+                                   const std::vector<int64_t> &full) {
+  LOOM_ASSIGN_OR_RETURN(cpu::SliceView v, cpu::sliceView(op, full));
+  std::vector<Dim> kept;
+  for (const Dim &d : v.dims)
+    if (d.size != 1)
+      kept.push_back(d);
+  v.dims = std::move(kept);
   return v;
 }
 
@@ -139,7 +111,7 @@ StatusOr<SliceView> sliceView(const OpView &op,
 StatusOr<KernelFn> bindSlice(const OpView &op, BindContext &ctx) {
   bool grad = op.inst.op() == "slice_grad";
   std::vector<int64_t> full = grad ? op.outShape(0) : op.inShape(0);
-  LOOM_ASSIGN_OR_RETURN(SliceView v, sliceView(op, full));
+  LOOM_ASSIGN_OR_RETURN(cpu::SliceView v, sliceView(op, full));
   LOOM_ASSIGN_OR_RETURN(FloatIn in, floatIn(op, ctx, 0));
   LOOM_ASSIGN_OR_RETURN(FloatOut out, floatOut(op, ctx, 0));
   LOOM_ASSIGN_OR_RETURN(CopyIndex index, gatherIndex(v.dims));

@@ -13,6 +13,7 @@
 #define LOOM_RUNTIME_CUDA_LAYOUTPLAN_H
 
 #include "runtime/cuda/CudaLaunch.h"
+#include "runtime/kernels/cpu/StridedView.h"
 #include "runtime/support/HostTensor.h"
 
 #include <vector>
@@ -20,16 +21,8 @@
 namespace loom::runtime::cuda {
 
 /// A dim of a strided view: its size and its stride in the source.
-struct Dim {
-  int64_t size, stride;
-};
-
-inline std::vector<int64_t> denseStrides(const std::vector<int64_t> &shape) {
-  std::vector<int64_t> s(shape.size(), 1);
-  for (int d = static_cast<int>(shape.size()) - 2; d >= 0; --d)
-    s[d] = s[d + 1] * shape[d + 1];
-  return s;
-}
+using Dim = cpu::StridedDim;
+using cpu::denseStrides;
 
 /// A copy whose destination is dense over `dims` (sizes with source
 /// strides).
@@ -70,16 +63,7 @@ struct TransposePlan {
 /// sides coalesce) or the copy is a plain gather.
 inline StatusOr<TransposePlan> planTranspose(const std::vector<int64_t> &xs,
                                              const std::vector<int64_t> &perm) {
-  std::vector<int64_t> xStride = denseStrides(xs);
-  std::vector<Dim> dims;
-  for (int64_t p : perm) {
-    if (xs[p] == 1)
-      continue;
-    if (!dims.empty() && dims.back().stride == xStride[p] * xs[p])
-      dims.back() = {dims.back().size * xs[p], xStride[p]};
-    else
-      dims.push_back({xs[p], xStride[p]});
-  }
+  std::vector<Dim> dims = cpu::transposeDims(xs, perm);
   TransposePlan plan;
   size_t r = dims.size();
   if (r >= 2 && dims[r - 2].stride == 1) {

@@ -10,6 +10,7 @@
 #include "runtime/kernels/cpu/Broadcast.h"
 #include "runtime/kernels/cpu/CpuKernels.h"
 #include "runtime/kernels/cpu/KernelUtil.h"
+#include "runtime/kernels/cpu/StridedView.h"
 
 #include <algorithm>
 #include <cstring>
@@ -18,9 +19,7 @@ namespace loom::runtime::cpu {
 
 namespace {
 
-struct Dim {
-  int64_t size, stride; // stride in the other buffer's elements
-};
+using Dim = StridedDim; // stride in the other buffer's elements
 
 /// Offset of row `row` (an index over all of `dims` but the last).
 int64_t rowOffsetOf(int64_t row, const std::vector<Dim> &dims) {
@@ -30,13 +29,6 @@ int64_t rowOffsetOf(int64_t row, const std::vector<Dim> &dims) {
     row /= dims[d].size;
   }
   return off;
-}
-
-std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape) {
-  std::vector<int64_t> s(shape.size(), 1);
-  for (int d = static_cast<int>(shape.size()) - 2; d >= 0; --d)
-    s[d] = s[d + 1] * shape[d + 1];
-  return s;
 }
 
 /// Copies `y[row-major over dims] = x[offsets]` (`dims` strides index `x`).
@@ -134,22 +126,10 @@ Status verifyTranspose(const OpView &op) {
 StatusOr<KernelFn> bindTranspose(const OpView &op, BindContext &ctx) {
   LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> perm, op.intsAttr("permutation"));
   std::vector<int64_t> xs = op.inShape(0);
-  std::vector<int64_t> xStride = stridesOf(xs);
   float *x = ctx.f32(op.inputs[0]);
   float *y = ctx.f32(op.outputs[0]);
   int64_t n = numElements(xs);
-  // Output dims with their input strides; size-1 dims dropped, runs that
-  // stay adjacent merged.
-  std::vector<Dim> dims;
-  for (int64_t p : perm) {
-    if (xs[p] == 1)
-      continue;
-    // Adjacent in the input too (size-1 dims in between do not matter).
-    if (!dims.empty() && dims.back().stride == xStride[p] * xs[p])
-      dims.back() = {dims.back().size * xs[p], xStride[p]};
-    else
-      dims.push_back({xs[p], xStride[p]});
-  }
+  std::vector<Dim> dims = transposeDims(xs, perm);
   if (n == 0)
     return noopKernel();
   if (dims.size() <= 1 || dims.back().stride == 1)
@@ -223,54 +203,6 @@ StatusOr<KernelFn> bindExpand(const OpView &op, BindContext &ctx) {
 //===----------------------------------------------------------------------===//
 // slice, slice_grad
 //===----------------------------------------------------------------------===//
-
-namespace {
-
-/// Where a slice of `full` lives: `dims` are the sliced shape with the
-/// strides (times steps) of `full`, `base` the offset of the first element.
-struct SliceView {
-  std::vector<int64_t> sliced;
-  std::vector<Dim> dims;
-  int64_t base = 0;
-};
-
-StatusOr<SliceView> sliceView(const OpView &op,
-                              const std::vector<int64_t> &full) {
-  SliceView v;
-  std::vector<int64_t> &sliced = v.sliced;
-  LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> axes, op.intsAttr("axes"));
-  LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> starts, op.intsAttr("starts"));
-  LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> ends, op.intsAttr("ends"));
-  LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> steps, op.intsAttr("steps"));
-  if (starts.size() != axes.size() || ends.size() != axes.size() ||
-      steps.size() != axes.size())
-    return makeError("axes, starts, ends and steps must have the same length");
-  std::vector<int64_t> start(full.size(), 0), step(full.size(), 1);
-  std::vector<bool> seen(full.size(), false);
-  sliced = full;
-  for (size_t i = 0; i < axes.size(); ++i) {
-    int64_t a = axes[i];
-    if (a < 0 || a >= static_cast<int64_t>(full.size()) || seen[a])
-      return makeError("axis %lld is out of range or repeated", (long long)a);
-    if (steps[i] <= 0)
-      return makeError("step %lld of axis %lld must be positive",
-                       (long long)steps[i], (long long)a);
-    seen[a] = true;
-    int64_t s = std::clamp<int64_t>(starts[i], 0, full[a]);
-    int64_t e = std::clamp<int64_t>(ends[i], 0, full[a]);
-    start[a] = s;
-    step[a] = steps[i];
-    sliced[a] = e > s ? (e - s + steps[i] - 1) / steps[i] : 0;
-  }
-  std::vector<int64_t> stride = stridesOf(full);
-  for (size_t d = 0; d < full.size(); ++d) {
-    v.dims.push_back({sliced[d], stride[d] * step[d]});
-    v.base += start[d] * stride[d];
-  }
-  return v;
-}
-
-} // namespace
 
 Status verifySlice(const OpView &op) {
   LOOM_RETURN_IF_ERROR(op.expectAllDType(plan::F32));
