@@ -7,12 +7,14 @@
 #include "TestPlans.h"
 #include "runtime/Executor.h"
 #include "runtime/Session.h"
+#include "runtime/comm/Communicator.h"
 #include "runtime/cuda/CudaBackend.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <functional>
+#include <map>
 #include <memory>
 #include <random>
 
@@ -328,6 +330,32 @@ expectBf16MatchesCpu(const std::string &op,
   for (size_t i = 0; i < cpu->size(); ++i)
     EXPECT_TRUE(allClose((*gpu)[i], (*cpu)[i], atol, rtol))
         << op << " (bf16) output " << i;
+}
+
+/// Losses of every step and the final parameters of a training run.
+struct Run {
+  std::vector<float> losses;
+  std::map<std::string, HostTensor> params;
+};
+
+/// Trains `plan` (named `name` in errors) for `steps` steps on one rank, on
+/// `device` (null: the host), with `data` attached by input name.
+inline StatusOr<Run>
+train(const plan::Plan &plan, Device *device, const char *name,
+      const std::vector<std::pair<std::string, HostTensor>> &data, int steps) {
+  LocalCommunicator world;
+  LOOM_ASSIGN_OR_RETURN(auto session,
+                        Session::create(plan, world, name, device));
+  for (const auto &[input, tensor] : data)
+    LOOM_RETURN_IF_ERROR(session->attachData(input, tensor));
+  Run run;
+  for (int s = 0; s < steps; ++s) {
+    LOOM_RETURN_IF_ERROR(session->runStep(s));
+    LOOM_ASSIGN_OR_RETURN(float loss, session->loss());
+    run.losses.push_back(loss);
+  }
+  LOOM_ASSIGN_OR_RETURN(run.params, session->parameters());
+  return run;
 }
 
 } // namespace loom::runtime::test

@@ -81,28 +81,6 @@ plan::Plan makeMlpPlan(std::mt19937 &rng) {
   return p;
 }
 
-struct Run {
-  std::vector<float> losses;
-  std::map<std::string, HostTensor> params;
-};
-
-StatusOr<Run> train(const plan::Plan &plan, Device *device, const HostTensor &x,
-                    const HostTensor &target, int steps) {
-  LocalCommunicator world;
-  LOOM_ASSIGN_OR_RETURN(auto session,
-                        Session::create(plan, world, "mlp", device));
-  LOOM_RETURN_IF_ERROR(session->attachData("x", x));
-  LOOM_RETURN_IF_ERROR(session->attachData("target", target));
-  Run run;
-  for (int s = 0; s < steps; ++s) {
-    LOOM_RETURN_IF_ERROR(session->runStep(s));
-    LOOM_ASSIGN_OR_RETURN(float loss, session->loss());
-    run.losses.push_back(loss);
-  }
-  LOOM_ASSIGN_OR_RETURN(run.params, session->parameters());
-  return run;
-}
-
 TEST(CudaTraining, MlpAdamWMatchesCpu) {
   LOOM_REQUIRE_CUDA();
   std::mt19937 rng(7);
@@ -117,9 +95,9 @@ TEST(CudaTraining, MlpAdamWMatchesCpu) {
   HostTensor target = i64({2 * kBatch}, labels);
 
   constexpr int kSteps = 10;
-  auto cpu = train(plan, nullptr, x, target, kSteps);
+  auto cpu = train(plan, nullptr, "mlp", {{"x", x}, {"target", target}}, kSteps);
   ASSERT_TRUE(cpu.isOk()) << cpu.status().message();
-  auto gpu = train(plan, testDevice(), x, target, kSteps);
+  auto gpu = train(plan, testDevice(), "mlp", {{"x", x}, {"target", target}}, kSteps);
   ASSERT_TRUE(gpu.isOk()) << gpu.status().message();
   for (int s = 0; s < kSteps; ++s)
     EXPECT_NEAR(gpu->losses[s], cpu->losses[s],

@@ -281,29 +281,6 @@ void makeTokens(std::mt19937 &rng, HostTensor *ids, HostTensor *target) {
   *target = i64({2 * kB, kS}, next);
 }
 
-struct Run {
-  std::vector<float> losses;
-  std::map<std::string, HostTensor> params;
-};
-
-StatusOr<Run> train(const plan::Plan &plan, Device *device,
-                    const HostTensor &ids, const HostTensor &target,
-                    int steps) {
-  LocalCommunicator world;
-  LOOM_ASSIGN_OR_RETURN(auto session,
-                        Session::create(plan, world, "gpt", device));
-  LOOM_RETURN_IF_ERROR(session->attachData("ids", ids));
-  LOOM_RETURN_IF_ERROR(session->attachData("target", target));
-  Run run;
-  for (int s = 0; s < steps; ++s) {
-    LOOM_RETURN_IF_ERROR(session->runStep(s));
-    LOOM_ASSIGN_OR_RETURN(float loss, session->loss());
-    run.losses.push_back(loss);
-  }
-  LOOM_ASSIGN_OR_RETURN(run.params, session->parameters());
-  return run;
-}
-
 TEST(CudaTraining, GptBlockAdamWMatchesCpu) {
   LOOM_REQUIRE_CUDA();
   std::mt19937 rng(11);
@@ -313,9 +290,9 @@ TEST(CudaTraining, GptBlockAdamWMatchesCpu) {
   HostTensor ids, target;
   makeTokens(rng, &ids, &target);
   constexpr int kSteps = 6;
-  auto cpu = train(plan, nullptr, ids, target, kSteps);
+  auto cpu = train(plan, nullptr, "gpt", {{"ids", ids}, {"target", target}}, kSteps);
   ASSERT_TRUE(cpu.isOk()) << cpu.status().message();
-  auto gpu = train(plan, testDevice(), ids, target, kSteps);
+  auto gpu = train(plan, testDevice(), "gpt", {{"ids", ids}, {"target", target}}, kSteps);
   ASSERT_TRUE(gpu.isOk()) << gpu.status().message();
   for (int s = 0; s < kSteps; ++s)
     EXPECT_NEAR(gpu->losses[s], cpu->losses[s],
@@ -335,7 +312,7 @@ TEST(GptBlockPlan, TrainsOnCpu) {
   ASSERT_TRUE(valid.isOk()) << valid.message();
   HostTensor ids, target;
   makeTokens(rng, &ids, &target);
-  auto cpu = train(plan, nullptr, ids, target, 6);
+  auto cpu = train(plan, nullptr, "gpt", {{"ids", ids}, {"target", target}}, 6);
   ASSERT_TRUE(cpu.isOk()) << cpu.status().message();
   EXPECT_LT(cpu->losses.back(), cpu->losses.front());
 }
