@@ -78,6 +78,8 @@ CudaDevice::~CudaDevice() {
     cudaFree(record);
   if (workspace)
     cudaFree(workspace);
+  if (attnWorkspace)
+    cudaFree(attnWorkspace);
   if (ltHandle)
     cublasLtDestroy(ltHandle);
   if (theStream)
@@ -172,6 +174,29 @@ StatusOr<DeviceBuffer> CudaDevice::allocateWorkspace(int64_t bytes) {
     cudaStreamSynchronize(s);
     cudaFree(q);
   });
+}
+
+Status CudaDevice::reserveAttentionWorkspace(int64_t bytes) {
+  std::lock_guard<std::mutex> lock(attnMutex);
+  if (bytes <= attnWorkspaceBytes)
+    return Status::ok();
+  if (attnWorkspace) {
+    // Steps already enqueued may still use the old buffer.
+    LOOM_RETURN_IF_ERROR(
+        cudaCheck(cudaStreamSynchronize(theStream), "cudaStreamSynchronize"));
+    cudaFree(attnWorkspace);
+    attnWorkspace = nullptr;
+    attnWorkspaceBytes = 0;
+  }
+  if (Status s = cudaCheck(cudaMalloc(&attnWorkspace, bytes),
+                           "cudaMalloc (attention workspace)");
+      !s)
+    return makeError("cannot allocate the attention workspace of %lld MiB on "
+                     "%s: %s",
+                     (long long)(bytes >> 20), deviceName.c_str(),
+                     s.message().c_str());
+  attnWorkspaceBytes = bytes;
+  return Status::ok();
 }
 
 int CudaDevice::registerCheck(const std::string &context,

@@ -12,9 +12,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <random>
+#include <string>
 
 namespace loom::runtime::test {
 
@@ -34,6 +36,31 @@ inline Device *testDevice() {
   }();
   return device;
 }
+
+/// Sets an environment variable for one scope (a test) and restores its
+/// previous value, or unsets it, at the end.
+class ScopedEnv {
+public:
+  ScopedEnv(const char *name, const char *value) : name(name) {
+    if (const char *old = std::getenv(name)) {
+      had = true;
+      saved = old;
+    }
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (had)
+      setenv(name.c_str(), saved.c_str(), 1);
+    else
+      unsetenv(name.c_str());
+  }
+  ScopedEnv(const ScopedEnv &) = delete;
+  ScopedEnv &operator=(const ScopedEnv &) = delete;
+
+private:
+  std::string name, saved;
+  bool had = false;
+};
 
 /// Skips the test when no CUDA device is visible (CI has none).
 #define LOOM_REQUIRE_CUDA()                                                    \
