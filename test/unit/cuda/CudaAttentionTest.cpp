@@ -147,6 +147,52 @@ TEST_F(CudaAttentionSelection, GemmMatchesFlash) {
   }
 }
 
+/// Two attention instructions in one plan; binding the second (larger than
+/// anything the tests before bound) grows the device's shared workspace
+/// and frees the buffer the first was bound with, so the first must find
+/// the workspace when it runs.
+TEST_F(CudaAttentionSelection, SharedWorkspaceGrowsAcrossInstructions) {
+  ScopedEnv env(kAlgorithm, "gemm");
+  std::vector<int64_t> small = {1, 2, 24, 32}, large = {2, 4, 640, 32};
+  std::vector<HostTensor> in = {rand(small, -2, 2), rand(small, -2, 2),
+                                rand(small),        rand(large, -2, 2),
+                                rand(large, -2, 2), rand(large)};
+  auto run = [&](Device *device) -> StatusOr<std::vector<HostTensor>> {
+    plan::Plan p = makePlan(1, false);
+    plan::Program &prog = *p.add_programs();
+    prog.add_ranks(0);
+    prog.set_loss_buffer(-1);
+    std::vector<int32_t> ids;
+    for (size_t i = 0; i < in.size(); ++i) {
+      ids.push_back(addBuffer(prog, "in" + std::to_string(i), plan::CONSTANT,
+                              in[i].shape));
+      buffer(prog, ids.back())
+          .set_data(std::string(in[i].bytes.begin(), in[i].bytes.end()));
+    }
+    int32_t o1 = addBuffer(prog, "o1", plan::TEMPORARY, small);
+    int32_t o2 = addBuffer(prog, "o2", plan::TEMPORARY, large);
+    attrs(32, true)(addInst(prog, "attention", {ids[0], ids[1], ids[2]}, {o1}));
+    attrs(32, true)(addInst(prog, "attention", {ids[3], ids[4], ids[5]}, {o2}));
+    LOOM_RETURN_IF_ERROR(validatePlan(p, "test"));
+    LocalCommunicator world;
+    LOOM_ASSIGN_OR_RETURN(auto exec,
+                          Executor::create(p, world, "test", device));
+    for (int step = 0; step < 2; ++step)
+      LOOM_RETURN_IF_ERROR(exec->runStep(step));
+    std::vector<HostTensor> out = {exec->readBuffer(*exec->findBuffer(o1)),
+                                   exec->readBuffer(*exec->findBuffer(o2))};
+    if (device)
+      LOOM_RETURN_IF_ERROR(device->synchronize());
+    return out;
+  };
+  auto cpu = run(nullptr);
+  ASSERT_TRUE(cpu.isOk()) << cpu.status().message();
+  auto gpu = run(testDevice());
+  ASSERT_TRUE(gpu.isOk()) << gpu.status().message();
+  for (size_t i = 0; i < 2; ++i)
+    EXPECT_TRUE(allClose((*gpu)[i], (*cpu)[i], 2e-5, 1e-4)) << "output " << i;
+}
+
 TEST_F(CudaAttentionSelection, HeadDimAbove128NeedsTheGemmPath) {
   HostTensor q = rand({1, 4, 160}), k = rand({1, 4, 160}),
              v = rand({1, 4, 160});
