@@ -64,8 +64,10 @@ protected:
     const plan::DType B = plan::BF16;
     HostTensor q = rand({b, sq, d}, -2, 2), k = rand({b, sk, d}, -2, 2),
                v = rand({b, sk, d}), dO = rand({b, sq, d});
+    // The gemm path rounds P to bf16 before P V: about twice the error of
+    // flash's fp32 P (0.008 against 0.004 in the host emulation).
     expectBf16MatchesCpu("attention", {q, k, v}, {B, B, B}, {{b, sq, d}}, {B},
-                         attrs(d, causal));
+                         attrs(d, causal), 2e-2, 2e-2);
     expectBf16MatchesCpu("attention_grad", {dO, q, k, v}, {B, B, B, B},
                          {{b, sq, d}, {b, sk, d}, {b, sk, d}}, {B, B, B},
                          attrs(d, causal), 3e-2, 3e-2);
