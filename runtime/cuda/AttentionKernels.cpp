@@ -12,7 +12,8 @@
 //    its GEMMs do twice the FLOPs it needs.
 // `LOOM_CUDA_ATTENTION` = auto (default) | gemm | flash picks one at bind;
 // auto takes gemm when its workspace is at most
-// `LOOM_CUDA_ATTENTION_WORKSPACE_MB` (default 4096) MiB, else flash.
+// `LOOM_CUDA_ATTENTION_WORKSPACE_MB` (default 4096) MiB, else flash (and
+// flash too when the GEMM path fails to bind).
 //
 //===----------------------------------------------------------------------===//
 
@@ -83,7 +84,26 @@ int64_t gemmWorkspaceBytes(const AttentionDims &a, Elem e) {
   return probsOffset(a) + a.batch * a.sq * a.sk * elemBytes(e);
 }
 
+/// Fails when the device's attention workspace shrank below `bytes` (a
+/// later bind failed to grow it and could not restore it).
+Status checkWorkspace(const CudaDevice &dev, int64_t bytes) {
+  if (dev.attentionWorkspaceBytes() >= bytes)
+    return Status::ok();
+  return makeError("the attention workspace of %s holds %lld bytes, this "
+                   "instruction needs %lld",
+                   dev.name().c_str(), (long long)dev.attentionWorkspaceBytes(),
+                   (long long)bytes);
+}
+
 enum class Algorithm { Flash, Gemm };
+
+/// The algorithm of an instruction and, for gemm under `auto`, whether the
+/// flash kernels may take over should the GEMM path fail to bind (cuBLASLt
+/// offers no algorithm, the workspace cannot be allocated).
+struct Choice {
+  Algorithm algorithm;
+  bool flashFallback;
+};
 
 /// A non-negative integer from the environment, or `fallback` when unset.
 StatusOr<int64_t> envCount(const char *name, int64_t fallback) {
@@ -101,7 +121,7 @@ StatusOr<int64_t> envCount(const char *name, int64_t fallback) {
 
 /// The algorithm of one attention instruction, from `LOOM_CUDA_ATTENTION`
 /// and `LOOM_CUDA_ATTENTION_WORKSPACE_MB` (read at bind).
-StatusOr<Algorithm> chooseAlgorithm(const AttentionDims &a, Elem e) {
+StatusOr<Choice> chooseAlgorithm(const AttentionDims &a, Elem e) {
   const char *env = std::getenv("LOOM_CUDA_ATTENTION");
   std::string mode = env && *env ? env : "auto";
   if (mode != "auto" && mode != "gemm" && mode != "flash")
@@ -114,12 +134,13 @@ StatusOr<Algorithm> chooseAlgorithm(const AttentionDims &a, Elem e) {
   if (mode == "auto" && gemmFits) {
     LOOM_ASSIGN_OR_RETURN(int64_t limitMb,
                           envCount("LOOM_CUDA_ATTENTION_WORKSPACE_MB", 4096));
-    gemmFits = gemmWorkspaceBytes(a, e) <= (limitMb << 20);
+    gemmFits = limitMb >= (INT64_MAX >> 20) ||
+               gemmWorkspaceBytes(a, e) <= (limitMb << 20);
   }
   if (mode != "flash" && gemmFits)
-    return Algorithm::Gemm;
+    return Choice{Algorithm::Gemm, mode == "auto" && flashFits};
   if (flashFits)
-    return Algorithm::Flash;
+    return Choice{Algorithm::Flash, false};
   return makeError("flash attention on CUDA takes head dims up to %lld, got "
                    "D = %lld and Dv = %lld (the GEMM path, "
                    "LOOM_CUDA_ATTENTION=gemm, takes any)",
@@ -177,7 +198,9 @@ StatusOr<KernelFn> bindGemmForward(CudaDevice &dev, Elem e,
                                             a.sq * a.dv},
                                            false, "attention (P V)"));
   CudaDevice *d = &dev;
+  int64_t need = gemmWorkspaceBytes(a, e);
   return KernelFn([=](const StepContext &) {
+    LOOM_RETURN_IF_ERROR(checkWorkspace(*d, need));
     char *w = static_cast<char *>(d->attentionWorkspace());
     float *sc = reinterpret_cast<float *>(w);
     void *p = w + pAt;
@@ -241,7 +264,9 @@ StatusOr<KernelFn> bindGemmGrad(CudaDevice &dev, Elem e, const AttentionDims &a,
                 {{a.sq, a.sk}, {a.sq, a.d}, true, false, a.batch, sqk, qd, kd},
                 false, "attention_grad (dK)"));
   CudaDevice *d = &dev;
+  int64_t need = gemmWorkspaceBytes(a, e);
   return KernelFn([=](const StepContext &) {
+    LOOM_RETURN_IF_ERROR(checkWorkspace(*d, need));
     char *w = static_cast<char *>(d->attentionWorkspace());
     float *sc = reinterpret_cast<float *>(w);
     void *p = w + pAt;
@@ -263,14 +288,17 @@ StatusOr<KernelFn> bindGemmGrad(CudaDevice &dev, Elem e, const AttentionDims &a,
 StatusOr<KernelFn> bindAttention(const OpView &op, BindContext &ctx) {
   Elem e;
   LOOM_ASSIGN_OR_RETURN(AttentionDims a, attentionDims(op, 0, &e));
-  LOOM_ASSIGN_OR_RETURN(Algorithm algo, chooseAlgorithm(a, e));
+  LOOM_ASSIGN_OR_RETURN(Choice choice, chooseAlgorithm(a, e));
   uint8_t *arena = ctx.arena();
   Operands x{arena + op.inputs[0]->offset(), arena + op.inputs[1]->offset(),
              arena + op.inputs[2]->offset()};
   x.o = arena + op.outputs[0]->offset();
   CudaDevice &dev = cudaDevice(ctx);
-  if (algo == Algorithm::Gemm)
-    return bindGemmForward(dev, e, a, x);
+  if (choice.algorithm == Algorithm::Gemm) {
+    StatusOr<KernelFn> fn = bindGemmForward(dev, e, a, x);
+    if (fn.isOk() || !choice.flashFallback)
+      return fn;
+  }
   cudaStream_t s = dev.stream();
   return KernelFn([=](const StepContext &) {
     return launchAttention(e, x.q, x.k, x.v, x.o, a, s);
@@ -280,7 +308,7 @@ StatusOr<KernelFn> bindAttention(const OpView &op, BindContext &ctx) {
 StatusOr<KernelFn> bindAttentionGrad(const OpView &op, BindContext &ctx) {
   Elem e;
   LOOM_ASSIGN_OR_RETURN(AttentionDims a, attentionDims(op, 1, &e));
-  LOOM_ASSIGN_OR_RETURN(Algorithm algo, chooseAlgorithm(a, e));
+  LOOM_ASSIGN_OR_RETURN(Choice choice, chooseAlgorithm(a, e));
   uint8_t *arena = ctx.arena();
   Operands x{arena + op.inputs[1]->offset(), arena + op.inputs[2]->offset(),
              arena + op.inputs[3]->offset(), arena + op.inputs[0]->offset()};
@@ -288,8 +316,11 @@ StatusOr<KernelFn> bindAttentionGrad(const OpView &op, BindContext &ctx) {
   x.dk = arena + op.outputs[1]->offset();
   x.dv = arena + op.outputs[2]->offset();
   CudaDevice &dev = cudaDevice(ctx);
-  if (algo == Algorithm::Gemm)
-    return bindGemmGrad(dev, e, a, x);
+  if (choice.algorithm == Algorithm::Gemm) {
+    StatusOr<KernelFn> fn = bindGemmGrad(dev, e, a, x);
+    if (fn.isOk() || !choice.flashFallback)
+      return fn;
+  }
   int64_t floats = attentionGradWorkspace(a);
   LOOM_ASSIGN_OR_RETURN(
       DeviceBuffer ws,

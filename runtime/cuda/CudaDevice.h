@@ -65,6 +65,7 @@ public:
   /// `attentionWorkspace()` when they run. Allocated with 256-byte alignment.
   Status reserveAttentionWorkspace(int64_t bytes);
   void *attentionWorkspace() const { return attnWorkspace; }
+  int64_t attentionWorkspaceBytes() const { return attnWorkspaceBytes; }
 
   /// Registers a data check a kernel may fail. The error reads
   /// `context: ` + `format` printed with (position, value, limit) as three
