@@ -78,6 +78,8 @@ CudaDevice::~CudaDevice() {
     cudaFree(record);
   if (workspace)
     cudaFree(workspace);
+  if (attnWorkspace)
+    cudaFree(attnWorkspace);
   if (ltHandle)
     cublasLtDestroy(ltHandle);
   if (theStream)
@@ -172,6 +174,40 @@ StatusOr<DeviceBuffer> CudaDevice::allocateWorkspace(int64_t bytes) {
     cudaStreamSynchronize(s);
     cudaFree(q);
   });
+}
+
+Status CudaDevice::reserveAttentionWorkspace(int64_t bytes) {
+  std::lock_guard<std::mutex> lock(attnMutex);
+  if (bytes <= attnWorkspaceBytes)
+    return Status::ok();
+  int64_t had = attnWorkspaceBytes;
+  if (attnWorkspace) {
+    // Steps already enqueued may still use the old buffer.
+    LOOM_RETURN_IF_ERROR(
+        cudaCheck(cudaStreamSynchronize(theStream), "cudaStreamSynchronize"));
+    cudaFree(attnWorkspace);
+    attnWorkspace = nullptr;
+    attnWorkspaceBytes = 0;
+  }
+  Status s = cudaCheck(cudaMalloc(&attnWorkspace, bytes),
+                       "cudaMalloc (attention workspace)");
+  if (s.isOk()) {
+    attnWorkspaceBytes = bytes;
+    return Status::ok();
+  }
+  // An allocation failure is not sticky: clear it, so that the next
+  // `synchronize` does not report it, and give the instructions bound
+  // before their workspace back (they check its size when they run).
+  cudaGetLastError();
+  attnWorkspace = nullptr;
+  if (had > 0 && cudaMalloc(&attnWorkspace, had) == cudaSuccess)
+    attnWorkspaceBytes = had;
+  else
+    cudaGetLastError();
+  return makeError("cannot allocate the attention workspace of %lld MiB on "
+                   "%s: %s",
+                   (long long)(bytes >> 20), deviceName.c_str(),
+                   s.message().c_str());
 }
 
 int CudaDevice::registerCheck(const std::string &context,

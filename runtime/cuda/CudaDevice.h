@@ -58,6 +58,15 @@ public:
   /// owner drops it (allocated at bind time, never per step).
   StatusOr<DeviceBuffer> allocateWorkspace(int64_t bytes);
 
+  /// The score workspace of the GEMM path of attention, one per device and
+  /// shared by every attention instruction (they run one after another on
+  /// the stream). A bind grows it to at least `bytes` (grow only, kept
+  /// until the device goes); since a later bind may move it, calls read
+  /// `attentionWorkspace()` when they run. Allocated with 256-byte alignment.
+  Status reserveAttentionWorkspace(int64_t bytes);
+  void *attentionWorkspace() const { return attnWorkspace; }
+  int64_t attentionWorkspaceBytes() const { return attnWorkspaceBytes; }
+
   /// Registers a data check a kernel may fail. The error reads
   /// `context: ` + `format` printed with (position, value, limit) as three
   /// `long long`s, e.g. "target class id %2$lld in row %1$lld is outside
@@ -75,6 +84,9 @@ private:
   cudaStream_t theStream = nullptr;
   cublasLtHandle_t ltHandle = nullptr;
   void *workspace = nullptr;
+  std::mutex attnMutex;
+  void *attnWorkspace = nullptr;
+  int64_t attnWorkspaceBytes = 0;
   DataCheckRecord *record = nullptr;
   std::mutex checksMutex;
   std::vector<std::string> checkFormats;

@@ -249,6 +249,22 @@ Status launchAttentionGrad(Elem e, const void *dO, const void *q, const void *k,
                            const AttentionDims &a, float *workspace,
                            cudaStream_t stream);
 
+// --- AttentionGemm.cu
+// ---------------------------------------------------------
+
+/// The row kernels of the GEMM path of attention over `rows` rows of `sk`
+/// scores (`rows` = batch x Sq; with `causal`, key j of query row r is
+/// masked when j > r % sq). `p = softmax(s)` per row, masked entries 0;
+/// `s` is f32, `p` has storage `e`.
+Status launchAttentionSoftmax(Elem e, const float *s, void *p, int64_t rows,
+                              int64_t sq, int64_t sk, bool causal,
+                              cudaStream_t stream);
+/// `ds = p * (dp - rowsum(dp * p))` per row, masked entries 0; `p` and `ds`
+/// have storage `e` (and may be the same buffer), `dp` is f32.
+Status launchAttentionSoftmaxGrad(Elem e, const void *p, const float *dp,
+                                  void *ds, int64_t rows, int64_t sq,
+                                  int64_t sk, bool causal, cudaStream_t stream);
+
 } // namespace loom::runtime::cuda
 
 #endif // LOOM_RUNTIME_CUDA_CUDALAUNCH_H

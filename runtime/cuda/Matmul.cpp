@@ -17,6 +17,7 @@
 #include "runtime/cuda/CudaDevice.h"
 #include "runtime/cuda/CudaKernels.h"
 #include "runtime/cuda/CudaLaunch.h"
+#include "runtime/cuda/Gemm.h"
 
 #include "runtime/Plan.h"
 #include "runtime/kernels/cpu/Broadcast.h"
@@ -26,28 +27,6 @@
 namespace loom::runtime::cuda {
 
 namespace {
-
-/// A prepared cuBLASLt GEMM: descriptors live as long as the call.
-struct LtGemm {
-  cublasLtMatmulDesc_t desc = nullptr;
-  cublasLtMatrixLayout_t first = nullptr, second = nullptr, out = nullptr;
-  cublasLtMatmulAlgo_t algo;
-
-  ~LtGemm() {
-    if (out)
-      cublasLtMatrixLayoutDestroy(out);
-    if (second)
-      cublasLtMatrixLayoutDestroy(second);
-    if (first)
-      cublasLtMatrixLayoutDestroy(first);
-    if (desc)
-      cublasLtMatmulDescDestroy(desc);
-  }
-};
-
-struct Shape2 {
-  int64_t rows, cols;
-};
 
 Shape2 asMatrix(const std::vector<int64_t> &shape) {
   if (shape.empty())
@@ -73,15 +52,6 @@ uint32_t alignmentOf(const void *p, int64_t strideBytes) {
   return al;
 }
 
-/// One GEMM shape: `c[m, n] = op(a) op(b)` on row-major stored matrices,
-/// repeated over `batch` entries whose matrices lie `strideA` / `strideB` /
-/// `strideC` elements apart (`batch` 1: one GEMM).
-struct GemmShape {
-  Shape2 a, b;
-  bool ta, tb;
-  int64_t batch = 1, strideA = 0, strideB = 0, strideC = 0;
-};
-
 Status setBatch(cublasLtMatrixLayout_t layout, int64_t batch, int64_t stride) {
   if (batch == 1)
     return Status::ok();
@@ -96,11 +66,19 @@ Status setBatch(cublasLtMatrixLayout_t layout, int64_t batch, int64_t stride) {
                      "cublasLtMatrixLayoutSetAttribute (batch stride)");
 }
 
-/// A prepared `c[m, n] = op(a) op(b) (+ bias[n] on every row)`. With a bias,
-/// `c` is first filled with it and the GEMM accumulates (beta = 1), the CPU
-/// kernel's order of additions; a cuBLASLt bias epilogue is the faster
-/// follow-up. `a` and `b` share one storage (fp32, or bf16 into an fp32 or
-/// bf16 `c`); compute is fp32 either way.
+} // namespace
+
+LtGemm::~LtGemm() {
+  if (out)
+    cublasLtMatrixLayoutDestroy(out);
+  if (second)
+    cublasLtMatrixLayoutDestroy(second);
+  if (first)
+    cublasLtMatrixLayoutDestroy(first);
+  if (desc)
+    cublasLtMatmulDescDestroy(desc);
+}
+
 StatusOr<std::shared_ptr<LtGemm>>
 prepareGemm(CudaDevice &dev, FloatIn pa, FloatIn pb, FloatOut pc,
             const GemmShape &sh, bool accumulate, const char *what) {
@@ -190,8 +168,8 @@ prepareGemm(CudaDevice &dev, FloatIn pa, FloatIn pb, FloatOut pc,
 }
 
 Status runGemm(CudaDevice &dev, const LtGemm &g, const void *a, const void *b,
-               void *c, bool accumulate) {
-  const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+               void *c, bool accumulate, float alpha) {
+  const float beta = accumulate ? 1.0f : 0.0f;
   return cublasCheck(cublasLtMatmul(dev.lt(), g.desc, &alpha, b, g.first, a,
                                     g.second, &beta, c, g.out, c, g.out,
                                     &g.algo, dev.gemmWorkspace(),
@@ -199,8 +177,12 @@ Status runGemm(CudaDevice &dev, const LtGemm &g, const void *a, const void *b,
                      "cublasLtMatmul");
 }
 
+namespace {
+
 /// `c = op(a) op(b)` (+ bias) for one matrix; the shared path of `matmul`
-/// and `linear`.
+/// and `linear`. With a bias, `c` is first filled with it and the GEMM
+/// accumulates (beta = 1), the CPU kernel's order of additions; a cuBLASLt
+/// bias epilogue is the faster follow-up.
 StatusOr<KernelFn> bindGemm(CudaDevice &dev, FloatIn pa, Shape2 a, bool ta,
                             FloatIn pb, Shape2 b, bool tb, FloatOut pc,
                             FloatIn bias, const char *what) {

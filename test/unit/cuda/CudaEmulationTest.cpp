@@ -14,6 +14,7 @@
 #include "CudaHostEmulation.h"
 
 #include "runtime/cuda/Attention.cu"
+#include "runtime/cuda/AttentionGemm.cu"
 #include "runtime/cuda/Elementwise.cu"
 #include "runtime/cuda/Gather.cu"
 #include "runtime/cuda/Layout.cu"
@@ -191,6 +192,127 @@ TEST(CudaEmulation, AttentionNonCausal) {
 TEST(CudaEmulation, AttentionBf16) {
   checkAttention<__nv_bfloat16, 64>({2, 37, 37, 64, 64, true}, 2e-2);
   checkAttention<__nv_bfloat16, 128>({1, 40, 33, 96, 128, false}, 2e-2);
+}
+
+// --- attention, GEMM path ----------------------------------------------------
+
+/// `c[i] = alpha op(a[i]) op(b[i])` for each of `batch` row-major `m x n`
+/// products over `k`, rounded to `Out` on store: what the strided-batched
+/// cuBLASLt GEMMs of the GEMM path compute (fp32 accumulation).
+template <typename In, typename Out>
+void hostGemm(int64_t batch, int64_t m, int64_t n, int64_t k, const In *a,
+              bool ta, const In *b, bool tb, Out *c, float alpha) {
+  for (int64_t bi = 0; bi < batch; ++bi) {
+    const In *ab = a + bi * m * k, *bb = b + bi * k * n;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        float acc = 0;
+        for (int64_t x = 0; x < k; ++x)
+          acc += toFloat(ta ? ab[x * m + i] : ab[i * k + x]) *
+                 toFloat(tb ? bb[j * k + x] : bb[x * n + j]);
+        c[(bi * m + i) * n + j] = fromFloat<Out>(alpha * acc);
+      }
+  }
+}
+
+/// The GEMM path as AttentionKernels.cpp runs it (host GEMMs in place of
+/// cuBLASLt, the row kernels emulated, dS written over P in the same
+/// workspace), forward and gradient, against the double reference.
+template <typename T> void checkGemmAttention(const Cfg &c, double tol) {
+  SCOPED_TRACE(::testing::Message()
+               << "b=" << c.b << " sq=" << c.sq << " sk=" << c.sk
+               << " d=" << c.d << " dv=" << c.dv << " causal=" << c.causal
+               << " bf16=" << (sizeof(T) == 2));
+  std::mt19937 rng(c.sq * 977 + c.sk + c.d);
+  std::uniform_real_distribution<float> u(-2, 2);
+  auto rnd = [&](int64_t n) {
+    std::vector<float> v(n);
+    for (float &x : v)
+      x = u(rng);
+    return v;
+  };
+  std::vector<float> q = rnd(c.b * c.sq * c.d), k = rnd(c.b * c.sk * c.d),
+                     v = rnd(c.b * c.sk * c.dv), dO = rnd(c.b * c.sq * c.dv);
+  auto stored = [](std::vector<float> &x) {
+    std::vector<T> y(x.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+      y[i] = fromFloat<T>(x[i]);
+      x[i] = toFloat(y[i]);
+    }
+    return y;
+  };
+  std::vector<T> tq = stored(q), tk = stored(k), tv = stored(v),
+                 tO = stored(dO);
+  float scale = 1.0f / std::sqrt(float(c.d));
+  std::vector<double> o, dq, dk, dv;
+  reference(c, scale, q, k, v, dO, o, dq, dk, dv);
+
+  int64_t rows = c.b * c.sq;
+  RowArgs ra{rows, c.sq, c.sk, c.causal};
+  unsigned blocks = (rows + kRowWarps - 1) / kRowWarps;
+  std::vector<float> scores(rows * c.sk); // S, then dP
+  std::vector<T> probs(rows * c.sk);      // P, then dS
+  std::vector<T> go(o.size()), gdq(dq.size()), gdk(dk.size()), gdv(dv.size());
+  hostGemm(c.b, c.sq, c.sk, c.d, tq.data(), false, tk.data(), true,
+           scores.data(), scale);
+  emu::launch(blocks, kRowThreads, 0, [&] {
+    attentionSoftmaxKernel<T>(scores.data(), probs.data(), ra);
+  });
+  // Masked probabilities are exactly 0; each row sums to 1.
+  for (int64_t r = 0; r < rows; ++r) {
+    double sum = 0;
+    for (int64_t j = 0; j < c.sk; ++j) {
+      float pj = toFloat(probs[r * c.sk + j]);
+      if (c.causal && j > r % c.sq)
+        ASSERT_EQ(pj, 0.0f) << "row " << r << " key " << j;
+      sum += pj;
+    }
+    ASSERT_NEAR(sum, 1.0, sizeof(T) == 2 ? 2e-2 : 1e-5) << "row " << r;
+  }
+  hostGemm(c.b, c.sq, c.dv, c.sk, probs.data(), false, tv.data(), false,
+           go.data(), 1.0f);
+  hostGemm(c.b, c.sk, c.dv, c.sq, probs.data(), true, tO.data(), false,
+           gdv.data(), 1.0f);
+  hostGemm(c.b, c.sq, c.sk, c.dv, tO.data(), false, tv.data(), true,
+           scores.data(), 1.0f);
+  emu::launch(blocks, kRowThreads, 0, [&] {
+    attentionSoftmaxGradKernel<T>(probs.data(), scores.data(), probs.data(),
+                                  ra);
+  });
+  if (c.causal)
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = r % c.sq + 1; j < c.sk; ++j)
+        ASSERT_EQ(toFloat(probs[r * c.sk + j]), 0.0f) << "dS row " << r;
+  hostGemm(c.b, c.sq, c.d, c.sk, probs.data(), false, tk.data(), false,
+           gdq.data(), scale);
+  hostGemm(c.b, c.sk, c.d, c.sq, probs.data(), true, tq.data(), false,
+           gdk.data(), scale);
+  EXPECT_LT(maxError(go, o), tol);
+  EXPECT_LT(maxError(gdq, dq), 5 * tol);
+  EXPECT_LT(maxError(gdk, dk), 5 * tol);
+  EXPECT_LT(maxError(gdv, dv), 5 * tol);
+}
+
+TEST(CudaEmulation, GemmAttentionCausal) {
+  checkGemmAttention<float>({3, 37, 37, 64, 64, true}, 1e-5);
+  checkGemmAttention<float>({1, 1, 1, 64, 64, true}, 1e-5);
+  checkGemmAttention<float>({2, 64, 64, 32, 32, true}, 1e-5);   // vectorised
+  checkGemmAttention<float>({1, 130, 130, 16, 16, true}, 1e-5); // 2 steps
+  checkGemmAttention<float>({1, 132, 132, 16, 16, true}, 1e-5);
+}
+
+TEST(CudaEmulation, GemmAttentionNonCausal) {
+  checkGemmAttention<float>({2, 37, 37, 64, 64, false}, 1e-5);
+  checkGemmAttention<float>({1, 20, 45, 32, 32, false}, 1e-5);
+  checkGemmAttention<float>({1, 70, 5, 32, 48, false}, 1e-5); // Dv != D
+  checkGemmAttention<float>({1, 3, 260, 8, 8, false}, 1e-5);
+  checkGemmAttention<float>({1, 9, 33, 160, 192, false}, 1e-5); // D > 128
+}
+
+TEST(CudaEmulation, GemmAttentionBf16) {
+  checkGemmAttention<__nv_bfloat16>({2, 37, 37, 64, 64, true}, 2e-2);
+  checkGemmAttention<__nv_bfloat16>({1, 64, 64, 64, 64, true}, 2e-2);
+  checkGemmAttention<__nv_bfloat16>({1, 40, 33, 96, 128, false}, 2e-2);
 }
 
 // --- layout, gather, reduce --------------------------------------------------

@@ -12,11 +12,14 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <memory>
 #include <random>
+#include <string>
 
 namespace loom::runtime::test {
 
@@ -36,6 +39,31 @@ inline Device *testDevice() {
   }();
   return device;
 }
+
+/// Sets an environment variable for one scope (a test) and restores its
+/// previous value, or unsets it, at the end.
+class ScopedEnv {
+public:
+  ScopedEnv(const char *name, const char *value) : name(name) {
+    if (const char *old = std::getenv(name)) {
+      had = true;
+      saved = old;
+    }
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (had)
+      setenv(name.c_str(), saved.c_str(), 1);
+    else
+      unsetenv(name.c_str());
+  }
+  ScopedEnv(const ScopedEnv &) = delete;
+  ScopedEnv &operator=(const ScopedEnv &) = delete;
+
+private:
+  std::string name, saved;
+  bool had = false;
+};
 
 /// Skips the test when no CUDA device is visible (CI has none).
 #define LOOM_REQUIRE_CUDA()                                                    \
@@ -205,14 +233,17 @@ private:
 /// `inTypes` / `outTypes` (F32, BF16 or I64); inputs are given as f32 or
 /// i64 host tensors and encoded (bf16: rounded), outputs come back as f32.
 /// Output `i` is input `inPlace[i]` where that is given and >= 0. A bind or
-/// run failure is the returned status.
+/// run failure is the returned status. With `timedRuns` > 0 the call then
+/// runs that many more times and `*msPerRun` gets their mean wall time
+/// (stream synchronised at both ends).
 inline StatusOr<std::vector<HostTensor>>
 runOpDirect(const std::string &op, const std::vector<HostTensor> &inputs,
             const std::vector<plan::DType> &inTypes,
             const std::vector<std::vector<int64_t>> &outShapes,
             const std::vector<plan::DType> &outTypes,
             const std::function<void(plan::Instruction &)> &attrs = {},
-            const std::vector<int> &inPlace = {}) {
+            const std::vector<int> &inPlace = {}, int timedRuns = 0,
+            double *msPerRun = nullptr) {
   Device &device = *testDevice();
   plan::Plan p = makePlan(1, false);
   plan::Program &prog = *p.add_programs();
@@ -281,6 +312,16 @@ runOpDirect(const std::string &op, const std::vector<HostTensor> &inputs,
   LOOM_ASSIGN_OR_RETURN(KernelFn fn, kernel->bind(view, ctx));
   LOOM_RETURN_IF_ERROR(fn(StepContext{}));
   LOOM_RETURN_IF_ERROR(device.synchronize());
+  if (timedRuns > 0) {
+    auto start = std::chrono::steady_clock::now();
+    for (int r = 0; r < timedRuns; ++r)
+      LOOM_RETURN_IF_ERROR(fn(StepContext{}));
+    LOOM_RETURN_IF_ERROR(device.synchronize());
+    std::chrono::duration<double, std::milli> took =
+        std::chrono::steady_clock::now() - start;
+    if (msPerRun)
+      *msPerRun = took.count() / timedRuns;
+  }
   LOOM_RETURN_IF_ERROR(device.download(host.data(), arena, host.size()));
 
   std::vector<HostTensor> results;
