@@ -63,7 +63,7 @@ echo "== 3. CUDA kernels against the CPU kernels"
 timeout 180 "$B/bin/LoomCudaTests" --gtest_output=json:"$OUTDIR/cuda_tests.json" \
   >"$OUTDIR/cuda_tests.log" 2>&1
 rc=$?
-grep -E "^\[ *(FAILED|PASSED) *\]|^\[ *SKIPPED *\] [0-9]|Failure|error" "$OUTDIR/cuda_tests.log" | head -60
+grep -E "^\[ *(FAILED|PASSED) *\]|^\[ *SKIPPED *\] [0-9]|Failure|error|^attention " "$OUTDIR/cuda_tests.log" | head -60
 passed=$(grep -o 'PASSED  \] [0-9]*' "$OUTDIR/cuda_tests.log" | grep -o '[0-9]*$')
 skipped=$(grep -o 'SKIPPED \] [0-9]* test' "$OUTDIR/cuda_tests.log" | grep -o '[0-9]*' | head -1)
 if [ "$rc" != 0 ]; then
