@@ -65,6 +65,14 @@ environment:
   LOOM_NUM_THREADS        threads per rank (default 1): OpenMP threads, over which
                           big GEMMs are split; OpenBLAS itself runs on 1
   LOOMC                   the loomc executable for --forward
+  LOOM_PROFILE            1: time every instruction; at exit, a table per op
+                          and the 15 most expensive instructions (2: all)
+  LOOM_CUDA_ATTENTION     auto (default) | gemm | flash: attention on cuda
+                          through tensor-core GEMMs with the scores in a
+                          workspace, or flash-style kernels without one
+  LOOM_CUDA_ATTENTION_WORKSPACE_MB
+                          auto's limit for the GEMM path's workspace
+                          (default 4096)
 
 Errors are printed once as 'loom-run: error: ...' and exit with status 1.
 )";
