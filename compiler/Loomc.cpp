@@ -13,6 +13,7 @@
 #include "ir/LoomDialect.h"
 #include "passes/Passes.h"
 #include "runtime/Plan.h"
+#include "runtime/Workspace.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
@@ -436,16 +437,24 @@ int run(Options &o) {
       return fail("internal error: the emitted plan fails the runtime's "
                   "validation (" + valid.message() + "); please report it");
   }
+  // On GPUs the kernels add workspace of their own (attention scores above
+  // all); the CPU kernels' is small and not counted.
+  if (cluster->deviceName != "cpu")
+    for (const plan::Program &prog : plan->programs())
+      memory.workspace =
+          std::max(memory.workspace,
+                   ::loom::runtime::estimateCudaWorkspaceBytes(prog));
   Prediction prediction = predictStep(*plan, *cluster);
   std::string summary = summaryText(*plan, *cluster, memory, prediction);
   plan->set_summary(summary);
 
   for (const plan::Program &prog : plan->programs())
-    if (prog.arena_bytes() > cluster->memoryBytes())
+    if (prog.arena_bytes() + memory.workspace > cluster->memoryBytes())
       return fail(llvm::formatv("the plan needs {0:F2} GiB per device but {1} "
                                 "has {2:F1} GiB; use more devices or a "
                                 "smaller batch",
-                                prog.arena_bytes() / (1024.0 * 1024 * 1024),
+                                (prog.arena_bytes() + memory.workspace) /
+                                    (1024.0 * 1024 * 1024),
                                 cluster->deviceName, cluster->memoryGiB)
                       .str());
 

@@ -91,7 +91,7 @@ llvm::json::Object mlir::loom::summaryJson(const plan::Plan &plan,
   for (const plan::Program &prog : plan.programs())
     for (int32_t rank : prog.ranks())
       if (rank >= 0 && rank < plan.world_size())
-        perRank[rank] = prog.arena_bytes();
+        perRank[rank] = prog.arena_bytes() + memory.workspace;
   llvm::json::Array peaks;
   for (int64_t bytes : perRank)
     peaks.push_back(bytes);
@@ -118,7 +118,7 @@ llvm::json::Object mlir::loom::summaryJson(const plan::Plan &plan,
                                {"gradients", memory.gradients},
                                {"optimizer_state", memory.optimizerState},
                                {"activations", memory.activations},
-                               {"workspace", 0}}}}},
+                               {"workspace", memory.workspace}}}}},
       {"num_parameters", memory.numParameters},
       {"planning_time_s", planningSeconds},
       {"world_size", plan.world_size()},
@@ -158,11 +158,15 @@ std::string mlir::loom::summaryText(const plan::Plan &plan,
     os << "  precision   fp32\n";
   os << "  parameters  " << memory.numParameters << " ("
      << mib(memory.parameters) << ")\n";
-  os << "  memory      " << mib(memory.arena) << " per rank (parameters "
-     << mib(memory.parameters) << ", gradients " << mib(memory.gradients)
-     << ", optimizer state " << mib(memory.optimizerState)
-     << ", activations " << mib(memory.activations) << "); device has "
-     << llvm::format("%.1f GiB", cluster.memoryGiB) << "\n";
+  os << "  memory      " << mib(memory.arena + memory.workspace)
+     << " per rank (parameters " << mib(memory.parameters) << ", gradients "
+     << mib(memory.gradients) << ", optimizer state "
+     << mib(memory.optimizerState) << ", activations "
+     << mib(memory.activations);
+  if (memory.workspace)
+    os << ", kernel workspace " << mib(memory.workspace);
+  os << "); device has " << llvm::format("%.1f GiB", cluster.memoryGiB)
+     << "\n";
   os << "  predicted   "
      << llvm::format("%.3g", prediction.stepSeconds * 1e3)
      << " ms/step (compute "

@@ -22,6 +22,7 @@
 #include "runtime/cuda/Gemm.h"
 
 #include "runtime/Plan.h"
+#include "runtime/Workspace.h"
 #include "runtime/kernels/cpu/KernelUtil.h"
 #include "runtime/support/HostTensor.h"
 
@@ -72,16 +73,13 @@ StatusOr<AttentionDims> attentionDims(const OpView &op, size_t first,
   return a;
 }
 
-/// Where P (or dS) starts in the GEMM path's workspace: after the f32
-/// scores, 256-byte aligned as cuBLASLt prefers.
+/// Where P (or dS) starts in the GEMM path's workspace, and its size
+/// (runtime/Workspace.h, which loomc's memory proof uses too).
 int64_t probsOffset(const AttentionDims &a) {
-  return (a.batch * a.sq * a.sk * int64_t(sizeof(float)) + 255) / 256 * 256;
+  return attentionProbsOffset(a.batch, a.sq, a.sk);
 }
-
-/// Bytes of attention workspace the GEMM path needs (forward and gradient
-/// alike): f32 scores plus probabilities in the storage type.
 int64_t gemmWorkspaceBytes(const AttentionDims &a, Elem e) {
-  return probsOffset(a) + a.batch * a.sq * a.sk * elemBytes(e);
+  return attentionGemmWorkspaceBytes(a.batch, a.sq, a.sk, elemBytes(e));
 }
 
 /// Fails when the device's attention workspace shrank below `bytes` (a
@@ -133,7 +131,8 @@ StatusOr<Choice> chooseAlgorithm(const AttentionDims &a, Elem e) {
   bool gemmFits = a.d > 0 && a.dv > 0;
   if (mode == "auto" && gemmFits) {
     LOOM_ASSIGN_OR_RETURN(int64_t limitMb,
-                          envCount("LOOM_CUDA_ATTENTION_WORKSPACE_MB", 4096));
+                          envCount("LOOM_CUDA_ATTENTION_WORKSPACE_MB",
+                                   kDefaultAttentionWorkspaceMiB));
     gemmFits = limitMb >= (INT64_MAX >> 20) ||
                gemmWorkspaceBytes(a, e) <= (limitMb << 20);
   }

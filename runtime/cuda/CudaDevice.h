@@ -11,6 +11,7 @@
 #define LOOM_RUNTIME_CUDA_CUDADEVICE_H
 
 #include "runtime/Device.h"
+#include "runtime/Workspace.h"
 #include "runtime/cuda/CudaStatus.h"
 
 #include <memory>
@@ -77,7 +78,7 @@ public:
 
 private:
   CudaDevice() = default;
-  static constexpr size_t kGemmWorkspaceBytes = 32u << 20;
+  static constexpr size_t kGemmWorkspaceBytes = kCudaGemmWorkspaceBytes;
 
   int theOrdinal = 0;
   std::string deviceName;

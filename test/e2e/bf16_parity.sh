@@ -34,6 +34,23 @@ print("ok: bf16 arena %.2f MiB vs fp32 %.2f MiB (activations %.2f vs %.2f MiB)"
       % (arena16 / 2**20, arena32 / 2**20, m16["activations"] / 2**20, m32["activations"] / 2**20))
 PY
 
+# On a GPU cluster the memory proof adds the CUDA kernels' workspace: the
+# attention score buffer of the largest attention instruction (batch 8 x 4
+# heads, 64 x 64 scores: f32 scores 512 KiB + bf16 probabilities 256 KiB)
+# and cuBLASLt's 32 MiB; on CPU clusters it is 0.
+loomc model.onnx --cluster h200:1x1 --global-batch 8 --optimizer adamw --lr 1e-3 \
+  --precision bf16 --plan-only --summary-json gpu.json > gpu.txt
+grep -q "kernel workspace 32.75 MiB" gpu.txt || { cat gpu.txt; fail "no kernel workspace line"; }
+$PY - <<'PY'
+import json
+g, c = json.load(open("gpu.json"))["predicted"], json.load(open("bf16.json"))["predicted"]
+ws = g["memory_breakdown_bytes_per_device"]["workspace"]
+assert ws == (32 << 20) + 8 * 4 * 64 * 64 * (4 + 2), ws
+assert c["memory_breakdown_bytes_per_device"]["workspace"] == 0
+assert g["peak_memory_bytes_per_device"][0] == c["peak_memory_bytes_per_device"][0] + ws
+print("ok: GPU kernel workspace %.2f MiB in the memory proof" % (ws / 2**20))
+PY
+
 # 10 AdamW steps. Loss relative differences measured on this model (10
 # steps, batch 8): bf16 vs fp32 4.8e-4, bf16 vs PyTorch CPU autocast bf16
 # 5.0e-4 (autocast vs fp32 in PyTorch: 1.2e-4; Loom also stores layer-norm,
