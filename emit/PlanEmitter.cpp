@@ -429,7 +429,7 @@ LogicalResult Emitter::run(plan::Program &prog) {
       r.start = r.end = 0;
   int64_t arena = 0;
   std::vector<int64_t> offsets = assignArenaOffsets(ranges, arena);
-  for (auto [i, off] : llvm::enumerate(offsets))
+  for (size_t i = 0; i < offsets.size(); ++i)
     program->mutable_buffers(i)->set_offset(offsets[root(i)]);
   program->set_arena_bytes(arena);
   memory.arena = arena;

@@ -11,10 +11,6 @@
 
 namespace mlir::loom::detail {
 
-inline RankedTensorType f32Tensor(MLIRContext *ctx, ArrayRef<int64_t> shape) {
-  return RankedTensorType::get(shape, Float32Type::get(ctx));
-}
-
 /// The element type of the first float operand: the precision an op computes
 /// in (`SameFloatOperandElementType` makes all float operands agree); f32
 /// when no operand is a float tensor.

@@ -24,11 +24,8 @@ void mlir::loom::buildLoomTrainPipeline(OpPassManager &pm,
   loss.loss = options.loss;
   loss.outputName = options.outputName;
   pm.addNestedPass<func::FuncOp>(createLoomAppendLossPass(loss));
-  if (options.precision != "fp32") {
-    LoomMixedPrecisionPassOptions mixed;
-    mixed.precision = options.precision;
-    pm.addNestedPass<func::FuncOp>(createLoomMixedPrecisionPass(mixed));
-  }
+  // The loss computes like the rest of the forward graph.
+  buildLoomForwardPipeline(pm, {options.precision});
   pm.addNestedPass<func::FuncOp>(createLoomAutodiffPass());
   LoomAppendOptimizerPassOptions opt;
   opt.optimizer = options.optimizer;

@@ -207,8 +207,7 @@ Status Executor::initializeBuffers(const ParameterInit &init) {
     }
     switch (b.init_case()) {
     case plan::Buffer::kZeros:
-      std::memset(dst, 0, b.size_bytes());
-      break;
+      break; // the arena starts zeroed (Arena::allocate)
     case plan::Buffer::kData:
       std::memcpy(dst, b.data().data(), b.size_bytes());
       break;

@@ -1,6 +1,7 @@
 //===- Workspace.cpp - Device memory the kernels take besides the arena ---===//
 
 #include "runtime/Workspace.h"
+#include "runtime/Plan.h"
 
 #include <algorithm>
 #include <unordered_map>
@@ -40,7 +41,7 @@ int64_t estimateCudaWorkspaceBytes(const plan::Program &program) {
     for (int d = 0; d + 2 < r; ++d)
       batch *= qs[d];
     int64_t sq = qs[r - 2], sk = ks[r - 2], d = qs[r - 1], dv = vs[r - 1];
-    int64_t elem = byId.at(inst.inputs(q))->dtype() == plan::BF16 ? 2 : 4;
+    int64_t elem = dtypeSize(byId.at(inst.inputs(q))->dtype());
     int64_t gemm = attentionGemmWorkspaceBytes(batch, sq, sk, elem);
     if (d > 0 && dv > 0 && gemm <= (kDefaultAttentionWorkspaceMiB << 20))
       scores = std::max(scores, gemm);

@@ -345,21 +345,37 @@ size_t gradQSmem(const AttnArgs &a) {
 
 namespace {
 
-/// Allows `bytes` of dynamic shared memory (above the default 48 KiB for
-/// head dims over 64) and launches.
+/// Launches with `bytes` of dynamic shared memory, which
+/// `prepareAttentionKernels` allowed at bind.
 template <typename Kernel, typename... Args>
 Status launchWithSmem(Kernel kernel, int64_t blocks, size_t bytes,
                       cudaStream_t stream, const char *what, Args... args) {
   if (blocks > int64_t(INT32_MAX))
     return makeError("%s needs %lld blocks, more than one launch takes", what,
                      (long long)blocks);
-  LOOM_RETURN_IF_ERROR(cudaCheck(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           static_cast<int>(bytes)),
-      "cudaFuncSetAttribute (attention shared memory)"));
   kernel<<<static_cast<unsigned>(blocks), kAttnThreads, bytes, stream>>>(
       args...);
   return launchCheck(what);
+}
+
+/// Allows the three kernels of one instantiation the dynamic shared memory
+/// of its largest head dims (above the default 48 KiB past 64): the
+/// attribute belongs to the kernel, so it is set once for the worst case
+/// rather than per launch or per instruction.
+template <typename T, int kMaxD>
+Status allowSmem() {
+  AttnArgs worst{0, 0, kMaxD, kMaxD, 0.0f, false};
+  auto allow = [](auto kernel, size_t bytes) {
+    return cudaCheck(cudaFuncSetAttribute(
+                         kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                         static_cast<int>(bytes)),
+                     "cudaFuncSetAttribute (attention shared memory)");
+  };
+  LOOM_RETURN_IF_ERROR(
+      allow(attentionForwardKernel<T, kMaxD>, forwardSmem(worst)));
+  LOOM_RETURN_IF_ERROR(
+      allow(attentionGradKVKernel<T, kMaxD>, gradKVSmem(worst)));
+  return allow(attentionGradQKernel<T, kMaxD>, gradQSmem(worst));
 }
 
 AttnArgs argsOf(const AttentionDims &d) {
@@ -418,6 +434,14 @@ Status launchAttention(Elem e, const void *q, const void *k, const void *v,
                  : forward<__nv_bfloat16, 128>(q, k, v, o, a, stream);
   return small ? forward<float, 64>(q, k, v, o, a, stream)
                : forward<float, 128>(q, k, v, o, a, stream);
+}
+
+Status prepareAttentionKernels(Elem e, const AttentionDims &a) {
+  bool small = a.d <= 64 && a.dv <= 64;
+  if (e == Elem::BF16)
+    return small ? allowSmem<__nv_bfloat16, 64>()
+                 : allowSmem<__nv_bfloat16, 128>();
+  return small ? allowSmem<float, 64>() : allowSmem<float, 128>();
 }
 
 int64_t attentionGradWorkspace(const AttentionDims &a) {

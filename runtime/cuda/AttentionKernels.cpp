@@ -165,7 +165,7 @@ StatusOr<KernelFn> bindGemmForward(CudaDevice &dev, Elem e,
                                    const AttentionDims &a, const Operands &x) {
   cudaStream_t s = dev.stream();
   if (a.batch * a.sq == 0)
-    return noop();
+    return noopKernel();
   if (a.sk == 0) // O = 0, as the CPU kernel's empty GEMM
     return KernelFn([=](const StepContext &) {
       return launchZero(x.o, a.batch * a.sq * a.dv * elemBytes(e), s);
@@ -214,7 +214,7 @@ StatusOr<KernelFn> bindGemmGrad(CudaDevice &dev, Elem e, const AttentionDims &a,
                                 const Operands &x) {
   cudaStream_t s = dev.stream();
   if (a.batch == 0)
-    return noop();
+    return noopKernel();
   int64_t el = elemBytes(e);
   // No queries or no keys: every gradient is zero (the CPU's empty GEMMs).
   if (a.sq == 0 || a.sk == 0)
@@ -298,6 +298,7 @@ StatusOr<KernelFn> bindAttention(const OpView &op, BindContext &ctx) {
     if (fn.isOk() || !choice.flashFallback)
       return fn;
   }
+  LOOM_RETURN_IF_ERROR(prepareAttentionKernels(e, a));
   cudaStream_t s = dev.stream();
   return KernelFn([=](const StepContext &) {
     return launchAttention(e, x.q, x.k, x.v, x.o, a, s);
@@ -320,6 +321,7 @@ StatusOr<KernelFn> bindAttentionGrad(const OpView &op, BindContext &ctx) {
     if (fn.isOk() || !choice.flashFallback)
       return fn;
   }
+  LOOM_RETURN_IF_ERROR(prepareAttentionKernels(e, a));
   int64_t floats = attentionGradWorkspace(a);
   LOOM_ASSIGN_OR_RETURN(
       DeviceBuffer ws,

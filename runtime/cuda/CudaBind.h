@@ -13,6 +13,7 @@
 
 #include "runtime/cuda/CudaLaunch.h"
 #include "runtime/kernels/Kernel.h"
+#include "runtime/kernels/cpu/KernelUtil.h"
 
 #include <string>
 #include <vector>
@@ -37,7 +38,7 @@ StatusOr<DeviceBuffer> reduceWorkspace(BindContext &ctx, int64_t ny,
                                        const SumToIndex &index);
 
 /// A call that does nothing (empty outputs).
-KernelFn noop();
+using cpu::noopKernel;
 /// "instruction 'op' at 'loc'", the context of a device-side data check.
 std::string checkContext(const OpView &op);
 /// The error for a shape with more than `kMaxDims` dims.

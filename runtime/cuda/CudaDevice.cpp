@@ -134,13 +134,13 @@ Status CudaDevice::download(uint8_t *hostDst, const uint8_t *deviceSrc,
 }
 
 Status CudaDevice::synchronize() {
-  LOOM_RETURN_IF_ERROR(
-      cudaCheck(cudaStreamSynchronize(theStream), "cudaStreamSynchronize"));
-  LOOM_RETURN_IF_ERROR(cudaCheck(cudaGetLastError(), "a kernel launch"));
+  // The record's download is queued after every kernel of the step and
+  // synchronises the stream, so it also surfaces their execution errors.
   DataCheckRecord r;
   LOOM_RETURN_IF_ERROR(download(reinterpret_cast<uint8_t *>(&r),
                                 reinterpret_cast<const uint8_t *>(record),
                                 sizeof(r)));
+  LOOM_RETURN_IF_ERROR(cudaCheck(cudaGetLastError(), "a kernel launch"));
   if (r.check == 0)
     return Status::ok();
   // Cleared on the stream, so before any later kernel can report again.

@@ -17,6 +17,7 @@
 #include "runtime/cuda/CudaLaunch.h"
 #include "runtime/kernels/cpu/Broadcast.h"
 #include "runtime/kernels/cpu/KernelUtil.h"
+#include "runtime/kernels/cpu/StridedView.h"
 #include "runtime/support/HostTensor.h"
 
 #include <algorithm>
@@ -73,10 +74,6 @@ Status expectAllF32(const OpView &op) {
   return Status::ok();
 }
 
-KernelFn noop() {
-  return [](const StepContext &) { return Status::ok(); };
-}
-
 std::string checkContext(const OpView &op) {
   return "instruction '" + op.inst.op() + "'" +
          (op.inst.loc().empty() ? "" : " at '" + op.inst.loc() + "'");
@@ -110,7 +107,7 @@ StatusOr<KernelFn> bindBinary(const OpView &op, BindContext &ctx) {
                        cs = op.outShape(0);
   int64_t n = numElements(cs), na = numElements(as), nb = numElements(bs);
   if (n == 0)
-    return noop();
+    return noopKernel();
   BroadcastIndex index;
   BroadcastMode mode;
   if (na == n && nb == n) {
@@ -224,7 +221,7 @@ StatusOr<KernelFn> bindCopy(const OpView &op, BindContext &ctx) {
   int64_t bytes =
       std::min(op.inputs[0]->size_bytes(), op.outputs[0]->size_bytes());
   if (bytes == 0 || x == y)
-    return noop();
+    return noopKernel();
   cudaStream_t s = cudaDevice(ctx).stream();
   return KernelFn([=](const StepContext &) {
     return cudaCheck(cudaMemcpyAsync(y, x, bytes, cudaMemcpyDeviceToDevice, s),
@@ -234,9 +231,7 @@ StatusOr<KernelFn> bindCopy(const OpView &op, BindContext &ctx) {
 
 StatusOr<SumToIndex> reductionIndex(const std::vector<int64_t> &xs,
                                     const std::vector<bool> &reduced) {
-  std::vector<int64_t> xStride(xs.size(), 1);
-  for (int d = static_cast<int>(xs.size()) - 2; d >= 0; --d)
-    xStride[d] = xStride[d + 1] * xs[d + 1];
+  std::vector<int64_t> xStride = cpu::denseStrides(xs);
   SumToIndex index;
   for (size_t d = 0; d < xs.size(); ++d) {
     if (xs[d] == 1)
@@ -271,7 +266,7 @@ StatusOr<KernelFn> bindSumTo(const OpView &op, BindContext &ctx) {
   int64_t nx = numElements(xs), ny = numElements(ys);
   cudaStream_t s = cudaDevice(ctx).stream();
   if (ny == 0)
-    return noop();
+    return noopKernel();
   if (nx == ny) {
     if (x.e != y.e) // a conversion
       return KernelFn(

@@ -39,7 +39,6 @@ struct FloatOut {
 
 /// Bytes of one element of `e`.
 inline int64_t elemBytes(Elem e) { return e == Elem::BF16 ? 2 : 4; }
-inline FloatIn asIn(FloatOut o) { return {o.p, o.e}; }
 
 enum class BinaryOp { Add, Sub, Mul, Div, Pow, Max, Min };
 enum class UnaryOp {
@@ -239,6 +238,9 @@ constexpr int64_t kMaxAttentionHeadDim = 128;
 /// shared memory, online softmax, no score matrix in global memory.
 Status launchAttention(Elem e, const void *q, const void *k, const void *v,
                        void *o, const AttentionDims &a, cudaStream_t stream);
+/// Allows the flash kernels that `a` selects their dynamic shared memory;
+/// once at bind, before `launchAttention` / `launchAttentionGrad`.
+Status prepareAttentionKernels(Elem e, const AttentionDims &a);
 /// Floats of workspace `launchAttentionGrad` needs (row statistics).
 int64_t attentionGradWorkspace(const AttentionDims &a);
 /// dq, dk, dv from do, q, k, v: a first pass recomputes each query row's

@@ -55,7 +55,7 @@ StatusOr<KernelFn> bindTranspose(const OpView &op, BindContext &ctx) {
   std::vector<int64_t> xs = op.inShape(0);
   int64_t n = numElements(xs);
   if (n == 0)
-    return noop();
+    return noopKernel();
   LOOM_ASSIGN_OR_RETURN(TransposePlan plan, planTranspose(xs, perm));
   cudaStream_t s = cudaDevice(ctx).stream();
   if (plan.tiled)
@@ -76,7 +76,7 @@ StatusOr<KernelFn> bindExpand(const OpView &op, BindContext &ctx) {
   std::vector<int64_t> ys = op.outShape(0), xs = op.inShape(0);
   int64_t n = numElements(ys);
   if (n == 0)
-    return noop();
+    return noopKernel();
   std::vector<int64_t> strides = cpu::broadcastStrides(xs, ys);
   std::vector<Dim> dims;
   for (size_t d = 0; d < ys.size(); ++d)
@@ -128,7 +128,7 @@ StatusOr<KernelFn> bindSlice(const OpView &op, BindContext &ctx) {
     });
   }
   if (n == 0)
-    return noop();
+    return noopKernel();
   FloatIn at{advance(in.p, v.base, in.e), in.e};
   return KernelFn([=](const StepContext &) {
     return launchStridedCopy(at, out, n, index, s);
@@ -238,7 +238,7 @@ StatusOr<KernelFn> bindSelect(const OpView &op, BindContext &ctx) {
   std::vector<int64_t> ys = op.outShape(0);
   int64_t n = numElements(ys);
   if (n == 0)
-    return noop();
+    return noopKernel();
   if (ys.size() > static_cast<size_t>(kMaxDims))
     return tooManyDims(ys);
   SelectIndex index;
@@ -297,7 +297,7 @@ StatusOr<KernelFn> bindReduce(const OpView &op, BindContext &ctx) {
   int64_t nx = numElements(xs), ny = op.outNumel(0);
   cudaStream_t s = cudaDevice(ctx).stream();
   if (ny == 0)
-    return noop();
+    return noopKernel();
   if (nx == 0) { // sum of nothing is 0, the mean NaN (as in PyTorch)
     float v = kind == ReduceKind::Mean ? std::numeric_limits<float>::quiet_NaN()
                                        : 0.0f;

@@ -31,10 +31,7 @@ namespace {
 Shape2 asMatrix(const std::vector<int64_t> &shape) {
   if (shape.empty())
     return {1, 1};
-  int64_t rows = 1;
-  for (size_t i = 0; i + 1 < shape.size(); ++i)
-    rows *= shape[i];
-  return {rows, shape.back()};
+  return {cpu::product(shape, 0, shape.size() - 1), shape.back()};
 }
 
 cudaDataType_t cudaType(Elem e) {
@@ -191,7 +188,7 @@ StatusOr<KernelFn> bindGemm(CudaDevice &dev, FloatIn pa, Shape2 a, bool ta,
   int64_t n = tb ? b.rows : b.cols;
   cudaStream_t s = dev.stream();
   if (m == 0 || n == 0)
-    return KernelFn([](const StepContext &) { return Status::ok(); });
+    return cpu::noopKernel();
   if (k == 0 && bias.p)
     return makeError("a linear layer with no input features is not supported "
                      "on CUDA yet");
@@ -228,9 +225,7 @@ StatusOr<KernelFn> bindLinear(const OpView &op, BindContext &ctx) {
   // x [.., K] collapses to [rows, K]; with K = 0 the rows come from the
   // leading dims (as the CPU kernel).
   int64_t k = xs.back();
-  int64_t rows = 1;
-  for (size_t i = 0; i + 1 < xs.size(); ++i)
-    rows *= xs[i];
+  int64_t rows = cpu::product(xs, 0, xs.size() - 1);
   LOOM_ASSIGN_OR_RETURN(FloatIn x, floatIn(op, ctx, 0));
   LOOM_ASSIGN_OR_RETURN(FloatIn w, floatIn(op, ctx, 1));
   LOOM_ASSIGN_OR_RETURN(FloatOut y, floatOut(op, ctx, 0));
@@ -260,7 +255,7 @@ StatusOr<KernelFn> bindBatchMatmul(const OpView &op, BindContext &ctx) {
   CudaDevice &dev = cudaDevice(ctx);
   cudaStream_t s = dev.stream();
   if (batches == 0 || m == 0 || n == 0)
-    return noop();
+    return noopKernel();
   if (k == 0)
     return KernelFn([=](const StepContext &) {
       return launchZero(c.p, batches * m * n * elemBytes(c.e), s);

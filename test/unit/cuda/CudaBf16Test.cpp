@@ -153,7 +153,7 @@ TEST_F(CudaBf16, Convert) {
   ASSERT_TRUE(r.isOk()) << r.status().message();
   std::vector<float> got = (*r)[0].toF32();
   for (size_t i = 0; i < ids.size(); ++i)
-    EXPECT_EQ(got[i], fromBf16(toBf16(static_cast<float>(ids[i]))));
+    EXPECT_EQ(got[i], bf16ToFloat(floatToBf16(static_cast<float>(ids[i]))));
   HostTensor x = rand({300}, -100, 100);
   auto down = runOpDirect("convert", {x}, {F}, {{300}}, {B});
   ASSERT_TRUE(down.isOk()) << down.status().message();

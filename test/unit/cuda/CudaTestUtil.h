@@ -7,6 +7,7 @@
 #include "TestPlans.h"
 #include "runtime/Executor.h"
 #include "runtime/Session.h"
+#include "runtime/kernels/cpu/Bf16.h"
 #include "runtime/comm/Communicator.h"
 #include "runtime/cuda/CudaBackend.h"
 
@@ -187,28 +188,14 @@ expectSameOnCuda(const std::string &op, const std::vector<HostTensor> &inputs,
 // --- bf16 storage
 // -------------------------------------------------------------
 
-/// bfloat16 bits of `f`, rounded to nearest even (NaN stays NaN).
-inline uint16_t toBf16(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  if ((u & 0x7fffffffu) > 0x7f800000u)
-    return static_cast<uint16_t>((u >> 16) | 0x40);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return static_cast<uint16_t>(u >> 16);
-}
-
-inline float fromBf16(uint16_t h) {
-  uint32_t u = uint32_t(h) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
+using cpu::bf16ToFloat;
+using cpu::floatToBf16;
 
 /// `t` with every value rounded to bf16 (still stored as f32).
 inline HostTensor roundedToBf16(const HostTensor &t) {
   std::vector<float> v = t.toF32();
   for (float &x : v)
-    x = fromBf16(toBf16(x));
+    x = bf16ToFloat(floatToBf16(x));
   return f32(t.shape, v);
 }
 
@@ -287,7 +274,7 @@ runOpDirect(const std::string &op, const std::vector<HostTensor> &inputs,
     std::vector<float> v = inputs[i].toF32();
     for (size_t j = 0; j < v.size(); ++j) {
       if (inTypes[i] == plan::BF16) {
-        uint16_t h = toBf16(v[j]);
+        uint16_t h = floatToBf16(v[j]);
         std::memcpy(at + 2 * j, &h, 2);
       } else {
         std::memcpy(at + 4 * j, &v[j], 4);
@@ -333,7 +320,7 @@ runOpDirect(const std::string &op, const std::vector<HostTensor> &inputs,
       if (outTypes[i] == plan::BF16) {
         uint16_t h;
         std::memcpy(&h, at + 2 * j, 2);
-        v[j] = fromBf16(h);
+        v[j] = bf16ToFloat(h);
       } else if (outTypes[i] == plan::I64) {
         int64_t x;
         std::memcpy(&x, at + 8 * j, 8);
