@@ -3,7 +3,7 @@
 
   gpt2_bench.py --plan PLAN --model-json model.json --loom-run BIN/loom-run
                 [--device cuda|cpu] [--steps 20] [--warmup 5] [--batch B]
-                [--torch-compile] [--json OUT.json]
+                [--torch-compile] [--json OUT.json] [--profile-out PROF.txt]
 
 Made for the one-shot GPU check (bench/gpu/run.sh), runnable anywhere with
 PyTorch (use --device cpu and a small model for a dry run):
@@ -62,6 +62,16 @@ def run_loom(args, meta, work):
     subprocess.run(cmd, check=True)
     with open(metrics) as f:
         rows = [json.loads(line) for line in f]
+    if args.profile_out:
+        # A few more steps, each instruction timed (LOOM_PROFILE=1 waits for
+        # the device after every call): where the step time goes.
+        prof = cmd[:]
+        prof[prof.index("--steps") + 1] = "4"
+        prof[prof.index("--metrics") + 1] = metrics + ".prof"
+        print("+ LOOM_PROFILE=1 " + " ".join(prof), flush=True)
+        with open(args.profile_out, "w") as f:
+            subprocess.run(prof, check=False, stdout=f, stderr=subprocess.STDOUT,
+                           env=dict(os.environ, LOOM_PROFILE="1"))
     step_s = statistics.median(r["step_time_s"] for r in rows[args.warmup:])
     return {"side": "loom", "step_s": step_s, "first_loss": rows[0]["loss"],
             "last_loss": rows[-1]["loss"],
@@ -98,6 +108,8 @@ def main(argv=None):
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--torch-compile", action="store_true")
     p.add_argument("--skip-torch", action="store_true")
+    p.add_argument("--profile-out",
+                   help="also run Loom for 4 steps under LOOM_PROFILE=1, its table to this file")
     p.add_argument("--json")
     args = p.parse_args(argv)
     if args.steps <= args.warmup:

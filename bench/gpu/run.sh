@@ -15,18 +15,26 @@
 #   6. GPT-2 124M (bf16, global batch from the bundle, --init random:1):
 #      Loom vs PyTorch (bf16 autocast, flash attention, fused AdamW) side by
 #      side: tokens/s, TFLOP/s, MFU against the measured bf16 peak
-#   7. when at most 4 minutes have passed: compute-sanitizer (at most 150 s)
+#   7. when at most 220 s have passed: compute-sanitizer (at most 100 s)
 #      memcheck on the attention, layout and bf16 kernel tests
-# Logs and metrics go to $OUT (when the device tool sets it) or ./gpu-out.
+# Logs and metrics are written to a scratch folder and packed after every
+# step into gpu-logs.tar.gz, with the summary in summary.txt, under $OUT
+# (when the device tool sets it; it takes back only a few files) or ./gpu-out.
 set -uo pipefail
 BUNDLE=${1:?usage: run.sh BUNDLE.tar.xz}
-OUTDIR=${OUT:-$PWD/gpu-out}
-mkdir -p "$OUTDIR"
+RESULTS=${OUT:-$PWD/gpu-out}
+mkdir -p "$RESULTS"
+OUTDIR=$(mktemp -d)
 WORK=$(mktemp -d)
 tar -xJf "$BUNDLE" -C "$WORK"
 B=$WORK/gpu-bundle
 declare -a SUMMARY
-record() { SUMMARY+=("$1: $2"); echo "== $1: $2"; }
+record() {
+  SUMMARY+=("$1: $2")
+  echo "== $1: $2"
+  printf '%s\n' "${SUMMARY[@]}" >"$RESULTS/summary.txt"
+  tar -czf "$RESULTS/gpu-logs.tar.gz" -C "$OUTDIR" .
+}
 
 echo "== 1. machine"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
@@ -60,14 +68,14 @@ else
 fi
 
 echo "== 3. CUDA kernels against the CPU kernels"
-timeout 180 "$B/bin/LoomCudaTests" --gtest_output=json:"$OUTDIR/cuda_tests.json" \
+timeout 150 "$B/bin/LoomCudaTests" --gtest_output=json:"$OUTDIR/cuda_tests.json" \
   >"$OUTDIR/cuda_tests.log" 2>&1
 rc=$?
 grep -E "^\[ *(FAILED|PASSED) *\]|^\[ *SKIPPED *\] [0-9]|Failure|error|^attention " "$OUTDIR/cuda_tests.log" | head -60
 passed=$(grep -o 'PASSED  \] [0-9]*' "$OUTDIR/cuda_tests.log" | grep -o '[0-9]*$')
 skipped=$(grep -o 'SKIPPED \] [0-9]* test' "$OUTDIR/cuda_tests.log" | grep -o '[0-9]*' | head -1)
 if [ "$rc" != 0 ]; then
-  record "LoomCudaTests" "FAIL (exit $rc; $OUTDIR/cuda_tests.log)"
+  record "LoomCudaTests" "FAIL (exit $rc; gpu-logs:cuda_tests.log)"
 elif [ -n "$skipped" ] && [ "$skipped" != 0 ]; then
   record "LoomCudaTests" "SKIP ($skipped tests skipped: no CUDA device visible?)"
 else
@@ -78,7 +86,7 @@ echo "== 4. loom-run: MLP plan on cpu and cuda"
 cd "$B/mlp"
 ok=1
 for dev in cpu cuda; do
-  if ! timeout 180 "$B/bin/loom-run" mlp.loomplan --data x=x.npy --data target=target.npy \
+  if ! timeout 90 "$B/bin/loom-run" mlp.loomplan --data x=x.npy --data target=target.npy \
       --steps 20 --log-every 5 --device $dev --metrics "$OUTDIR/mlp_$dev.jsonl" \
       2>&1 | tee "$OUTDIR/mlp_$dev.log"; then
     ok=0
@@ -89,14 +97,14 @@ if [ $ok = 1 ] && python3 compare.py --metrics "$OUTDIR/mlp_cuda.jsonl" \
   ms=$(python3 -c "import json,sys; r=[json.loads(l) for l in open(sys.argv[1])]; print('%.3f ms/step after the first' % (1e3*sum(x['step_time_s'] for x in r[1:])/max(1,len(r)-1)))" "$OUTDIR/mlp_cuda.jsonl")
   record "MLP cpu vs cuda losses (rtol 1e-4)" "PASS (cuda $ms)"
 else
-  record "MLP cpu vs cuda losses (rtol 1e-4)" "FAIL ($OUTDIR/mlp_*.log)"
+  record "MLP cpu vs cuda losses (rtol 1e-4)" "FAIL (gpu-logs:mlp_*.log)"
 fi
 
 # cpu vs cuda on one plan (data in the current directory): train_both NAME PLAN STEPS.
 train_both() {
   local name=$1 plan=$2 steps=$3 dev ok=1
   for dev in cpu cuda; do
-    timeout 180 "$B/bin/loom-run" "$plan" --data input_ids=input_ids.npy \
+    timeout 90 "$B/bin/loom-run" "$plan" --data input_ids=input_ids.npy \
       --data target=target.npy --steps "$steps" --log-every 5 --device $dev \
       --metrics "$OUTDIR/${name}_$dev.jsonl" 2>&1 | tee "$OUTDIR/${name}_$dev.log" || ok=0
   done
@@ -113,21 +121,21 @@ for prec_tol in fp32:1e-4 bf16:2e-2; do
        tee "$OUTDIR/gpt2s_${prec}_compare.log"; then
     record "GPT-2 small $prec cpu vs cuda (rtol $tol)" "PASS"
   else
-    record "GPT-2 small $prec cpu vs cuda (rtol $tol)" "FAIL ($OUTDIR/gpt2s_${prec}_*.log)"
+    record "GPT-2 small $prec cpu vs cuda (rtol $tol)" "FAIL (gpu-logs:gpt2s_${prec}_*.log)"
   fi
 done
 
 echo "== 6. GPT-2 124M: Loom vs PyTorch"
 cd "$B/gpt2-124m"
 for prec in bf16 fp32; do
-  if timeout 240 python3 gpt2_bench.py --plan $prec.loomplan --model-json model.json \
+  if timeout 200 python3 gpt2_bench.py --plan $prec.loomplan --model-json model.json \
       --loom-run "$B/bin/loom-run" --batch "$(cat batch)" --precision $prec \
-      --json "$OUTDIR/gpt2_124m_$prec.json" 2>&1 | tee "$OUTDIR/gpt2_124m_$prec.log"; then
+      --json "$OUTDIR/gpt2_124m_$prec.json" --profile-out "$OUTDIR/gpt2_124m_${prec}_profile.txt" 2>&1 | tee "$OUTDIR/gpt2_124m_$prec.log"; then
     line=$(python3 -c "import json,sys; r=json.load(open(sys.argv[1])); l=r['sides'][0]; print('%.0f tokens/s, %.1f TFLOP/s, MFU %.1f%% of measured %.0f; Loom/PyTorch step time %.2f' % (l['tokens_per_s'], l['tflops'], 100*l['mfu_measured_peak'], r['measured_bf16_peak_tflops'], r.get('ratio_loom_over_torch', float('nan'))))" "$OUTDIR/gpt2_124m_$prec.json")
     record "GPT-2 124M $prec" "$line"
     break # fp32 is the fallback figure when bf16 does not run
   else
-    record "GPT-2 124M $prec" "FAIL ($OUTDIR/gpt2_124m_$prec.log)"
+    record "GPT-2 124M $prec" "FAIL (gpu-logs:gpt2_124m_$prec.log)"
   fi
 done
 
@@ -135,17 +143,17 @@ echo "== 7. compute-sanitizer memcheck (if time is left)"
 SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
 if [ -z "$SAN" ]; then
   record "memcheck" "SKIP (no compute-sanitizer)"
-elif [ "$SECONDS" -gt 240 ]; then
+elif [ "$SECONDS" -gt 220 ]; then
   record "memcheck" "SKIP (${SECONDS}s used, not enough time left)"
-elif timeout 150 "$SAN" --tool memcheck --error-exitcode 9 \
+elif timeout 100 "$SAN" --tool memcheck --error-exitcode 9 \
     "$B/bin/LoomCudaTests" --gtest_filter='CudaAttention*:CudaLayout*:CudaBf16*' \
     >"$OUTDIR/memcheck.log" 2>&1; then
   record "memcheck" "PASS ($(grep -o 'ERROR SUMMARY: [0-9]* errors' "$OUTDIR/memcheck.log" | tail -1))"
 else
-  record "memcheck" "FAIL or timeout ($OUTDIR/memcheck.log: $(grep -o 'ERROR SUMMARY: [0-9]* errors' "$OUTDIR/memcheck.log" | tail -1))"
+  record "memcheck" "FAIL or timeout (gpu-logs:memcheck.log: $(grep -o 'ERROR SUMMARY: [0-9]* errors' "$OUTDIR/memcheck.log" | tail -1))"
 fi
 
 echo
 echo "== summary (${SECONDS}s)"
 for line in "${SUMMARY[@]}"; do echo "  $line"; done
-rm -rf "$WORK"
+rm -rf "$WORK" "$OUTDIR"
