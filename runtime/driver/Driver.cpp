@@ -24,6 +24,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 
 namespace loom::runtime {
 
@@ -99,6 +100,47 @@ Status createDeviceWorld(Communicator &world, Device *device,
   return Status::ok();
 }
 
+/// Whether the run reads the plan's ONNX model: for stored values (buffers
+/// initialised from its initializers, unless --init random fills them) or
+/// for --export-onnx.
+bool readsModel(const RunOptions &opts, const plan::Plan &plan) {
+  if (!opts.exportOnnxPath.empty())
+    return true;
+  for (const plan::Program &program : plan.programs())
+    for (const plan::Buffer &b : program.buffers())
+      if (b.init_case() == plan::Buffer::kOnnxInitializer &&
+          !(b.role() == plan::PARAMETER && opts.init.random))
+        return true;
+  return false;
+}
+
+/// Points the plan at its ONNX model where it is now: --model, else the path
+/// loomc recorded, else the file of that name next to the plan (plans travel
+/// with their model to machines with other paths).
+Status locateModel(const RunOptions &opts, plan::Plan &plan) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!opts.modelPath.empty()) {
+    plan.set_model_path(opts.modelPath);
+    return Status::ok();
+  }
+  const std::string recorded = plan.model_path();
+  if (recorded.empty() || fs::exists(recorded, ec))
+    return Status::ok();
+  fs::path beside =
+      fs::path(opts.planPath).parent_path() / fs::path(recorded).filename();
+  if (fs::exists(beside, ec)) {
+    plan.set_model_path(beside.string());
+    return Status::ok();
+  }
+  if (!readsModel(opts, plan))
+    return Status::ok();
+  return makeError("%s: its ONNX model '%s' is missing, and no '%s' is next "
+                   "to the plan; pass --model MODEL.onnx",
+                   opts.planPath.c_str(), recorded.c_str(),
+                   fs::path(recorded).filename().c_str());
+}
+
 /// Phase A: everything a rank can check on its own.
 Status loadInputs(const RunOptions &opts, Communicator &world, Loaded &out) {
   LOOM_ASSIGN_OR_RETURN(out.plan, loadPlan(opts.planPath));
@@ -106,6 +148,7 @@ Status loadInputs(const RunOptions &opts, Communicator &world, Loaded &out) {
     return makeError("%s is a forward plan; train with a plan compiled "
                      "without --forward-only",
                      opts.planPath.c_str());
+  LOOM_RETURN_IF_ERROR(locateModel(opts, out.plan));
   if (out.plan.world_size() != world.size())
     return makeError("plan is for %d rank(s) but %d were launched; run with "
                      "mpirun -np %d",

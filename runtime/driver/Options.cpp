@@ -13,7 +13,7 @@ const char *helpText() {
   [mpirun -np N] loom-run PLAN --data NAME=FILE.npy ... --steps K
                  [--init onnx|random[:SEED]] [--seed S] [--metrics FILE.jsonl]
                  [--export-onnx FILE.onnx] [--log-every N] [--quiet]
-                 [--device cpu|cuda]
+                 [--device cpu|cuda] [--model MODEL.onnx]
   loom-run --forward MODEL.onnx --input NAME=FILE.npy ... --output-dir DIR
                  [--precision fp32|bf16]
 
@@ -51,6 +51,11 @@ training options:
   --device cpu|cuda       where the program runs (default cpu). cuda: one
                           GPU per rank (the node-local rank picks it), NCCL
                           between ranks; needs a loom-run built with CUDA
+  --model MODEL.onnx      the plan's ONNX model (its initializers and
+                          external data; --export-onnx rewrites it) where it
+                          is now. Default: the path loomc recorded, else the
+                          file of that name next to the plan (a plan moved
+                          to another machine together with its model)
 
 forward options:
   --forward MODEL.onnx    compile MODEL with loomc --forward-only (loomc is
@@ -140,7 +145,8 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
     static const char *const withValue[] = {
         "--data",      "--input",       "--steps",      "--seed",
         "--metrics",   "--export-onnx", "--output-dir", "--forward",
-        "--log-every", "--device",      "--init",       "--precision"};
+        "--log-every", "--device",      "--init",       "--precision",
+        "--model"};
     bool known = false;
     for (const char *f : withValue)
       known |= flag == f;
@@ -193,6 +199,8 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
       opts.metricsPath = value;
     } else if (flag == "--export-onnx") {
       opts.exportOnnxPath = value;
+    } else if (flag == "--model") {
+      opts.modelPath = value;
     } else if (flag == "--output-dir") {
       opts.outputDir = value;
     } else if (flag == "--device") {
@@ -216,7 +224,7 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
       return makeError("unexpected argument '%s' with --forward",
                        positional[0].c_str());
     if (sawData || opts.steps != -1 || !opts.metricsPath.empty() ||
-        !opts.exportOnnxPath.empty() || sawInit)
+        !opts.exportOnnxPath.empty() || sawInit || !opts.modelPath.empty())
       return makeError(
           "--forward takes --input, --output-dir and --precision only");
     if (opts.outputDir.empty())

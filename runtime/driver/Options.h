@@ -23,6 +23,7 @@ struct RunOptions {
   ParameterInit init; // --init onnx|random[:SEED]
   std::string metricsPath;
   std::string exportOnnxPath;
+  std::string modelPath; // --model: where the plan's ONNX model is now
   std::string outputDir;
   int64_t logEvery = 1; // print every N-th step (and the last)
   bool quiet = false;
