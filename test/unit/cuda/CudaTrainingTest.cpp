@@ -4,7 +4,9 @@
 // A two-layer MLP (matmul, bias add, relu, cross-entropy, their gradients,
 // sum_to, AdamW) written as a plan by hand, trained a few steps on both
 // backends from the same weights and data: the losses and the trained
-// weights must agree. This is the path `loom-run --device cuda` takes.
+// weights must agree (each weight within what a 1e-6 relative perturbation
+// of the inputs does to it on the CPU, see MlpAdamWMatchesCpu). This is the
+// path `loom-run --device cuda` takes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -104,8 +106,32 @@ TEST(CudaTraining, MlpAdamWMatchesCpu) {
                 1e-4 * std::fabs(cpu->losses[s]))
         << "step " << s + 1;
   EXPECT_LT(cpu->losses.back(), cpu->losses.front());
-  for (const auto &[name, value] : cpu->params)
-    EXPECT_TRUE(allClose(gpu->params.at(name), value, 1e-5, 1e-3)) << name;
+  // Some weights are ill-conditioned: their gradient is a sum that nearly
+  // cancels, and AdamW divides it by its own running magnitude, so rounding
+  // noise in the inputs moves them far more than the rest (w1[190] here
+  // moves 3e-5 when x moves by 1e-7 relative). The CPU run on inputs
+  // perturbed by 1e-6 relative (about ten times the rounding difference of
+  // the two backends' summation orders) measures each weight's sensitivity;
+  // the GPU must be within it, on top of the usual tolerance.
+  HostTensor noisyX = x;
+  std::mt19937 signs(1);
+  for (int64_t i = 0; i < noisyX.numel(); ++i)
+    noisyX.data<float>()[i] *= 1 + ((signs() % 2) ? 1e-6f : -1e-6f);
+  auto noisy =
+      train(plan, nullptr, "mlp", {{"x", noisyX}, {"target", target}}, kSteps);
+  ASSERT_TRUE(noisy.isOk()) << noisy.status().message();
+  for (const auto &[name, value] : cpu->params) {
+    const float *want = value.data<float>();
+    const float *got = gpu->params.at(name).data<float>();
+    const float *moved = noisy->params.at(name).data<float>();
+    for (int64_t i = 0; i < value.numel(); ++i) {
+      double tol = 1e-5 + 1e-3 * std::fabs(want[i]) +
+                   std::fabs(double(moved[i]) - want[i]);
+      EXPECT_LE(std::fabs(double(got[i]) - want[i]), tol)
+          << name << "[" << i << "]: cuda " << got[i] << ", cpu " << want[i]
+          << ", cpu on perturbed inputs " << moved[i];
+    }
+  }
 }
 
 } // namespace
