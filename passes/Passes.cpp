@@ -27,6 +27,7 @@ void mlir::loom::buildLoomTrainPipeline(OpPassManager &pm,
   // The loss computes like the rest of the forward graph.
   buildLoomForwardPipeline(pm, {options.precision});
   pm.addNestedPass<func::FuncOp>(createLoomAutodiffPass());
+  pm.addNestedPass<func::FuncOp>(createLoomFoldSliceGradsPass());
   LoomAppendOptimizerPassOptions opt;
   opt.optimizer = options.optimizer;
   opt.lr = options.lr;

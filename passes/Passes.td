@@ -90,6 +90,30 @@ def LoomAutodiffPass : Pass<"loom-autodiff", "mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::loom::LoomDialect"];
 }
 
+def LoomFoldSliceGradsPass : Pass<"loom-fold-slice-grads", "mlir::func::FuncOp"> {
+  let summary = "Write a sum of slice gradients that tile an axis as one concat";
+  let description = [{
+    Pre: a training step after `loom-autodiff` (any function works).
+    Post: every tree of `loom.add`s (inner additions single-use, all of the
+    root's type) whose summands are `loom.slice_grad`s along one axis with
+    unit steps, whose windows are disjoint and cover the axis, is one
+    `loom.concat` of the slice gradients' inputs in window order. Other sums
+    (overlapping windows, gaps, several axes, other summands) stay as they
+    are. The value is the same; a split into q/k/v costs one copy instead
+    of three zero-filled full-size tensors and two additions.
+
+    ```mlir
+    // before
+    %a = loom.slice_grad %dq, %qkv axes [2] starts [0] ends [4] steps [1] : ...
+    %b = loom.slice_grad %dk, %qkv axes [2] starts [4] ends [8] steps [1] : ...
+    %s = loom.add %a, %b : ...
+    // after
+    %s = loom.concat %dq, %dk axis 2 : ...
+    ```
+  }];
+  let dependentDialects = ["::mlir::loom::LoomDialect"];
+}
+
 def LoomAppendOptimizerPass : Pass<"loom-append-optimizer", "mlir::func::FuncOp"> {
   let summary = "Apply the optimizer update to every parameter";
   let description = [{

@@ -1,0 +1,116 @@
+//===- FoldSliceGrads.cpp - Sums of slice gradients as one concat -*- C++ -*-===//
+//
+// A value split into pieces along one axis (the fused q/k/v projection of a
+// transformer, read by three `loom.slice`s) gets its gradient from autodiff
+// as a sum of `loom.slice_grad`s, each a zero tensor of the whole shape with
+// one window filled: three full-size writes and two full-size additions for
+// what is one copy per element. When the windows of the summed slice
+// gradients tile one axis exactly (unit steps, disjoint, covering [0, dim)),
+// the sum is the concatenation of their inputs in window order.
+//
+// Each addition is tried as the root of the tree of single-use `loom.add`s
+// below it; every leaf must be a `loom.slice_grad` of the root's type. (A
+// tiling cannot be part of a larger one: more windows would overlap.)
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/LoomOps.h"
+#include "passes/Passes.h"
+
+#include "mlir/Rewrite/FrozenRewritePatternSet.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#include <algorithm>
+
+namespace mlir::loom {
+#define GEN_PASS_DEF_LOOMFOLDSLICEGRADSPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::loom
+
+using namespace mlir;
+using namespace mlir::loom;
+
+namespace {
+
+/// The leaves of the tree of `loom.add`s rooted at `v` whose inner additions
+/// have one use each (the tree is dead once the root is replaced).
+void collectLeaves(Value v, bool root, SmallVectorImpl<Value> &leaves) {
+  auto add = v.getDefiningOp<AddOp>();
+  if (add && (root || add->hasOneUse()) &&
+      add.getLhs().getType() == add.getType() &&
+      add.getRhs().getType() == add.getType()) {
+    collectLeaves(add.getLhs(), false, leaves);
+    collectLeaves(add.getRhs(), false, leaves);
+    return;
+  }
+  leaves.push_back(v);
+}
+
+struct FoldSliceGradSum : OpRewritePattern<AddOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(AddOp root,
+                                PatternRewriter &rewriter) const override {
+    SmallVector<Value> leaves;
+    collectLeaves(root, true, leaves);
+    if (leaves.size() < 2)
+      return rewriter.notifyMatchFailure(root, "not a sum of slice grads");
+    struct Piece {
+      int64_t start, end;
+      Value grad;
+    };
+    SmallVector<Piece> pieces;
+    std::optional<int64_t> axis;
+    for (Value leaf : leaves) {
+      auto sg = leaf.getDefiningOp<SliceGradOp>();
+      if (!sg || sg.getType() != root.getType() || sg.getAxes().size() != 1 ||
+          sg.getSteps()[0] != 1 || (axis && *axis != sg.getAxes()[0]))
+        return rewriter.notifyMatchFailure(
+            root, "a summand is not a unit-step slice_grad along one axis");
+      axis = sg.getAxes()[0];
+      int64_t dim = root.getType().getShape()[*axis];
+      int64_t start = std::clamp<int64_t>(sg.getStarts()[0], 0, dim);
+      int64_t end = std::clamp<int64_t>(sg.getEnds()[0], start, dim);
+      pieces.push_back({start, end, sg.getGrad()});
+    }
+    llvm::sort(pieces, [](const Piece &a, const Piece &b) {
+      return a.start < b.start;
+    });
+    int64_t next = 0;
+    for (const Piece &p : pieces) {
+      if (p.start != next)
+        return rewriter.notifyMatchFailure(
+            root, "the windows overlap or leave a gap");
+      next = p.end;
+    }
+    if (next != root.getType().getShape()[*axis])
+      return rewriter.notifyMatchFailure(root, "the windows end short");
+    SmallVector<Value> inputs;
+    for (const Piece &p : pieces)
+      inputs.push_back(p.grad);
+    rewriter.replaceOpWithNewOp<ConcatOp>(root, inputs,
+                                          static_cast<uint64_t>(*axis));
+    return success();
+  }
+};
+
+struct FoldSliceGradsPass
+    : public loom::impl::LoomFoldSliceGradsPassBase<FoldSliceGradsPass> {
+  using LoomFoldSliceGradsPassBase::LoomFoldSliceGradsPassBase;
+
+  LogicalResult initialize(MLIRContext *ctx) override {
+    RewritePatternSet set(ctx);
+    set.add<FoldSliceGradSum>(ctx);
+    patterns = std::move(set);
+    return success();
+  }
+
+  void runOnOperation() override {
+    if (failed(applyPatternsGreedily(getOperation(), patterns)))
+      signalPassFailure();
+  }
+
+  FrozenRewritePatternSet patterns;
+};
+
+} // namespace
