@@ -127,12 +127,28 @@ done
 
 echo "== 6. GPT-2 124M: Loom vs PyTorch"
 cd "$B/gpt2-124m"
+# bench NAME PREC [gpt2_bench.py options]: one benchmark, its log and JSON.
+bench() {
+  local name=$1 prec=$2
+  shift 2
+  timeout 200 python3 gpt2_bench.py --plan $prec.loomplan --model-json model.json \
+    --loom-run "$B/bin/loom-run" --batch "$(cat batch)" --precision $prec \
+    --json "$OUTDIR/$name.json" "$@" 2>&1 | tee "$OUTDIR/$name.log"
+}
+figures() {
+  python3 -c "import json,sys; r=json.load(open(sys.argv[1])); l=r['sides'][0]; print('%.1f ms/step, %.0f tokens/s, %.1f TFLOP/s, MFU %.1f%% of measured %.0f%s' % (1e3*l['step_s'], l['tokens_per_s'], l['tflops'], 100*l['mfu_measured_peak'], r['measured_bf16_peak_tflops'], '; Loom/PyTorch step time %.2f' % r['ratio_loom_over_torch'] if 'ratio_loom_over_torch' in r else ''))" "$OUTDIR/$1.json"
+}
 for prec in bf16 fp32; do
-  if timeout 200 python3 gpt2_bench.py --plan $prec.loomplan --model-json model.json \
-      --loom-run "$B/bin/loom-run" --batch "$(cat batch)" --precision $prec \
-      --json "$OUTDIR/gpt2_124m_$prec.json" --profile-out "$OUTDIR/gpt2_124m_${prec}_profile.txt" 2>&1 | tee "$OUTDIR/gpt2_124m_$prec.log"; then
-    line=$(python3 -c "import json,sys; r=json.load(open(sys.argv[1])); l=r['sides'][0]; print('%.0f tokens/s, %.1f TFLOP/s, MFU %.1f%% of measured %.0f; Loom/PyTorch step time %.2f' % (l['tokens_per_s'], l['tflops'], 100*l['mfu_measured_peak'], r['measured_bf16_peak_tflops'], r.get('ratio_loom_over_torch', float('nan'))))" "$OUTDIR/gpt2_124m_$prec.json")
-    record "GPT-2 124M $prec" "$line"
+  if bench gpt2_124m_$prec $prec --profile-out "$OUTDIR/gpt2_124m_${prec}_profile.txt"; then
+    record "GPT-2 124M $prec" "$(figures gpt2_124m_$prec)"
+    # Loom alone with each other attention algorithm (LOOM_CUDA_ATTENTION).
+    for alg in ${GPU_CHECK_ATTENTION-gemm}; do
+      if LOOM_CUDA_ATTENTION=$alg bench gpt2_124m_${prec}_$alg $prec --skip-torch; then
+        record "GPT-2 124M $prec, attention $alg" "$(figures gpt2_124m_${prec}_$alg)"
+      else
+        record "GPT-2 124M $prec, attention $alg" "FAIL (gpu-logs:gpt2_124m_${prec}_$alg.log)"
+      fi
+    done
     break # fp32 is the fallback figure when bf16 does not run
   else
     record "GPT-2 124M $prec" "FAIL (gpu-logs:gpt2_124m_$prec.log)"
