@@ -14,7 +14,9 @@
 #      compute on both sides, different summation orders)
 #   6. GPT-2 124M (bf16, global batch from the bundle, --init random:1):
 #      Loom vs PyTorch (bf16 autocast, flash attention, fused AdamW) side by
-#      side: tokens/s, TFLOP/s, MFU against the measured bf16 peak
+#      side: tokens/s, TFLOP/s, MFU against the measured bf16 peak,
+#      and a LOOM_PROFILE table of Loom's step; then Loom alone with each
+#      attention algorithm in $GPU_CHECK_ATTENTION (default: gemm)
 #   7. when at most 220 s have passed: compute-sanitizer (at most 100 s)
 #      memcheck on the attention, layout and bf16 kernel tests
 # Logs and metrics are written to a scratch folder and packed after every
