@@ -156,9 +156,8 @@ struct FastDiv {
     s = 0;
     while ((uint64_t(1) << s) < divisor)
       ++s;
-    m = uint32_t(((uint64_t(1) << 32) * ((uint64_t(1) << s) - divisor)) /
-                     divisor +
-                 1);
+    m = uint32_t(
+        ((uint64_t(1) << 32) * ((uint64_t(1) << s) - divisor)) / divisor + 1);
   }
   __device__ __forceinline__ uint32_t div(uint32_t n) const {
 #ifdef __CUDA_ARCH__

@@ -8,12 +8,13 @@
 // `FloatOut`, widened on load, rounded to nearest even on store); mse,
 // mse_grad and sgd are f32 only.
 //
-// Two forms of each op compute the same thing per element: the pack
+// Two forms of each op compute the same thing per element. The pack
 // kernels (`...PackKernel`), templated on one storage type of all operands,
 // give each thread 8 elements through 16-byte vector accesses (bf16 moves
 // at the memory's speed only so) and finish a tail of `n % 8` elements one
 // by one; the binary one also takes a row broadcast (`[rows, cols] op
-// [cols]`, either side, `cols % 8 == 0`) or a scalar operand. The generic
+// [cols]`, either side, `cols % 8 == 0`) or a scalar operand, and the bias
+// fill before a GEMM (`fillRowsPackKernel`) any two storages. The generic
 // kernels, grid-stride loops over 64-bit indices with the storage read per
 // operand at run time, take the rest: mixed storages, 16-byte misaligned
 // pointers, other broadcasts (index math per element).
@@ -101,7 +102,7 @@ __device__ __forceinline__ float loadArg1(const T *p, int64_t i, int64_t cols) {
 /// The element range `[first, n)` of a pack kernel's tail, one element per
 /// thread of the grid.
 #define LOOM_PACK_TAIL(i, first, n)                                            \
-  for (int64_t i = (first) + blockIdx.x * int64_t(blockDim.x) + threadIdx.x;  \
+  for (int64_t i = (first) + blockIdx.x * int64_t(blockDim.x) + threadIdx.x;   \
        i < (n); i += int64_t(gridDim.x) * blockDim.x)
 
 /// `c = a op b` over `n` elements, all of storage `T`, 16-byte aligned;
@@ -211,8 +212,7 @@ __global__ void unaryGradKernel(FloatIn dy, FloatIn v, FloatOut dx, int64_t n) {
 }
 
 template <UnaryGradOp Op, typename T>
-__global__ void unaryGradPackKernel(const T *dy, const T *v, T *dx,
-                                    int64_t n) {
+__global__ void unaryGradPackKernel(const T *dy, const T *v, T *dx, int64_t n) {
   int64_t packs = n / kPack;
   LOOM_GRID_STRIDE(p, packs) {
     float g[kPack], w[kPack];
@@ -233,6 +233,18 @@ __global__ void fillRowsKernel(FloatOut c, FloatIn row, int64_t n,
   LOOM_GRID_STRIDE(i, n) { store(c, i, load(row, i % cols)); }
 }
 
+/// `c` rows of `cols % 8 == 0` elements become `row` (both 16-byte
+/// aligned), a pack per thread.
+template <typename R, typename C>
+__global__ void fillRowsPackKernel(C *c, const R *row, int64_t n,
+                                   int64_t cols) {
+  LOOM_GRID_STRIDE(p, n / kPack) {
+    float v[kPack];
+    loadPack(row + (p * kPack) % cols, v);
+    storePack(c + p * kPack, v);
+  }
+}
+
 // In place allowed: each element is read before it is written.
 __global__ void scaleKernel(FloatIn x, FloatOut y, int64_t n, float f) {
   LOOM_GRID_STRIDE(i, n) { store(y, i, load(x, i) * f); }
@@ -249,7 +261,9 @@ __global__ void scalePackKernel(const T *x, T *y, int64_t n, float f) {
       v[k] = v[k] * f;
     storePack(y + p * kPack, v);
   }
-  LOOM_PACK_TAIL(i, packs * kPack, n) { y[i] = fromFloat<T>(toFloat(x[i]) * f); }
+  LOOM_PACK_TAIL(i, packs * kPack, n) {
+    y[i] = fromFloat<T>(toFloat(x[i]) * f);
+  }
 }
 
 __global__ void mseGradKernel(const float *__restrict__ pred,
@@ -513,7 +527,23 @@ Status launchFillRows(FloatOut c, FloatIn row, int64_t rows, int64_t cols,
   int64_t n = rows * cols;
   if (n == 0)
     return Status::ok();
-  fillRowsKernel<<<blocksFor(n), kThreads, 0, stream>>>(c, row, n, cols);
+  if (cols % kPack != 0 || !aligned16(c.p) || !aligned16(row.p)) {
+    fillRowsKernel<<<blocksFor(n), kThreads, 0, stream>>>(c, row, n, cols);
+    return launchCheck("bias fill kernel");
+  }
+  unsigned g = blocksFor(n / kPack);
+  auto *rowF = static_cast<const float *>(row.p);
+  auto *rowH = static_cast<const __nv_bfloat16 *>(row.p);
+  auto *cF = static_cast<float *>(c.p);
+  auto *cH = static_cast<__nv_bfloat16 *>(c.p);
+  if (row.e == Elem::F32 && c.e == Elem::F32)
+    fillRowsPackKernel<<<g, kThreads, 0, stream>>>(cF, rowF, n, cols);
+  else if (row.e == Elem::F32)
+    fillRowsPackKernel<<<g, kThreads, 0, stream>>>(cH, rowF, n, cols);
+  else if (c.e == Elem::F32)
+    fillRowsPackKernel<<<g, kThreads, 0, stream>>>(cF, rowH, n, cols);
+  else
+    fillRowsPackKernel<<<g, kThreads, 0, stream>>>(cH, rowH, n, cols);
   return launchCheck("bias fill kernel");
 }
 

@@ -13,8 +13,10 @@
 // storage change, offsets past 2^31 chunks) the element kernel
 // (`stridedCopyKernel`) does the index math per element, in 32 bits when
 // the sizes allow, 64 otherwise. A transpose that moves the innermost dim
-// goes through 32x32 shared-memory tiles instead. Also select, convert (16-
-// byte packs between f32 and bf16) and gather (gather_grad is in
+// goes through 32x32 shared-memory tiles instead. slice_grad of a window
+// of whole rows (the q/k/v split's gradient) writes its zeros and its
+// window in one chunked pass (`padRowsKernel`). Also select, convert
+// (16-byte packs between f32 and bf16) and gather (gather_grad is in
 // Gather.cu).
 //
 //===----------------------------------------------------------------------===//
@@ -73,15 +75,53 @@ __global__ void chunkCopyKernel(const C *src, C *dst, ChunkCopy p) {
   }
 }
 
+/// `launchPadRows` in chunks: `n` chunks of `dx`, rows of `rowLen.d`, the
+/// window `[start, start + len)` (all in chunks).
+struct PadRows {
+  int chunkBytes = 0;
+  uint32_t n = 0, start = 0, len = 0;
+  FastDiv rowLen;
+};
+
+template <typename C>
+__global__ void padRowsKernel(const C *dy, C *dx, PadRows p) {
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < p.n;
+       i += gridDim.x * blockDim.x) {
+    uint32_t r = p.rowLen.div(i);
+    uint32_t c = i - r * p.rowLen.d - p.start; // wraps when left of the window
+    C v{};
+    if (c < p.len)
+      v = dy[r * p.len + c];
+    dx[i] = v;
+  }
+}
+
 constexpr int kTile = 32, kTileRows = 8;
 
 /// Block (32, 8) per 32x32 tile of one batch entry: reads rows of the
 /// source (contiguous along `i`), writes rows of the destination
 /// (contiguous along `j`). The +1 column keeps the transposed read of the
 /// tile free of bank conflicts.
-__global__ void transpose2dKernel(FloatIn src, FloatOut dst, int64_t batch,
-                                  int64_t a, int64_t b, int64_t ldSrc,
-                                  CopyIndex outer) {
+template <typename T>
+__device__ __forceinline__ float loadAt(const T *p, int64_t i) {
+  return toFloat(p[i]);
+}
+__device__ __forceinline__ float loadAt(FloatIn x, int64_t i) {
+  return load(x, i);
+}
+template <typename T>
+__device__ __forceinline__ void storeAt(T *p, int64_t i, float v) {
+  p[i] = fromFloat<T>(v);
+}
+__device__ __forceinline__ void storeAt(FloatOut y, int64_t i, float v) {
+  store(y, i, v);
+}
+
+/// `Src` / `Dst`: typed pointers when both sides share a storage (no
+/// per-element storage branch), else `FloatIn` / `FloatOut`.
+template <typename Src, typename Dst>
+__global__ void transpose2dKernel(Src src, Dst dst, int64_t batch, int64_t a,
+                                  int64_t b, int64_t ldSrc, CopyIndex outer) {
   __shared__ float tile[kTile][kTile + 1];
   int64_t tilesA = (a + kTile - 1) / kTile;
   int64_t i0 = (blockIdx.x % tilesA) * kTile;
@@ -96,13 +136,13 @@ __global__ void transpose2dKernel(FloatIn src, FloatOut dst, int64_t batch,
     for (int r = threadIdx.y; r < kTile; r += kTileRows) {
       int64_t i = i0 + threadIdx.x, j = j0 + r;
       if (i < a && j < b)
-        tile[r][threadIdx.x] = load(src, base + j * ldSrc + i);
+        tile[r][threadIdx.x] = loadAt(src, base + j * ldSrc + i);
     }
     __syncthreads();
     for (int r = threadIdx.y; r < kTile; r += kTileRows) {
       int64_t i = i0 + r, j = j0 + threadIdx.x;
       if (i < a && j < b)
-        store(dst, (o * a + i) * b + j, tile[threadIdx.x][r]);
+        storeAt(dst, (o * a + i) * b + j, tile[threadIdx.x][r]);
     }
   }
 }
@@ -143,8 +183,8 @@ __global__ void convertPackKernel(const X *__restrict__ x, Y *__restrict__ y,
     loadPack(x + p * kPack, v);
     storePack(y + p * kPack, v);
   }
-  for (int64_t i = packs * kPack + blockIdx.x * int64_t(blockDim.x) +
-                   threadIdx.x;
+  for (int64_t i =
+           packs * kPack + blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
        i < n; i += int64_t(gridDim.x) * blockDim.x)
     y[i] = fromFloat<Y>(toFloat(x[i]));
 }
@@ -233,6 +273,32 @@ inline bool planChunkCopy(const void *src, const void *dst, int64_t bytes,
   return chunks < limit && maxSrc < limit && maxDst < limit;
 }
 
+/// The chunk form of `launchPadRows` for elements of `bytes` bytes; false
+/// when `dx` has 2^31 chunks or more.
+inline bool planPadRows(const void *dy, const void *dx, int64_t bytes,
+                        int64_t rows, int64_t rowLen, int64_t start,
+                        int64_t len, PadRows &out) {
+  uintptr_t common = reinterpret_cast<uintptr_t>(dy) |
+                     reinterpret_cast<uintptr_t>(dx) |
+                     uintptr_t(rowLen * bytes) | uintptr_t(start * bytes) |
+                     uintptr_t(len * bytes);
+  int64_t chunk = bytes;
+  for (int64_t c = 16; c > bytes; c /= 2)
+    if (common % c == 0) {
+      chunk = c;
+      break;
+    }
+  int64_t per = chunk / bytes, n = rows * rowLen / per;
+  if (n >= (int64_t(1) << 31))
+    return false;
+  out.chunkBytes = static_cast<int>(chunk);
+  out.n = static_cast<uint32_t>(n);
+  out.start = static_cast<uint32_t>(start / per);
+  out.len = static_cast<uint32_t>(len / per);
+  out.rowLen = FastDiv(static_cast<uint32_t>(rowLen / per));
+  return true;
+}
+
 } // namespace
 
 #ifndef LOOM_CUDA_HOST_EMULATION // (test/unit/cuda/CudaHostEmulation.h)
@@ -296,9 +362,61 @@ Status launchTranspose2d(FloatIn src, FloatOut dst, int64_t batch, int64_t a,
                      "launch",
                      (long long)a, (long long)b);
   dim3 grid(static_cast<unsigned>(tiles), capBlocks(batch));
-  transpose2dKernel<<<grid, dim3(kTile, kTileRows), 0, stream>>>(
-      src, dst, batch, a, b, ldSrc, outer);
+  dim3 block(kTile, kTileRows);
+  if (src.e != dst.e)
+    transpose2dKernel<<<grid, block, 0, stream>>>(src, dst, batch, a, b, ldSrc,
+                                                  outer);
+  else if (src.e == Elem::BF16)
+    transpose2dKernel<<<grid, block, 0, stream>>>(
+        static_cast<const __nv_bfloat16 *>(src.p),
+        static_cast<__nv_bfloat16 *>(dst.p), batch, a, b, ldSrc, outer);
+  else
+    transpose2dKernel<<<grid, block, 0, stream>>>(
+        static_cast<const float *>(src.p), static_cast<float *>(dst.p), batch,
+        a, b, ldSrc, outer);
   return launchCheck("transpose kernel");
+}
+
+Status launchPadRows(FloatIn dy, FloatOut dx, int64_t rows, int64_t rowLen,
+                     int64_t start, int64_t len, cudaStream_t stream) {
+  if (rows * rowLen == 0)
+    return Status::ok();
+  PadRows p;
+  if (dy.e != dx.e || len == 0 ||
+      !planPadRows(dy.p, dx.p, elemBytes(dy.e), rows, rowLen, start, len, p)) {
+    LOOM_RETURN_IF_ERROR(
+        launchZero(dx.p, rows * rowLen * elemBytes(dx.e), stream));
+    CopyIndex ix;
+    ix.rank = 2;
+    ix.dims[0] = rows;
+    ix.dims[1] = len;
+    ix.srcStride[0] = len;
+    ix.srcStride[1] = 1;
+    ix.dstStride[0] = rowLen;
+    ix.dstStride[1] = 1;
+    FloatOut at{static_cast<char *>(dx.p) + start * elemBytes(dx.e), dx.e};
+    return launchStridedCopy(dy, at, rows * len, ix, stream);
+  }
+  unsigned g = blocksFor(p.n);
+  switch (p.chunkBytes) {
+  case 16:
+    padRowsKernel<<<g, kThreads, 0, stream>>>(static_cast<const uint4 *>(dy.p),
+                                              static_cast<uint4 *>(dx.p), p);
+    break;
+  case 8:
+    padRowsKernel<<<g, kThreads, 0, stream>>>(static_cast<const uint2 *>(dy.p),
+                                              static_cast<uint2 *>(dx.p), p);
+    break;
+  case 4:
+    padRowsKernel<<<g, kThreads, 0, stream>>>(
+        static_cast<const uint32_t *>(dy.p), static_cast<uint32_t *>(dx.p), p);
+    break;
+  default:
+    padRowsKernel<<<g, kThreads, 0, stream>>>(
+        static_cast<const uint16_t *>(dy.p), static_cast<uint16_t *>(dx.p), p);
+    break;
+  }
+  return launchCheck("slice_grad kernel");
 }
 
 Status launchZero(void *p, int64_t bytes, cudaStream_t stream) {

@@ -216,8 +216,8 @@ TEST_F(CudaBf16, PackKernelsAndChunkCopy) {
     EXPECT_EQ((*up)[0].bytes, roundedToBf16(x).bytes);
   }
   for (int64_t d : {64, 4, 5}) {
-    expectBf16MatchesCpu("transpose", {rand({2, 9, 3, d})}, {B},
-                         {{2, 3, 9, d}}, {B}, [](plan::Instruction &i) {
+    expectBf16MatchesCpu("transpose", {rand({2, 9, 3, d})}, {B}, {{2, 3, 9, d}},
+                         {B}, [](plan::Instruction &i) {
                            setInts(i, "permutation", {0, 2, 1, 3});
                          });
   }
@@ -245,8 +245,7 @@ TEST_F(CudaBf16, DISABLED_TimingOnGpt2Shapes) {
                   const std::function<void(plan::Instruction &)> &attrs,
                   double mb) {
     double ms = 0;
-    auto r = runOpDirect(op, in, inTypes, {out}, {outType}, attrs, {}, 20,
-                         &ms);
+    auto r = runOpDirect(op, in, inTypes, {out}, {outType}, attrs, {}, 20, &ms);
     ASSERT_TRUE(r.isOk()) << r.status().message();
     std::printf("%-28s %9.1f us  %7.1f MB  %6.2f TB/s\n", name.c_str(),
                 ms * 1e3, mb, mb / 1e6 / (ms * 1e-3));
@@ -257,17 +256,20 @@ TEST_F(CudaBf16, DISABLED_TimingOnGpt2Shapes) {
   std::vector<int64_t> act{32, 1024, 768}, hid{32, 1024, 3072},
       qkv{32, 1024, 2304}, heads{32, 1024, 12, 64};
   double actMB = 32.0 * 1024 * 768 * 2 / 1e6, hidMB = 4 * actMB;
-  time("add [32,1024,768]", "add", {zeros(act), zeros(act)}, {B, B}, act, B,
-       {}, 3 * actMB);
+  time("add [32,1024,768]", "add", {zeros(act), zeros(act)}, {B, B}, act, B, {},
+       3 * actMB);
   time("add bias [768]", "add", {zeros(act), zeros({768})}, {B, B}, act, B, {},
        2 * actMB);
-  time("gelu [32,1024,3072]", "gelu", {zeros(hid)}, {B}, hid, B, {},
-       2 * hidMB);
+  time("gelu [32,1024,3072]", "gelu", {zeros(hid)}, {B}, hid, B, {}, 2 * hidMB);
   time("gelu_grad [32,1024,3072]", "gelu_grad", {zeros(hid), zeros(hid)},
        {B, B}, hid, B, {}, 3 * hidMB);
-  time("transpose heads", "transpose", {zeros(heads)}, {B}, {32, 12, 1024, 64},
-       B, [](plan::Instruction &i) { setInts(i, "permutation", {0, 2, 1, 3}); },
-       2 * actMB);
+  time(
+      "transpose heads", "transpose", {zeros(heads)}, {B}, {32, 12, 1024, 64},
+      B,
+      [](plan::Instruction &i) {
+        setInts(i, "permutation", {0, 2, 1, 3});
+      },
+      2 * actMB);
   auto k = [](plan::Instruction &i) {
     setInts(i, "axes", {2});
     setInts(i, "starts", {768});

@@ -241,6 +241,12 @@ TEST_F(CudaKernel, BinaryPackPathsAndFallbacks) {
   expectSameOnCuda("add", {rand({4, 96}), rand({4, 96})}, {{4, 96}}, {}, {0});
 }
 
+TEST_F(CudaKernel, LinearBiasFillPacked) {
+  // 24 output features: the bias rows are filled 8 at a time.
+  expectSameOnCuda("linear", {rand({3, 5, 33}), rand({33, 24}), rand({24})},
+                   {{3, 5, 24}});
+}
+
 TEST_F(CudaKernel, UnaryPackTails) {
   for (int64_t n : {1, 7, 8, 9, 4099}) {
     expectSameOnCuda("tanh", {rand({n}, -3, 3)}, {{n}});

@@ -244,8 +244,8 @@ TEST_F(CudaLayout, ChunkCopyPaths) {
     expectSameOnCuda("transpose", {rand({2, 3, 9, d})}, {{2, 9, 3, d}},
                      perm({0, 2, 1, 3}), {}, 1, 0, 0);
   }
-  expectSameOnCuda("transpose", {rand({4, 5, 6})}, {{4, 5, 6}},
-                   perm({0, 1, 2}), {}, 1, 0, 0);
+  expectSameOnCuda("transpose", {rand({4, 5, 6})}, {{4, 5, 6}}, perm({0, 1, 2}),
+                   {}, 1, 0, 0);
   for (int64_t start : {0, 3, 16, 4}) {
     auto window = [start](plan::Instruction &i) {
       setInts(i, "axes", {2});
