@@ -112,10 +112,11 @@ __device__ __forceinline__ float bf16Half(uint32_t w, bool hi) {
   return __bfloat162float(__nv_bfloat16(r));
 }
 
-/// `lo` and `hi` rounded to bf16, packed low half first.
+/// `lo` and `hi` rounded to bf16 (nearest even, as `fromFloat`), packed
+/// low half first: one paired conversion instruction on the device.
 __device__ __forceinline__ uint32_t bf16Pair(float lo, float hi) {
-  __nv_bfloat16_raw a = __float2bfloat16_rn(lo), b = __float2bfloat16_rn(hi);
-  return uint32_t(a.x) | (uint32_t(b.x) << 16);
+  __nv_bfloat162_raw r = __floats2bfloat162_rn(lo, hi);
+  return uint32_t(r.x) | (uint32_t(r.y) << 16);
 }
 
 /// Widens the 8 elements at `p` (16-byte aligned) to floats.
