@@ -2,8 +2,10 @@
 //-*-===//
 //
 // Loads and stores of fp32 / bf16 operands (math in fp32, bf16 stores round
-// to nearest even), grid sizes and the grid-stride loop, warp and block
-// reductions, and the device-side data check record.
+// to nearest even), per element or as packs of 8 through 16-byte vector
+// accesses, grid sizes and the grid-stride loop, warp and block reductions,
+// a division by a launch-invariant divisor, and the device-side data check
+// record.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +15,9 @@
 #include "runtime/cuda/CudaLaunch.h"
 
 #include <cuda_bf16.h>
+
+#include <cstdint>
+#include <cstring>
 
 namespace loom::runtime::cuda {
 
@@ -65,6 +70,105 @@ template <>
 __device__ __forceinline__ __nv_bfloat16 fromFloat<__nv_bfloat16>(float v) {
   return __float2bfloat16_rn(v);
 }
+
+/// The `Elem` tag of a storage type.
+template <typename T> constexpr Elem elemOf() {
+  return sizeof(T) == 2 ? Elem::BF16 : Elem::F32;
+}
+
+/// Elements per pack: one 16-byte access in bf16, two in f32.
+constexpr int kPack = 8;
+
+/// Whether `p` may be read or written as 16-byte vectors.
+inline bool aligned16(const void *p) {
+  return reinterpret_cast<uintptr_t>(p) % 16 == 0;
+}
+
+/// A vector of type `V` at `p` (aligned for `V`). The host emulation goes
+/// through `memcpy`, which keeps g++'s aliasing rules.
+template <typename V, typename P>
+__device__ __forceinline__ V loadVec(const P *p) {
+#ifdef __CUDA_ARCH__
+  return *reinterpret_cast<const V *>(p);
+#else
+  V v;
+  std::memcpy(&v, p, sizeof(V));
+  return v;
+#endif
+}
+template <typename V, typename P>
+__device__ __forceinline__ void storeVec(P *p, const V &v) {
+#ifdef __CUDA_ARCH__
+  *reinterpret_cast<V *>(p) = v;
+#else
+  std::memcpy(p, &v, sizeof(V));
+#endif
+}
+
+/// The bf16 in the low (`hi` false) or high half of `w`, widened.
+__device__ __forceinline__ float bf16Half(uint32_t w, bool hi) {
+  __nv_bfloat16_raw r;
+  r.x = static_cast<unsigned short>(hi ? w >> 16 : w & 0xffffu);
+  return __bfloat162float(__nv_bfloat16(r));
+}
+
+/// `lo` and `hi` rounded to bf16 (nearest even, as `fromFloat`), packed
+/// low half first: one paired conversion instruction on the device.
+__device__ __forceinline__ uint32_t bf16Pair(float lo, float hi) {
+  __nv_bfloat162_raw r = __floats2bfloat162_rn(lo, hi);
+  return uint32_t(r.x) | (uint32_t(r.y) << 16);
+}
+
+/// Widens the 8 elements at `p` (16-byte aligned) to floats.
+__device__ __forceinline__ void loadPack(const float *p, float (&v)[kPack]) {
+  float4 lo = loadVec<float4>(p), hi = loadVec<float4>(p + 4);
+  v[0] = lo.x, v[1] = lo.y, v[2] = lo.z, v[3] = lo.w;
+  v[4] = hi.x, v[5] = hi.y, v[6] = hi.z, v[7] = hi.w;
+}
+__device__ __forceinline__ void loadPack(const __nv_bfloat16 *p,
+                                         float (&v)[kPack]) {
+  uint4 raw = loadVec<uint4>(p);
+  uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+  for (int k = 0; k < kPack; ++k)
+    v[k] = bf16Half(w[k / 2], k % 2 == 1);
+}
+
+/// Stores 8 floats at `p` (16-byte aligned), rounded as `fromFloat`.
+__device__ __forceinline__ void storePack(float *p, const float (&v)[kPack]) {
+  storeVec(p, make_float4(v[0], v[1], v[2], v[3]));
+  storeVec(p + 4, make_float4(v[4], v[5], v[6], v[7]));
+}
+__device__ __forceinline__ void storePack(__nv_bfloat16 *p,
+                                          const float (&v)[kPack]) {
+  storeVec(p, make_uint4(bf16Pair(v[0], v[1]), bf16Pair(v[2], v[3]),
+                         bf16Pair(v[4], v[5]), bf16Pair(v[6], v[7])));
+}
+
+/// Unsigned division of `n < 2^31` by a divisor fixed at launch, as a
+/// multiply-high, an add and a shift (Granlund and Montgomery): with
+/// `s = ceil(log2 d)` and `m = floor(2^32 (2^s - d) / d) + 1`,
+/// `n / d = (mulhi(n, m) + n) >> s`; the sum stays below 2^32 because
+/// `mulhi(n, m) <= n < 2^31`.
+struct FastDiv {
+  uint32_t d = 1, m = 1, s = 0;
+  FastDiv() = default;
+  explicit FastDiv(uint32_t divisor) : d(divisor) {
+    s = 0;
+    while ((uint64_t(1) << s) < divisor)
+      ++s;
+    m = uint32_t(
+        ((uint64_t(1) << 32) * ((uint64_t(1) << s) - divisor)) / divisor + 1);
+  }
+  __device__ __forceinline__ uint32_t div(uint32_t n) const {
+#ifdef __CUDA_ARCH__
+    uint32_t hi = __umulhi(n, m);
+#else
+    uint32_t hi = uint32_t((uint64_t(n) * m) >> 32);
+#endif
+    return (hi + n) >> s;
+  }
+};
 
 template <typename T> __device__ __forceinline__ T warpSum(T v) {
   for (int o = 16; o > 0; o >>= 1)

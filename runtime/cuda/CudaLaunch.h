@@ -178,6 +178,11 @@ struct CopyIndex {
 };
 Status launchStridedCopy(FloatIn src, FloatOut dst, int64_t n,
                          const CopyIndex &index, cudaStream_t stream);
+/// slice_grad of a window of whole rows: `dx` is `[rows, rowLen]`, zero
+/// except columns `[start, start + len)`, which are `dy` (`[rows, len]`).
+/// One pass writes every element of `dx` (no separate zeroing).
+Status launchPadRows(FloatIn dy, FloatOut dx, int64_t rows, int64_t rowLen,
+                     int64_t start, int64_t len, cudaStream_t stream);
 /// The innermost-dims swap: for each of `batch` entries `o` (row-major over
 /// `outer.dims`, source offsets `outer.srcStride`), `dst[o][i][j] =
 /// src[base(o) + j * ldSrc + i]` for `i < a`, `j < b` (dst dense), through

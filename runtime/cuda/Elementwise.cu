@@ -2,11 +2,22 @@
 //-*-===//
 //
 // Binary ops with NumPy broadcasting, unary ops and their gradients, scale,
-// mse_grad, and the SGD / AdamW updates. All are grid-stride loops over
-// 64-bit indices with the same float arithmetic as the CPU kernels
-// (runtime/kernels/cpu/), so results agree to rounding of libm vs CUDA math.
-// Float operands are f32 or bf16 (`FloatIn` / `FloatOut`, widened on load,
-// rounded to nearest even on store); mse, mse_grad and sgd are f32 only.
+// mse_grad, and the SGD / AdamW updates, with the same float arithmetic as
+// the CPU kernels (runtime/kernels/cpu/), so results agree to rounding of
+// libm vs CUDA math. Float operands are f32 or bf16 (`FloatIn` /
+// `FloatOut`, widened on load, rounded to nearest even on store); mse,
+// mse_grad and sgd are f32 only.
+//
+// Two forms of each op compute the same thing per element. The pack
+// kernels (`...PackKernel`), templated on one storage type of all operands,
+// give each thread 8 elements through 16-byte vector accesses (bf16 moves
+// at the memory's speed only so) and finish a tail of `n % 8` elements one
+// by one; the binary one also takes a row broadcast (`[rows, cols] op
+// [cols]`, either side, `cols % 8 == 0`) or a scalar operand, and the bias
+// fill before a GEMM (`fillRowsPackKernel`) any two storages. The generic
+// kernels, grid-stride loops over 64-bit indices with the storage read per
+// operand at run time, take the rest: mixed storages, 16-byte misaligned
+// pointers, other broadcasts (index math per element).
 //
 //===----------------------------------------------------------------------===//
 
@@ -58,6 +69,64 @@ __global__ void binaryKernel(BroadcastMode mode, FloatIn a, FloatIn b,
   }
 }
 
+/// How an operand of the binary pack kernel reaches output element `i`.
+enum class Arg { Full, Row, Scalar };
+
+/// The 8 values of the operand for output elements `[i, i + 8)`; a `Row`
+/// operand has `cols % 8 == 0`, so a pack never crosses a row.
+template <Arg K, typename T>
+__device__ __forceinline__ void loadArg(const T *p, int64_t i, int64_t cols,
+                                        float (&v)[kPack]) {
+  if constexpr (K == Arg::Full) {
+    loadPack(p + i, v);
+  } else if constexpr (K == Arg::Row) {
+    loadPack(p + i % cols, v);
+  } else {
+    float x = toFloat(p[0]);
+#pragma unroll
+    for (int k = 0; k < kPack; ++k)
+      v[k] = x;
+  }
+}
+
+template <Arg K, typename T>
+__device__ __forceinline__ float loadArg1(const T *p, int64_t i, int64_t cols) {
+  if constexpr (K == Arg::Full)
+    return toFloat(p[i]);
+  else if constexpr (K == Arg::Row)
+    return toFloat(p[i % cols]);
+  else
+    return toFloat(p[0]);
+}
+
+/// The element range `[first, n)` of a pack kernel's tail, one element per
+/// thread of the grid.
+#define LOOM_PACK_TAIL(i, first, n)                                            \
+  for (int64_t i = (first) + blockIdx.x * int64_t(blockDim.x) + threadIdx.x;   \
+       i < (n); i += int64_t(gridDim.x) * blockDim.x)
+
+/// `c = a op b` over `n` elements, all of storage `T`, 16-byte aligned;
+/// `cols` is the row length of a `Row` operand.
+template <BinaryOp Op, typename T, Arg KA, Arg KB>
+__global__ void binaryPackKernel(const T *a, const T *b, T *c, int64_t n,
+                                 int64_t cols) {
+  int64_t packs = n / kPack;
+  LOOM_GRID_STRIDE(p, packs) {
+    int64_t i = p * kPack;
+    float x[kPack], y[kPack];
+    loadArg<KA>(a, i, cols, x);
+    loadArg<KB>(b, i, cols, y);
+#pragma unroll
+    for (int k = 0; k < kPack; ++k)
+      x[k] = binary<Op>(x[k], y[k]);
+    storePack(c + i, x);
+  }
+  LOOM_PACK_TAIL(i, packs * kPack, n) {
+    c[i] = fromFloat<T>(
+        binary<Op>(loadArg1<KA>(a, i, cols), loadArg1<KB>(b, i, cols)));
+  }
+}
+
 constexpr float kSqrt2OverPi = 0.7978845608028654f;
 constexpr float kInvSqrt2 = 0.7071067811865476f;
 constexpr float kInvSqrt2Pi = 0.3989422804014327f;
@@ -97,6 +166,22 @@ __global__ void unaryKernel(FloatIn x, FloatOut y, int64_t n) {
   LOOM_GRID_STRIDE(i, n) { store(y, i, unary<Op>(load(x, i))); }
 }
 
+template <UnaryOp Op, typename T>
+__global__ void unaryPackKernel(const T *x, T *y, int64_t n) {
+  int64_t packs = n / kPack;
+  LOOM_GRID_STRIDE(p, packs) {
+    float v[kPack];
+    loadPack(x + p * kPack, v);
+#pragma unroll
+    for (int k = 0; k < kPack; ++k)
+      v[k] = unary<Op>(v[k]);
+    storePack(y + p * kPack, v);
+  }
+  LOOM_PACK_TAIL(i, packs * kPack, n) {
+    y[i] = fromFloat<T>(unary<Op>(toFloat(x[i])));
+  }
+}
+
 template <UnaryGradOp Op>
 __device__ __forceinline__ float unaryGrad(float dy, float v) {
   if constexpr (Op == UnaryGradOp::Relu)
@@ -126,14 +211,59 @@ __global__ void unaryGradKernel(FloatIn dy, FloatIn v, FloatOut dx, int64_t n) {
   }
 }
 
+template <UnaryGradOp Op, typename T>
+__global__ void unaryGradPackKernel(const T *dy, const T *v, T *dx, int64_t n) {
+  int64_t packs = n / kPack;
+  LOOM_GRID_STRIDE(p, packs) {
+    float g[kPack], w[kPack];
+    loadPack(dy + p * kPack, g);
+    loadPack(v + p * kPack, w);
+#pragma unroll
+    for (int k = 0; k < kPack; ++k)
+      g[k] = unaryGrad<Op>(g[k], w[k]);
+    storePack(dx + p * kPack, g);
+  }
+  LOOM_PACK_TAIL(i, packs * kPack, n) {
+    dx[i] = fromFloat<T>(unaryGrad<Op>(toFloat(dy[i]), toFloat(v[i])));
+  }
+}
+
 __global__ void fillRowsKernel(FloatOut c, FloatIn row, int64_t n,
                                int64_t cols) {
   LOOM_GRID_STRIDE(i, n) { store(c, i, load(row, i % cols)); }
 }
 
+/// `c` rows of `cols % 8 == 0` elements become `row` (both 16-byte
+/// aligned), a pack per thread.
+template <typename R, typename C>
+__global__ void fillRowsPackKernel(C *c, const R *row, int64_t n,
+                                   int64_t cols) {
+  LOOM_GRID_STRIDE(p, n / kPack) {
+    float v[kPack];
+    loadPack(row + (p * kPack) % cols, v);
+    storePack(c + p * kPack, v);
+  }
+}
+
 // In place allowed: each element is read before it is written.
 __global__ void scaleKernel(FloatIn x, FloatOut y, int64_t n, float f) {
   LOOM_GRID_STRIDE(i, n) { store(y, i, load(x, i) * f); }
+}
+
+template <typename T>
+__global__ void scalePackKernel(const T *x, T *y, int64_t n, float f) {
+  int64_t packs = n / kPack;
+  LOOM_GRID_STRIDE(p, packs) {
+    float v[kPack];
+    loadPack(x + p * kPack, v);
+#pragma unroll
+    for (int k = 0; k < kPack; ++k)
+      v[k] = v[k] * f;
+    storePack(y + p * kPack, v);
+  }
+  LOOM_PACK_TAIL(i, packs * kPack, n) {
+    y[i] = fromFloat<T>(toFloat(x[i]) * f);
+  }
 }
 
 __global__ void mseGradKernel(const float *__restrict__ pred,
@@ -172,46 +302,161 @@ __global__ void adamwKernel(float *__restrict__ p, FloatIn g,
   }
 }
 
+/// The pack kernel form of a binary op, if one fits: both operands' `Arg`
+/// and the row length of a `Row` one.
+struct BinaryPack {
+  bool ok = false;
+  Arg a = Arg::Full, b = Arg::Full;
+  int64_t cols = 1;
+};
+
+/// Row length when the operand with strides `st` over `ix.dims` is one
+/// contiguous row of the innermost dims repeated over the outer ones (0
+/// otherwise). Size-1 dims do not count.
+inline int64_t rowLength(const BroadcastIndex &ix, const int64_t *st) {
+  int64_t dense = 1;
+  int d = ix.rank - 1;
+  for (; d >= 0; --d) {
+    if (ix.dims[d] == 1)
+      continue;
+    if (st[d] != dense)
+      break;
+    dense *= ix.dims[d];
+  }
+  for (; d >= 0; --d)
+    if (ix.dims[d] != 1 && st[d] != 0)
+      return 0;
+  return dense;
+}
+
+inline BinaryPack planBinaryPack(BroadcastMode mode, FloatIn a, FloatIn b,
+                                 FloatOut c, int64_t n,
+                                 const BroadcastIndex &index) {
+  BinaryPack p;
+  if (a.e != c.e || b.e != c.e || !aligned16(a.p) || !aligned16(b.p) ||
+      !aligned16(c.p))
+    return p;
+  p.ok = true;
+  if (mode == BroadcastMode::ScalarB) {
+    p.b = Arg::Scalar;
+  } else if (mode == BroadcastMode::ScalarA) {
+    p.a = Arg::Scalar;
+  } else if (mode == BroadcastMode::General) {
+    int64_t ra = rowLength(index, index.strideA),
+            rb = rowLength(index, index.strideB);
+    if (ra == n && rb > 0 && rb % kPack == 0) {
+      p.b = Arg::Row;
+      p.cols = rb;
+    } else if (rb == n && ra > 0 && ra % kPack == 0) {
+      p.a = Arg::Row;
+      p.cols = ra;
+    } else {
+      p.ok = false;
+    }
+  }
+  return p;
+}
+
+/// Pack kernels' blocks: one pack per thread, at most `kMaxBlocks`.
+inline unsigned packBlocks(int64_t n) {
+  return blocksFor(n / kPack > 0 ? n / kPack : n);
+}
+
 } // namespace
 
 #ifndef LOOM_CUDA_HOST_EMULATION // (test/unit/cuda/CudaHostEmulation.h)
+
+namespace {
+
+template <BinaryOp Op, typename T>
+void launchBinaryPack(const BinaryPack &p, FloatIn a, FloatIn b, FloatOut c,
+                      int64_t n, cudaStream_t stream) {
+  const T *pa = static_cast<const T *>(a.p), *pb = static_cast<const T *>(b.p);
+  T *pc = static_cast<T *>(c.p);
+  unsigned g = packBlocks(n);
+#define LOOM_BINARY_PACK(ka, kb)                                               \
+  binaryPackKernel<Op, T, Arg::ka, Arg::kb>                                    \
+      <<<g, kThreads, 0, stream>>>(pa, pb, pc, n, p.cols)
+  if (p.b == Arg::Row)
+    LOOM_BINARY_PACK(Full, Row);
+  else if (p.a == Arg::Row)
+    LOOM_BINARY_PACK(Row, Full);
+  else if (p.b == Arg::Scalar)
+    LOOM_BINARY_PACK(Full, Scalar);
+  else if (p.a == Arg::Scalar)
+    LOOM_BINARY_PACK(Scalar, Full);
+  else
+    LOOM_BINARY_PACK(Full, Full);
+#undef LOOM_BINARY_PACK
+}
+
+template <BinaryOp Op>
+void launchBinaryOp(BroadcastMode mode, FloatIn a, FloatIn b, FloatOut c,
+                    int64_t n, const BroadcastIndex &index,
+                    cudaStream_t stream) {
+  BinaryPack p = planBinaryPack(mode, a, b, c, n, index);
+  if (!p.ok)
+    binaryKernel<Op>
+        <<<blocksFor(n), kThreads, 0, stream>>>(mode, a, b, c, n, index);
+  else if (c.e == Elem::BF16)
+    launchBinaryPack<Op, __nv_bfloat16>(p, a, b, c, n, stream);
+  else
+    launchBinaryPack<Op, float>(p, a, b, c, n, stream);
+}
+
+template <UnaryOp Op>
+void launchUnaryOp(FloatIn x, FloatOut y, int64_t n, cudaStream_t stream) {
+  bool pack = x.e == y.e && aligned16(x.p) && aligned16(y.p);
+  if (!pack)
+    unaryKernel<Op><<<blocksFor(n), kThreads, 0, stream>>>(x, y, n);
+  else if (y.e == Elem::BF16)
+    unaryPackKernel<Op><<<packBlocks(n), kThreads, 0, stream>>>(
+        static_cast<const __nv_bfloat16 *>(x.p),
+        static_cast<__nv_bfloat16 *>(y.p), n);
+  else
+    unaryPackKernel<Op><<<packBlocks(n), kThreads, 0, stream>>>(
+        static_cast<const float *>(x.p), static_cast<float *>(y.p), n);
+}
+
+template <UnaryGradOp Op>
+void launchUnaryGradOp(FloatIn dy, FloatIn v, FloatOut dx, int64_t n,
+                       cudaStream_t stream) {
+  bool pack = dy.e == dx.e && v.e == dx.e && aligned16(dy.p) &&
+              aligned16(v.p) && aligned16(dx.p);
+  if (!pack)
+    unaryGradKernel<Op><<<blocksFor(n), kThreads, 0, stream>>>(dy, v, dx, n);
+  else if (dx.e == Elem::BF16)
+    unaryGradPackKernel<Op><<<packBlocks(n), kThreads, 0, stream>>>(
+        static_cast<const __nv_bfloat16 *>(dy.p),
+        static_cast<const __nv_bfloat16 *>(v.p),
+        static_cast<__nv_bfloat16 *>(dx.p), n);
+  else
+    unaryGradPackKernel<Op><<<packBlocks(n), kThreads, 0, stream>>>(
+        static_cast<const float *>(dy.p), static_cast<const float *>(v.p),
+        static_cast<float *>(dx.p), n);
+}
+
+} // namespace
 
 Status launchBinary(BinaryOp op, BroadcastMode mode, FloatIn a, FloatIn b,
                     FloatOut c, int64_t n, const BroadcastIndex &index,
                     cudaStream_t stream) {
   if (n == 0)
     return Status::ok();
-  unsigned g = blocksFor(n);
+#define LOOM_BINARY_CASE(name)                                                 \
+  case BinaryOp::name:                                                         \
+    launchBinaryOp<BinaryOp::name>(mode, a, b, c, n, index, stream);           \
+    break;
   switch (op) {
-  case BinaryOp::Add:
-    binaryKernel<BinaryOp::Add>
-        <<<g, kThreads, 0, stream>>>(mode, a, b, c, n, index);
-    break;
-  case BinaryOp::Sub:
-    binaryKernel<BinaryOp::Sub>
-        <<<g, kThreads, 0, stream>>>(mode, a, b, c, n, index);
-    break;
-  case BinaryOp::Mul:
-    binaryKernel<BinaryOp::Mul>
-        <<<g, kThreads, 0, stream>>>(mode, a, b, c, n, index);
-    break;
-  case BinaryOp::Div:
-    binaryKernel<BinaryOp::Div>
-        <<<g, kThreads, 0, stream>>>(mode, a, b, c, n, index);
-    break;
-  case BinaryOp::Pow:
-    binaryKernel<BinaryOp::Pow>
-        <<<g, kThreads, 0, stream>>>(mode, a, b, c, n, index);
-    break;
-  case BinaryOp::Max:
-    binaryKernel<BinaryOp::Max>
-        <<<g, kThreads, 0, stream>>>(mode, a, b, c, n, index);
-    break;
-  case BinaryOp::Min:
-    binaryKernel<BinaryOp::Min>
-        <<<g, kThreads, 0, stream>>>(mode, a, b, c, n, index);
-    break;
+    LOOM_BINARY_CASE(Add)
+    LOOM_BINARY_CASE(Sub)
+    LOOM_BINARY_CASE(Mul)
+    LOOM_BINARY_CASE(Div)
+    LOOM_BINARY_CASE(Pow)
+    LOOM_BINARY_CASE(Max)
+    LOOM_BINARY_CASE(Min)
   }
+#undef LOOM_BINARY_CASE
   return launchCheck("binary kernel");
 }
 
@@ -219,10 +464,9 @@ Status launchUnary(UnaryOp op, FloatIn x, FloatOut y, int64_t n,
                    cudaStream_t stream) {
   if (n == 0)
     return Status::ok();
-  unsigned g = blocksFor(n);
 #define LOOM_UNARY_CASE(name)                                                  \
   case UnaryOp::name:                                                          \
-    unaryKernel<UnaryOp::name><<<g, kThreads, 0, stream>>>(x, y, n);           \
+    launchUnaryOp<UnaryOp::name>(x, y, n, stream);                             \
     break;
   switch (op) {
     LOOM_UNARY_CASE(Relu)
@@ -246,11 +490,9 @@ Status launchUnaryGrad(UnaryGradOp op, FloatIn dy, FloatIn xy, FloatOut dx,
                        int64_t n, cudaStream_t stream) {
   if (n == 0)
     return Status::ok();
-  unsigned g = blocksFor(n);
 #define LOOM_GRAD_CASE(name)                                                   \
   case UnaryGradOp::name:                                                      \
-    unaryGradKernel<UnaryGradOp::name>                                         \
-        <<<g, kThreads, 0, stream>>>(dy, xy, dx, n);                           \
+    launchUnaryGradOp<UnaryGradOp::name>(dy, xy, dx, n, stream);               \
     break;
   switch (op) {
     LOOM_GRAD_CASE(Relu)
@@ -267,7 +509,16 @@ Status launchScale(FloatIn x, FloatOut y, int64_t n, float factor,
                    cudaStream_t stream) {
   if (n == 0)
     return Status::ok();
-  scaleKernel<<<blocksFor(n), kThreads, 0, stream>>>(x, y, n, factor);
+  bool pack = x.e == y.e && aligned16(x.p) && aligned16(y.p);
+  if (!pack)
+    scaleKernel<<<blocksFor(n), kThreads, 0, stream>>>(x, y, n, factor);
+  else if (y.e == Elem::BF16)
+    scalePackKernel<<<packBlocks(n), kThreads, 0, stream>>>(
+        static_cast<const __nv_bfloat16 *>(x.p),
+        static_cast<__nv_bfloat16 *>(y.p), n, factor);
+  else
+    scalePackKernel<<<packBlocks(n), kThreads, 0, stream>>>(
+        static_cast<const float *>(x.p), static_cast<float *>(y.p), n, factor);
   return launchCheck("scale kernel");
 }
 
@@ -276,7 +527,23 @@ Status launchFillRows(FloatOut c, FloatIn row, int64_t rows, int64_t cols,
   int64_t n = rows * cols;
   if (n == 0)
     return Status::ok();
-  fillRowsKernel<<<blocksFor(n), kThreads, 0, stream>>>(c, row, n, cols);
+  if (cols % kPack != 0 || !aligned16(c.p) || !aligned16(row.p)) {
+    fillRowsKernel<<<blocksFor(n), kThreads, 0, stream>>>(c, row, n, cols);
+    return launchCheck("bias fill kernel");
+  }
+  unsigned g = blocksFor(n / kPack);
+  auto *rowF = static_cast<const float *>(row.p);
+  auto *rowH = static_cast<const __nv_bfloat16 *>(row.p);
+  auto *cF = static_cast<float *>(c.p);
+  auto *cH = static_cast<__nv_bfloat16 *>(c.p);
+  if (row.e == Elem::F32 && c.e == Elem::F32)
+    fillRowsPackKernel<<<g, kThreads, 0, stream>>>(cF, rowF, n, cols);
+  else if (row.e == Elem::F32)
+    fillRowsPackKernel<<<g, kThreads, 0, stream>>>(cH, rowF, n, cols);
+  else if (c.e == Elem::F32)
+    fillRowsPackKernel<<<g, kThreads, 0, stream>>>(cF, rowH, n, cols);
+  else
+    fillRowsPackKernel<<<g, kThreads, 0, stream>>>(cH, rowH, n, cols);
   return launchCheck("bias fill kernel");
 }
 

@@ -1,14 +1,23 @@
 //===- Layout.cu - Kernels that move elements --------------------*- CUDA
 //-*-===//
 //
-// One strided-copy kernel serves transpose, expand, slice, slice_grad and
-// concat: each output element's source and destination offsets come from
-// per-dim strides (index math in 32 bits when the sizes allow, 64
-// otherwise). When the innermost output dim is contiguous in the source
-// too (a `[0, 2, 1, 3]` head transpose), consecutive threads read and write
-// consecutive elements, so both sides coalesce. A transpose that moves the
-// innermost dim goes through 32x32 shared-memory tiles instead. Also
-// select, convert and gather (gather_grad is in Gather.cu).
+// One strided copy serves transpose, expand, slice, slice_grad and concat:
+// each output element's source and destination offsets come from per-dim
+// strides. When source and destination share a storage, the copy moves
+// bytes (`chunkCopyKernel`): size-1 dims dropped, adjacent dims merged, and
+// where the innermost dim is contiguous on both sides (a `[0, 2, 1, 3]`
+// head transpose, a q/k/v slice, a concat) its runs move as the widest
+// chunks (16, 8, 4 or 2 bytes) that the run length, the strides and both
+// pointers allow; the offsets of a chunk come from 32-bit divisions by
+// launch-invariant divisors (`FastDiv`), one per outer dim. Otherwise (a
+// storage change, offsets past 2^31 chunks) the element kernel
+// (`stridedCopyKernel`) does the index math per element, in 32 bits when
+// the sizes allow, 64 otherwise. A transpose that moves the innermost dim
+// goes through 32x32 shared-memory tiles instead. slice_grad of a window
+// of whole rows (the q/k/v split's gradient) writes its zeros and its
+// window in one chunked pass (`padRowsKernel`). Also select, convert
+// (16-byte packs between f32 and bf16) and gather (gather_grad is in
+// Gather.cu).
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,15 +46,82 @@ __global__ void stridedCopyKernel(FloatIn src, FloatOut dst, I n,
   }
 }
 
+/// A strided copy in chunks of `chunkBytes`: `dims` (chunks, innermost
+/// last) with source and destination strides in chunks, all offsets below
+/// 2^31.
+struct ChunkCopy {
+  int rank = 0, chunkBytes = 0;
+  uint32_t n = 0;
+  FastDiv dims[kMaxDims];
+  uint32_t srcStride[kMaxDims] = {}, dstStride[kMaxDims] = {};
+};
+
+template <typename C>
+__global__ void chunkCopyKernel(const C *src, C *dst, ChunkCopy p) {
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < p.n;
+       i += gridDim.x * blockDim.x) {
+    uint32_t rem = i, s = 0, d = 0;
+#pragma unroll
+    for (int k = kMaxDims - 1; k > 0; --k) {
+      if (k < p.rank) {
+        uint32_t q = p.dims[k].div(rem);
+        uint32_t idx = rem - q * p.dims[k].d;
+        rem = q;
+        s += idx * p.srcStride[k];
+        d += idx * p.dstStride[k];
+      }
+    }
+    dst[d + rem * p.dstStride[0]] = src[s + rem * p.srcStride[0]];
+  }
+}
+
+/// `launchPadRows` in chunks: `n` chunks of `dx`, rows of `rowLen.d`, the
+/// window `[start, start + len)` (all in chunks).
+struct PadRows {
+  int chunkBytes = 0;
+  uint32_t n = 0, start = 0, len = 0;
+  FastDiv rowLen;
+};
+
+template <typename C>
+__global__ void padRowsKernel(const C *dy, C *dx, PadRows p) {
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < p.n;
+       i += gridDim.x * blockDim.x) {
+    uint32_t r = p.rowLen.div(i);
+    uint32_t c = i - r * p.rowLen.d - p.start; // wraps when left of the window
+    C v{};
+    if (c < p.len)
+      v = dy[r * p.len + c];
+    dx[i] = v;
+  }
+}
+
 constexpr int kTile = 32, kTileRows = 8;
 
 /// Block (32, 8) per 32x32 tile of one batch entry: reads rows of the
 /// source (contiguous along `i`), writes rows of the destination
 /// (contiguous along `j`). The +1 column keeps the transposed read of the
 /// tile free of bank conflicts.
-__global__ void transpose2dKernel(FloatIn src, FloatOut dst, int64_t batch,
-                                  int64_t a, int64_t b, int64_t ldSrc,
-                                  CopyIndex outer) {
+template <typename T>
+__device__ __forceinline__ float loadAt(const T *p, int64_t i) {
+  return toFloat(p[i]);
+}
+__device__ __forceinline__ float loadAt(FloatIn x, int64_t i) {
+  return load(x, i);
+}
+template <typename T>
+__device__ __forceinline__ void storeAt(T *p, int64_t i, float v) {
+  p[i] = fromFloat<T>(v);
+}
+__device__ __forceinline__ void storeAt(FloatOut y, int64_t i, float v) {
+  store(y, i, v);
+}
+
+/// `Src` / `Dst`: typed pointers when both sides share a storage (no
+/// per-element storage branch), else `FloatIn` / `FloatOut`.
+template <typename Src, typename Dst>
+__global__ void transpose2dKernel(Src src, Dst dst, int64_t batch, int64_t a,
+                                  int64_t b, int64_t ldSrc, CopyIndex outer) {
   __shared__ float tile[kTile][kTile + 1];
   int64_t tilesA = (a + kTile - 1) / kTile;
   int64_t i0 = (blockIdx.x % tilesA) * kTile;
@@ -60,13 +136,13 @@ __global__ void transpose2dKernel(FloatIn src, FloatOut dst, int64_t batch,
     for (int r = threadIdx.y; r < kTile; r += kTileRows) {
       int64_t i = i0 + threadIdx.x, j = j0 + r;
       if (i < a && j < b)
-        tile[r][threadIdx.x] = load(src, base + j * ldSrc + i);
+        tile[r][threadIdx.x] = loadAt(src, base + j * ldSrc + i);
     }
     __syncthreads();
     for (int r = threadIdx.y; r < kTile; r += kTileRows) {
       int64_t i = i0 + r, j = j0 + threadIdx.x;
       if (i < a && j < b)
-        store(dst, (o * a + i) * b + j, tile[threadIdx.x][r]);
+        storeAt(dst, (o * a + i) * b + j, tile[threadIdx.x][r]);
     }
   }
 }
@@ -97,6 +173,22 @@ __global__ void convertKernel(const int64_t *__restrict__ xI64, FloatIn x,
   }
 }
 
+/// f32 <-> bf16 in packs of 8 (both pointers 16-byte aligned).
+template <typename X, typename Y>
+__global__ void convertPackKernel(const X *__restrict__ x, Y *__restrict__ y,
+                                  int64_t n) {
+  int64_t packs = n / kPack;
+  LOOM_GRID_STRIDE(p, packs) {
+    float v[kPack];
+    loadPack(x + p * kPack, v);
+    storePack(y + p * kPack, v);
+  }
+  for (int64_t i =
+           packs * kPack + blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+       i < n; i += int64_t(gridDim.x) * blockDim.x)
+    y[i] = fromFloat<Y>(toFloat(x[i]));
+}
+
 /// One thread per output element; each (pre, index) row of `post` elements
 /// is contiguous in both `data` and `y`.
 __global__ void gatherKernel(FloatIn data, const int64_t *__restrict__ indices,
@@ -117,6 +209,96 @@ __global__ void gatherKernel(FloatIn data, const int64_t *__restrict__ indices,
   }
 }
 
+/// The byte-chunk form of a copy of `n` elements of `bytes` bytes between
+/// `src` and `dst` over `index`; false when an offset reaches 2^31 chunks.
+inline bool planChunkCopy(const void *src, const void *dst, int64_t bytes,
+                          int64_t n, const CopyIndex &index, ChunkCopy &out) {
+  // Size-1 dims dropped, then dims that stay adjacent on both sides merged.
+  int64_t dims[kMaxDims], ss[kMaxDims], ds[kMaxDims];
+  int r = 0;
+  for (int k = 0; k < index.rank; ++k) {
+    if (index.dims[k] == 1)
+      continue;
+    if (r > 0 && ss[r - 1] == index.srcStride[k] * index.dims[k] &&
+        ds[r - 1] == index.dstStride[k] * index.dims[k]) {
+      dims[r - 1] *= index.dims[k];
+      ss[r - 1] = index.srcStride[k];
+      ds[r - 1] = index.dstStride[k];
+      continue;
+    }
+    dims[r] = index.dims[k];
+    ss[r] = index.srcStride[k];
+    ds[r] = index.dstStride[k];
+    ++r;
+  }
+  if (r == 0) { // a single element
+    dims[0] = 1;
+    ss[0] = ds[0] = 0;
+    r = 1;
+  }
+  // The widest chunk that divides the contiguous run, every other stride
+  // and both addresses.
+  int64_t chunk = bytes;
+  if (ss[r - 1] == 1 && ds[r - 1] == 1) {
+    uintptr_t common = reinterpret_cast<uintptr_t>(src) |
+                       reinterpret_cast<uintptr_t>(dst) |
+                       uintptr_t(dims[r - 1] * bytes);
+    for (int k = 0; k < r - 1; ++k)
+      common |= uintptr_t(ss[k] * bytes) | uintptr_t(ds[k] * bytes);
+    for (int64_t c = 16; c > bytes; c /= 2)
+      if (common % c == 0) {
+        chunk = c;
+        break;
+      }
+  }
+  int64_t per = chunk / bytes; // elements a chunk
+  const int64_t limit = int64_t(1) << 31;
+  int64_t maxSrc = 0, maxDst = 0;
+  out.rank = r;
+  out.chunkBytes = static_cast<int>(chunk);
+  for (int k = 0; k < r; ++k) {
+    bool inner = k == r - 1 && per > 1;
+    int64_t size = inner ? dims[k] / per : dims[k];
+    int64_t sk = inner ? 1 : ss[k] / per, dk = inner ? 1 : ds[k] / per;
+    if (size >= limit || sk < 0 || dk < 0)
+      return false;
+    maxSrc += (size - 1) * sk;
+    maxDst += (size - 1) * dk;
+    out.dims[k] = FastDiv(static_cast<uint32_t>(size));
+    out.srcStride[k] = static_cast<uint32_t>(sk);
+    out.dstStride[k] = static_cast<uint32_t>(dk);
+  }
+  int64_t chunks = n / per;
+  out.n = static_cast<uint32_t>(chunks);
+  return chunks < limit && maxSrc < limit && maxDst < limit;
+}
+
+/// The chunk form of `launchPadRows` for elements of `bytes` bytes; false
+/// when `dx` has 2^31 chunks or more.
+inline bool planPadRows(const void *dy, const void *dx, int64_t bytes,
+                        int64_t rows, int64_t rowLen, int64_t start,
+                        int64_t len, PadRows &out) {
+  uintptr_t common = reinterpret_cast<uintptr_t>(dy) |
+                     reinterpret_cast<uintptr_t>(dx) |
+                     uintptr_t(rowLen * bytes) | uintptr_t(start * bytes) |
+                     uintptr_t(len * bytes);
+  int64_t chunk = bytes;
+  for (int64_t c = 16; c > bytes; c /= 2)
+    if (common % c == 0) {
+      chunk = c;
+      break;
+    }
+  int64_t per = chunk / bytes, n = rows * rowLen / per;
+  if (n >= (int64_t(1) << 31))
+    return false;
+  out.chunkBytes = static_cast<int>(chunk);
+  out.n = static_cast<uint32_t>(n);
+  out.start = static_cast<uint32_t>(start / per);
+  out.len = static_cast<uint32_t>(len / per);
+  out.rowLen = FastDiv(static_cast<uint32_t>(rowLen / per));
+  return true;
+}
+
 } // namespace
 
 #ifndef LOOM_CUDA_HOST_EMULATION // (test/unit/cuda/CudaHostEmulation.h)
@@ -125,6 +307,34 @@ Status launchStridedCopy(FloatIn src, FloatOut dst, int64_t n,
                          const CopyIndex &index, cudaStream_t stream) {
   if (n == 0)
     return Status::ok();
+  ChunkCopy chunks;
+  if (src.e == dst.e &&
+      planChunkCopy(src.p, dst.p, elemBytes(src.e), n, index, chunks)) {
+    unsigned g = blocksFor(chunks.n);
+    switch (chunks.chunkBytes) {
+    case 16:
+      chunkCopyKernel<<<g, kThreads, 0, stream>>>(
+          static_cast<const uint4 *>(src.p), static_cast<uint4 *>(dst.p),
+          chunks);
+      break;
+    case 8:
+      chunkCopyKernel<<<g, kThreads, 0, stream>>>(
+          static_cast<const uint2 *>(src.p), static_cast<uint2 *>(dst.p),
+          chunks);
+      break;
+    case 4:
+      chunkCopyKernel<<<g, kThreads, 0, stream>>>(
+          static_cast<const uint32_t *>(src.p), static_cast<uint32_t *>(dst.p),
+          chunks);
+      break;
+    default:
+      chunkCopyKernel<<<g, kThreads, 0, stream>>>(
+          static_cast<const uint16_t *>(src.p), static_cast<uint16_t *>(dst.p),
+          chunks);
+      break;
+    }
+    return launchCheck("strided copy kernel");
+  }
   // 32-bit index math when every offset fits (divisions are much cheaper).
   int64_t maxSrc = 0, maxDst = 0;
   for (int k = 0; k < index.rank; ++k) {
@@ -152,9 +362,61 @@ Status launchTranspose2d(FloatIn src, FloatOut dst, int64_t batch, int64_t a,
                      "launch",
                      (long long)a, (long long)b);
   dim3 grid(static_cast<unsigned>(tiles), capBlocks(batch));
-  transpose2dKernel<<<grid, dim3(kTile, kTileRows), 0, stream>>>(
-      src, dst, batch, a, b, ldSrc, outer);
+  dim3 block(kTile, kTileRows);
+  if (src.e != dst.e)
+    transpose2dKernel<<<grid, block, 0, stream>>>(src, dst, batch, a, b, ldSrc,
+                                                  outer);
+  else if (src.e == Elem::BF16)
+    transpose2dKernel<<<grid, block, 0, stream>>>(
+        static_cast<const __nv_bfloat16 *>(src.p),
+        static_cast<__nv_bfloat16 *>(dst.p), batch, a, b, ldSrc, outer);
+  else
+    transpose2dKernel<<<grid, block, 0, stream>>>(
+        static_cast<const float *>(src.p), static_cast<float *>(dst.p), batch,
+        a, b, ldSrc, outer);
   return launchCheck("transpose kernel");
+}
+
+Status launchPadRows(FloatIn dy, FloatOut dx, int64_t rows, int64_t rowLen,
+                     int64_t start, int64_t len, cudaStream_t stream) {
+  if (rows * rowLen == 0)
+    return Status::ok();
+  PadRows p;
+  if (dy.e != dx.e || len == 0 ||
+      !planPadRows(dy.p, dx.p, elemBytes(dy.e), rows, rowLen, start, len, p)) {
+    LOOM_RETURN_IF_ERROR(
+        launchZero(dx.p, rows * rowLen * elemBytes(dx.e), stream));
+    CopyIndex ix;
+    ix.rank = 2;
+    ix.dims[0] = rows;
+    ix.dims[1] = len;
+    ix.srcStride[0] = len;
+    ix.srcStride[1] = 1;
+    ix.dstStride[0] = rowLen;
+    ix.dstStride[1] = 1;
+    FloatOut at{static_cast<char *>(dx.p) + start * elemBytes(dx.e), dx.e};
+    return launchStridedCopy(dy, at, rows * len, ix, stream);
+  }
+  unsigned g = blocksFor(p.n);
+  switch (p.chunkBytes) {
+  case 16:
+    padRowsKernel<<<g, kThreads, 0, stream>>>(static_cast<const uint4 *>(dy.p),
+                                              static_cast<uint4 *>(dx.p), p);
+    break;
+  case 8:
+    padRowsKernel<<<g, kThreads, 0, stream>>>(static_cast<const uint2 *>(dy.p),
+                                              static_cast<uint2 *>(dx.p), p);
+    break;
+  case 4:
+    padRowsKernel<<<g, kThreads, 0, stream>>>(
+        static_cast<const uint32_t *>(dy.p), static_cast<uint32_t *>(dx.p), p);
+    break;
+  default:
+    padRowsKernel<<<g, kThreads, 0, stream>>>(
+        static_cast<const uint16_t *>(dy.p), static_cast<uint16_t *>(dx.p), p);
+    break;
+  }
+  return launchCheck("slice_grad kernel");
 }
 
 Status launchZero(void *p, int64_t bytes, cudaStream_t stream) {
@@ -182,7 +444,17 @@ Status launchConvert(const int64_t *xI64, FloatIn x, FloatOut y, int64_t n,
                      cudaStream_t stream) {
   if (n == 0)
     return Status::ok();
-  convertKernel<<<blocksFor(n), kThreads, 0, stream>>>(xI64, x, y, n);
+  bool pack = !xI64 && x.e != y.e && aligned16(x.p) && aligned16(y.p);
+  if (pack && x.e == Elem::F32)
+    convertPackKernel<<<blocksFor(n / kPack > 0 ? n / kPack : n), kThreads, 0,
+                        stream>>>(static_cast<const float *>(x.p),
+                                  static_cast<__nv_bfloat16 *>(y.p), n);
+  else if (pack)
+    convertPackKernel<<<blocksFor(n / kPack > 0 ? n / kPack : n), kThreads, 0,
+                        stream>>>(static_cast<const __nv_bfloat16 *>(x.p),
+                                  static_cast<float *>(y.p), n);
+  else
+    convertKernel<<<blocksFor(n), kThreads, 0, stream>>>(xI64, x, y, n);
   return launchCheck("convert kernel");
 }
 

@@ -5,7 +5,8 @@
 // gather_grad, select, convert and reduce_*: shapes and attributes are read
 // as the CPU kernels read them (runtime/kernels/cpu/Shape.cpp, Gather.cpp,
 // Reduce.cpp, Elementwise.cpp) and turned into the index descriptions of
-// runtime/cuda/CudaLaunch.h once, at bind.
+// runtime/cuda/CudaLaunch.h once, at bind. slice_grad of a window of whole
+// rows becomes one `launchPadRows` (no separate zeroing).
 //
 //===----------------------------------------------------------------------===//
 
@@ -106,6 +107,21 @@ StatusOr<cpu::SliceView> sliceView(const OpView &op,
   return v;
 }
 
+/// `dims` with each dim merged into the one outside it where the two stay
+/// adjacent (outer stride = inner stride x inner size).
+std::vector<Dim> mergedDims(const std::vector<Dim> &dims) {
+  std::vector<Dim> m;
+  for (const Dim &d : dims) {
+    if (!m.empty() && m.back().stride == d.stride * d.size) {
+      m.back().size *= d.size;
+      m.back().stride = d.stride;
+    } else {
+      m.push_back(d);
+    }
+  }
+  return m;
+}
+
 } // namespace
 
 StatusOr<KernelFn> bindSlice(const OpView &op, BindContext &ctx) {
@@ -117,6 +133,27 @@ StatusOr<KernelFn> bindSlice(const OpView &op, BindContext &ctx) {
   LOOM_ASSIGN_OR_RETURN(CopyIndex index, gatherIndex(v.dims));
   int64_t n = numElements(v.sliced), nFull = numElements(full);
   cudaStream_t s = cudaDevice(ctx).stream();
+  if (grad && n > 0) {
+    // A window of whole rows (the q/k/v split): zeros and window in one pass.
+    std::vector<Dim> m = mergedDims(v.dims);
+    int64_t rows = 1, rowLen = nFull, len = 1;
+    bool padRows = false;
+    if (m.empty() || (m.size() == 1 && m[0].stride == 1)) {
+      len = m.empty() ? 1 : m[0].size;
+      padRows = true;
+    } else if (m.size() == 2 && m[1].stride == 1) {
+      rows = m[0].size;
+      rowLen = m[0].stride;
+      len = m[1].size;
+      padRows = rows * rowLen == nFull && v.base + len <= rowLen;
+    }
+    if (padRows) {
+      int64_t start = v.base;
+      return KernelFn([=](const StepContext &) {
+        return launchPadRows(in, out, rows, rowLen, start, len, s);
+      });
+    }
+  }
   if (grad) {
     FloatOut at{advance(out.p, v.base, out.e), out.e};
     CopyIndex scatter = swapped(index);

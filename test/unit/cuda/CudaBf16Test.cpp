@@ -12,6 +12,8 @@
 
 #include "CudaTestUtil.h"
 
+#include <cstdio>
+
 namespace loom::runtime::test {
 namespace {
 
@@ -185,6 +187,100 @@ TEST_F(CudaBf16, UnsupportedCombinationsFailAtBind) {
   ASSERT_FALSE(attn.isOk());
   EXPECT_NE(attn.status().message().find("input 1"), std::string::npos)
       << attn.status().message();
+}
+
+// bf16 through the pack kernels (all operands bf16) and the chunked copy:
+// tails, bias rows, head transposes with even and odd D, misaligned slice
+// windows, convert of sizes around the pack width.
+TEST_F(CudaBf16, PackKernelsAndChunkCopy) {
+  for (const char *op : {"add", "sub", "mul"}) {
+    expectBf16MatchesCpu(op, {rand({3, 67}), rand({3, 67})}, {B, B}, {{3, 67}},
+                         {B});
+    expectBf16MatchesCpu(op, {rand({7, 64}), rand({64})}, {B, B}, {{7, 64}},
+                         {B});
+    expectBf16MatchesCpu(op, {rand({64}), rand({7, 64})}, {B, B}, {{7, 64}},
+                         {B});
+    expectBf16MatchesCpu(op, {rand({7, 33}), rand({33})}, {B, B}, {{7, 33}},
+                         {B});
+  }
+  for (int64_t n : {1, 9, 1001}) {
+    expectBf16MatchesCpu("gelu", {rand({n}, -4, 4)}, {B}, {{n}}, {B});
+    expectBf16MatchesCpu("gelu_grad", {rand({n}), rand({n}, -4, 4)}, {B, B},
+                         {{n}}, {B});
+    HostTensor x = rand({n}, -100, 100);
+    auto down = runOpDirect("convert", {x}, {F}, {{n}}, {B});
+    ASSERT_TRUE(down.isOk()) << down.status().message();
+    EXPECT_EQ((*down)[0].bytes, roundedToBf16(x).bytes);
+    auto up = runOpDirect("convert", {x}, {B}, {{n}}, {F});
+    ASSERT_TRUE(up.isOk()) << up.status().message();
+    EXPECT_EQ((*up)[0].bytes, roundedToBf16(x).bytes);
+  }
+  for (int64_t d : {64, 4, 5}) {
+    expectBf16MatchesCpu("transpose", {rand({2, 9, 3, d})}, {B}, {{2, 3, 9, d}},
+                         {B}, [](plan::Instruction &i) {
+                           setInts(i, "permutation", {0, 2, 1, 3});
+                         });
+  }
+  for (int64_t start : {0, 3, 8}) {
+    auto window = [start](plan::Instruction &i) {
+      setInts(i, "axes", {2});
+      setInts(i, "starts", {start});
+      setInts(i, "ends", {start + 48});
+      setInts(i, "steps", {1});
+    };
+    expectBf16MatchesCpu("slice", {rand({2, 5, 144})}, {B}, {{2, 5, 48}}, {B},
+                         window);
+    expectBf16MatchesCpu("slice_grad", {rand({2, 5, 48})}, {B}, {{2, 5, 144}},
+                         {B}, window);
+  }
+}
+
+// Per-call times on the GPT-2 124M shapes (bf16), printed, not checked:
+// run with --gtest_also_run_disabled_tests to compare with the profile.
+TEST_F(CudaBf16, DISABLED_TimingOnGpt2Shapes) {
+  auto time = [&](const std::string &name, const std::string &op,
+                  const std::vector<HostTensor> &in,
+                  const std::vector<plan::DType> &inTypes,
+                  const std::vector<int64_t> &out, plan::DType outType,
+                  const std::function<void(plan::Instruction &)> &attrs,
+                  double mb) {
+    double ms = 0;
+    auto r = runOpDirect(op, in, inTypes, {out}, {outType}, attrs, {}, 20, &ms);
+    ASSERT_TRUE(r.isOk()) << r.status().message();
+    std::printf("%-28s %9.1f us  %7.1f MB  %6.2f TB/s\n", name.c_str(),
+                ms * 1e3, mb, mb / 1e6 / (ms * 1e-3));
+  };
+  auto zeros = [](const std::vector<int64_t> &s) {
+    return f32(s, std::vector<float>(numElements(s), 0.5f));
+  };
+  std::vector<int64_t> act{32, 1024, 768}, hid{32, 1024, 3072},
+      qkv{32, 1024, 2304}, heads{32, 1024, 12, 64};
+  double actMB = 32.0 * 1024 * 768 * 2 / 1e6, hidMB = 4 * actMB;
+  time("add [32,1024,768]", "add", {zeros(act), zeros(act)}, {B, B}, act, B, {},
+       3 * actMB);
+  time("add bias [768]", "add", {zeros(act), zeros({768})}, {B, B}, act, B, {},
+       2 * actMB);
+  time("gelu [32,1024,3072]", "gelu", {zeros(hid)}, {B}, hid, B, {}, 2 * hidMB);
+  time("gelu_grad [32,1024,3072]", "gelu_grad", {zeros(hid), zeros(hid)},
+       {B, B}, hid, B, {}, 3 * hidMB);
+  time(
+      "transpose heads", "transpose", {zeros(heads)}, {B}, {32, 12, 1024, 64},
+      B,
+      [](plan::Instruction &i) {
+        setInts(i, "permutation", {0, 2, 1, 3});
+      },
+      2 * actMB);
+  auto k = [](plan::Instruction &i) {
+    setInts(i, "axes", {2});
+    setInts(i, "starts", {768});
+    setInts(i, "ends", {1536});
+    setInts(i, "steps", {1});
+  };
+  time("slice q/k/v", "slice", {zeros(qkv)}, {B}, act, B, k, 2 * actMB);
+  time("slice_grad q/k/v", "slice_grad", {zeros(act)}, {B}, qkv, B, k,
+       actMB + 3 * actMB);
+  time("convert f32->bf16 [2304,768]", "convert", {zeros({2304, 768})}, {F},
+       {2304, 768}, B, {}, 2304.0 * 768 * 6 / 1e6);
 }
 
 } // namespace

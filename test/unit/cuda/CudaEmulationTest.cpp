@@ -355,6 +355,15 @@ bool transposeTest(std::vector<int64_t> xs, std::vector<int64_t> perm,
         dim3(tiles, std::min<int64_t>(p.batch, 3)), dim3(32, 8), 0, [&] {
           transpose2dKernel(in, out, p.batch, p.a, p.b, p.ldSrc, p.index);
         });
+    // The typed form (one storage on both sides) writes the same.
+    std::vector<float> yTyped(n, -1);
+    emu::launch(
+        dim3(tiles, std::min<int64_t>(p.batch, 3)), dim3(32, 8), 0, [&] {
+          transpose2dKernel(static_cast<const float *>(x.data()), yTyped.data(),
+                            p.batch, p.a, p.b, p.ldSrc, p.index);
+        });
+    if (yTyped != want)
+      return false;
   } else if (useU32) {
     emu::launch(2, 64, 0, [&] {
       stridedCopyKernel<uint32_t>(in, out, uint32_t(n), p.index);
@@ -769,6 +778,438 @@ TEST(CudaEmulation, ChunkedReductions) {
     EXPECT_TRUE(chunkedReduceTest(k, 1000, 7, false));
   }
   EXPECT_TRUE(chunkedReduceTest(ReduceKind::Max, 300, 40, true));
+}
+
+// --- element-wise pack kernels and the chunked strided copy ----------------
+//
+// Each fast path against the generic kernel it replaces, bit for bit: sizes
+// that are not multiples of 8, odd innermost dims, misaligned pointers,
+// bf16 and f32, every broadcast form.
+
+TEST(CudaEmulation, FastDivMatchesDivision) {
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<uint32_t> un(0, (1u << 31) - 1);
+  std::vector<uint32_t> divisors{
+      1,        2,       3,     5,     7,        8,
+      12,       37,      64,    768,   1000,     1024,
+      2304,     50257,   65535, 65536, 1u << 20, (1u << 31) - 1,
+      1u << 30, 3u << 29};
+  for (int k = 0; k < 200; ++k)
+    divisors.push_back(1 + un(rng) % 100000);
+  for (uint32_t d : divisors) {
+    FastDiv f(d);
+    std::vector<uint32_t> ns{
+        0,         1,    d - 1, d, d + 1, (1u << 31) - 1, (1u << 31) - 2,
+        2 * d - 1, 2 * d};
+    for (int k = 0; k < 500; ++k)
+      ns.push_back(un(rng));
+    for (uint32_t n : ns) {
+      if (n >= (1u << 31))
+        continue;
+      ASSERT_EQ(f.div(n), n / d) << n << " / " << d;
+    }
+  }
+}
+
+/// The pack kernel of `op` with storage `T` on operands of `na` / `nb`
+/// elements broadcast to `n` as `mode` / `index` describe, against the
+/// generic kernel; `aOff` shifts `a` by that many elements (misaligned).
+template <typename T, BinaryOp Op>
+void checkBinaryPack(BroadcastMode mode, const BroadcastIndex &index, int64_t n,
+                     int64_t na, int64_t nb, bool expectPack,
+                     int64_t aOff = 0) {
+  SCOPED_TRACE(::testing::Message() << "n=" << n << " na=" << na << " nb=" << nb
+                                    << " bf16=" << (sizeof(T) == 2)
+                                    << " op=" << int(Op) << " off=" << aOff);
+  std::vector<float> fa = randomValues(na + aOff, -2, 2, 5),
+                     fb = randomValues(nb, 0.5, 2, 6);
+  std::vector<T> a(na + aOff + 8), b(nb + 8), got(n + 8), want(n + 8);
+  for (int64_t i = 0; i < na + aOff; ++i)
+    a[i] = fromFloat<T>(fa[i]);
+  for (int64_t i = 0; i < nb; ++i)
+    b[i] = fromFloat<T>(fb[i]);
+  FloatIn ia{a.data() + aOff, elemOf<T>()}, ib{b.data(), elemOf<T>()};
+  BinaryPack p =
+      planBinaryPack(mode, ia, ib, {got.data(), elemOf<T>()}, n, index);
+  ASSERT_EQ(p.ok, expectPack);
+  emu::launch(2, 64, 0, [&] {
+    binaryKernel<Op>(mode, ia, ib, {want.data(), elemOf<T>()}, n, index);
+  });
+  if (!p.ok)
+    return;
+  const T *pa = a.data() + aOff, *pb = b.data();
+  emu::launch(2, 32, 0, [&] {
+    if (p.b == Arg::Row)
+      binaryPackKernel<Op, T, Arg::Full, Arg::Row>(pa, pb, got.data(), n,
+                                                   p.cols);
+    else if (p.a == Arg::Row)
+      binaryPackKernel<Op, T, Arg::Row, Arg::Full>(pa, pb, got.data(), n,
+                                                   p.cols);
+    else if (p.b == Arg::Scalar)
+      binaryPackKernel<Op, T, Arg::Full, Arg::Scalar>(pa, pb, got.data(), n,
+                                                      p.cols);
+    else if (p.a == Arg::Scalar)
+      binaryPackKernel<Op, T, Arg::Scalar, Arg::Full>(pa, pb, got.data(), n,
+                                                      p.cols);
+    else
+      binaryPackKernel<Op, T, Arg::Full, Arg::Full>(pa, pb, got.data(), n,
+                                                    p.cols);
+  });
+  for (int64_t i = 0; i < n; ++i)
+    ASSERT_EQ(toFloat(got[i]), toFloat(want[i])) << i;
+}
+
+/// A broadcast index over `dims` with the given strides.
+BroadcastIndex bcast(std::vector<int64_t> dims, std::vector<int64_t> sa,
+                     std::vector<int64_t> sb) {
+  BroadcastIndex ix;
+  ix.rank = static_cast<int>(dims.size());
+  for (size_t d = 0; d < dims.size(); ++d) {
+    ix.dims[d] = dims[d];
+    ix.strideA[d] = sa[d];
+    ix.strideB[d] = sb[d];
+  }
+  return ix;
+}
+
+template <typename T> void binaryPackCases() {
+  BroadcastIndex none;
+  // Same shape, a multiple of 8 and not (the tail).
+  checkBinaryPack<T, BinaryOp::Add>(BroadcastMode::Same, none, 64, 64, 64,
+                                    true);
+  checkBinaryPack<T, BinaryOp::Sub>(BroadcastMode::Same, none, 203, 203, 203,
+                                    true);
+  checkBinaryPack<T, BinaryOp::Div>(BroadcastMode::Same, none, 5, 5, 5, true);
+  // A misaligned operand falls back to the generic kernel.
+  checkBinaryPack<T, BinaryOp::Add>(BroadcastMode::Same, none, 64, 64, 64,
+                                    false, 1);
+  // Scalars on either side.
+  checkBinaryPack<T, BinaryOp::Mul>(BroadcastMode::ScalarB, none, 77, 77, 1,
+                                    true);
+  checkBinaryPack<T, BinaryOp::Sub>(BroadcastMode::ScalarA, none, 77, 1, 77,
+                                    true);
+  // Bias rows: [3, 5, 16] + [16], max with [5, 16], [16] - [3, 5, 16].
+  checkBinaryPack<T, BinaryOp::Add>(BroadcastMode::General,
+                                    bcast({3, 5, 16}, {80, 16, 1}, {0, 0, 1}),
+                                    240, 240, 16, true);
+  checkBinaryPack<T, BinaryOp::Max>(BroadcastMode::General,
+                                    bcast({3, 5, 16}, {80, 16, 1}, {0, 16, 1}),
+                                    240, 240, 80, true);
+  checkBinaryPack<T, BinaryOp::Sub>(BroadcastMode::General,
+                                    bcast({3, 5, 16}, {0, 0, 1}, {80, 16, 1}),
+                                    240, 16, 240, true);
+  // A row of [5, 16] over a leading dim, with a size-1 dim in between.
+  checkBinaryPack<T, BinaryOp::Div>(
+      BroadcastMode::General,
+      bcast({3, 1, 5, 16}, {80, 80, 16, 1}, {0, 7, 16, 1}), 240, 240, 80, true);
+  // Rows not a multiple of 8, and a column broadcast: generic.
+  checkBinaryPack<T, BinaryOp::Add>(BroadcastMode::General,
+                                    bcast({4, 5, 6}, {30, 6, 1}, {0, 0, 1}),
+                                    120, 120, 6, false);
+  checkBinaryPack<T, BinaryOp::Add>(BroadcastMode::General,
+                                    bcast({4, 16}, {16, 1}, {1, 0}), 64, 64, 4,
+                                    false);
+}
+
+TEST(CudaEmulation, BinaryPackPaths) {
+  binaryPackCases<float>();
+  binaryPackCases<Bf16>();
+  // Mixed storages stay on the generic kernel.
+  std::vector<Bf16> a(16), c(16);
+  std::vector<float> b(16);
+  BroadcastIndex none;
+  EXPECT_FALSE(planBinaryPack(BroadcastMode::Same, {a.data(), Elem::BF16},
+                              {b.data(), Elem::F32}, {c.data(), Elem::BF16}, 16,
+                              none)
+                   .ok);
+}
+
+template <typename T, UnaryOp Op> void checkUnaryPack(int64_t n, float lo) {
+  SCOPED_TRACE(::testing::Message() << "n=" << n << " op=" << int(Op)
+                                    << " bf16=" << (sizeof(T) == 2));
+  std::vector<float> fx = randomValues(n, lo, 3, 8);
+  std::vector<T> x(n + 8), got(n + 8), want(n + 8);
+  for (int64_t i = 0; i < n; ++i)
+    x[i] = fromFloat<T>(fx[i]);
+  emu::launch(2, 64, 0, [&] {
+    unaryKernel<Op>({x.data(), elemOf<T>()}, {want.data(), elemOf<T>()}, n);
+  });
+  emu::launch(2, 32, 0, [&] { unaryPackKernel<Op>(x.data(), got.data(), n); });
+  for (int64_t i = 0; i < n; ++i)
+    ASSERT_EQ(toFloat(got[i]), toFloat(want[i])) << i;
+}
+
+template <typename T, UnaryGradOp Op> void checkUnaryGradPack(int64_t n) {
+  SCOPED_TRACE(::testing::Message() << "n=" << n << " op=" << int(Op)
+                                    << " bf16=" << (sizeof(T) == 2));
+  std::vector<float> fd = randomValues(n, -1, 1, 9),
+                     fv = randomValues(n, -3, 3, 10);
+  std::vector<T> dy(n + 8), v(n + 8), got(n + 8), want(n + 8);
+  for (int64_t i = 0; i < n; ++i) {
+    dy[i] = fromFloat<T>(fd[i]);
+    v[i] = fromFloat<T>(fv[i]);
+  }
+  emu::launch(2, 64, 0, [&] {
+    unaryGradKernel<Op>({dy.data(), elemOf<T>()}, {v.data(), elemOf<T>()},
+                        {want.data(), elemOf<T>()}, n);
+  });
+  emu::launch(2, 32, 0, [&] {
+    unaryGradPackKernel<Op>(dy.data(), v.data(), got.data(), n);
+  });
+  for (int64_t i = 0; i < n; ++i)
+    ASSERT_EQ(toFloat(got[i]), toFloat(want[i])) << i;
+}
+
+template <typename T> void unaryPackCases() {
+  for (int64_t n : {3, 8, 61, 200}) {
+    checkUnaryPack<T, UnaryOp::Gelu>(n, -3);
+    checkUnaryPack<T, UnaryOp::GeluTanh>(n, -3);
+    checkUnaryPack<T, UnaryOp::Relu>(n, -3);
+    checkUnaryPack<T, UnaryOp::Log>(n, 0.1f);
+    checkUnaryGradPack<T, UnaryGradOp::Gelu>(n);
+    checkUnaryGradPack<T, UnaryGradOp::GeluTanh>(n);
+    checkUnaryGradPack<T, UnaryGradOp::Tanh>(n);
+  }
+}
+
+TEST(CudaEmulation, UnaryPackPaths) {
+  unaryPackCases<float>();
+  unaryPackCases<Bf16>();
+}
+
+TEST(CudaEmulation, ScaleAndConvertPacks) {
+  for (int64_t n : {5, 64, 203}) {
+    std::vector<float> x = randomValues(n, -100, 100, 12), y(n), want(n);
+    emu::launch(2, 32, 0,
+                [&] { scalePackKernel<float>(x.data(), y.data(), n, 0.125f); });
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_EQ(y[i], x[i] * 0.125f);
+    std::vector<Bf16> h(n), hWant(n);
+    emu::launch(2, 32, 0,
+                [&] { convertPackKernel<float, Bf16>(x.data(), h.data(), n); });
+    emu::launch(2, 64, 0, [&] {
+      convertKernel(nullptr, {x.data(), Elem::F32}, {hWant.data(), Elem::BF16},
+                    n);
+    });
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_EQ(toFloat(h[i]), toFloat(hWant[i])) << i;
+    emu::launch(2, 32, 0,
+                [&] { convertPackKernel<Bf16, float>(h.data(), y.data(), n); });
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_EQ(y[i], toFloat(h[i])) << i;
+    std::vector<Bf16> hs(n);
+    emu::launch(2, 32, 0,
+                [&] { scalePackKernel<Bf16>(h.data(), hs.data(), n, 3.0f); });
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_EQ(toFloat(hs[i]), roundBf16(toFloat(h[i]) * 3.0f)) << i;
+  }
+}
+
+/// `launchStridedCopy`'s choice on host threads: the chunk kernel when
+/// `planChunkCopy` takes the copy, else the element kernel. Returns the
+/// chunk bytes (0: element kernel).
+int runStridedCopy(FloatIn src, FloatOut dst, int64_t n, const CopyIndex &ix) {
+  ChunkCopy c;
+  if (src.e != dst.e ||
+      !planChunkCopy(src.p, dst.p, elemBytes(src.e), n, ix, c)) {
+    emu::launch(2, 64, 0, [&] { stridedCopyKernel<int64_t>(src, dst, n, ix); });
+    return 0;
+  }
+  emu::launch(2, 64, 0, [&] {
+    switch (c.chunkBytes) {
+    case 16:
+      chunkCopyKernel(static_cast<const uint4 *>(src.p),
+                      static_cast<uint4 *>(dst.p), c);
+      break;
+    case 8:
+      chunkCopyKernel(static_cast<const uint2 *>(src.p),
+                      static_cast<uint2 *>(dst.p), c);
+      break;
+    case 4:
+      chunkCopyKernel(static_cast<const uint32_t *>(src.p),
+                      static_cast<uint32_t *>(dst.p), c);
+      break;
+    default:
+      chunkCopyKernel(static_cast<const uint16_t *>(src.p),
+                      static_cast<uint16_t *>(dst.p), c);
+    }
+  });
+  return c.chunkBytes;
+}
+
+/// A copy over `dims` with source / destination strides, from `src` +
+/// `srcOff` into a destination of `dstSize` elements + `dstOff`, chunked
+/// vs the element kernel; expects chunks of `chunkBytes`.
+template <typename T>
+void checkChunkCopy(std::vector<int64_t> dims, std::vector<int64_t> ss,
+                    std::vector<int64_t> ds, int64_t srcSize, int64_t dstSize,
+                    int expectChunk, int64_t srcOff = 0, int64_t dstOff = 0) {
+  SCOPED_TRACE(::testing::Message()
+               << "bf16=" << (sizeof(T) == 2) << " rank=" << dims.size()
+               << " inner=" << dims.back() << " srcOff=" << srcOff
+               << " dstOff=" << dstOff);
+  CopyIndex ix;
+  ix.rank = static_cast<int>(dims.size());
+  int64_t n = 1;
+  for (size_t k = 0; k < dims.size(); ++k) {
+    ix.dims[k] = dims[k];
+    ix.srcStride[k] = ss[k];
+    ix.dstStride[k] = ds[k];
+    n *= dims[k];
+  }
+  // 16-byte aligned storage, then the offsets.
+  std::vector<uint4> srcBuf((srcSize + srcOff) * sizeof(T) / 16 + 1),
+      gotBuf((dstSize + dstOff) * sizeof(T) / 16 + 1), wantBuf(gotBuf.size());
+  T *src = reinterpret_cast<T *>(srcBuf.data()) + srcOff;
+  T *got = reinterpret_cast<T *>(gotBuf.data()) + dstOff;
+  T *want = reinterpret_cast<T *>(wantBuf.data()) + dstOff;
+  for (int64_t i = 0; i < srcSize; ++i)
+    src[i] = fromFloat<T>(float(i % 1000) + 0.5f);
+  for (int64_t i = 0; i < dstSize; ++i)
+    got[i] = want[i] = fromFloat<T>(-1.0f);
+  int chunk = runStridedCopy({src, elemOf<T>()}, {got, elemOf<T>()}, n, ix);
+  EXPECT_EQ(chunk, expectChunk);
+  emu::launch(2, 64, 0, [&] {
+    stridedCopyKernel<int64_t>({src, elemOf<T>()}, {want, elemOf<T>()}, n, ix);
+  });
+  for (int64_t i = 0; i < dstSize; ++i)
+    ASSERT_EQ(toFloat(got[i]), toFloat(want[i])) << i;
+}
+
+TEST(CudaEmulation, ChunkCopyPaths) {
+  // The head transpose [B, S, H, D] -> [B, H, S, D]: D = 16 moves in 16-byte
+  // chunks (bf16 and f32), D = 4 in bf16 in 8, D = 5 element by element.
+  auto head = [](int64_t b, int64_t s, int64_t h, int64_t d) {
+    return std::vector<std::vector<int64_t>>{
+        {b, h, s, d}, {s * h * d, d, h * d, 1}, {h * s * d, s * d, d, 1}};
+  };
+  struct Head {
+    int64_t d;
+    int bf16Chunk, f32Chunk;
+  };
+  for (Head c :
+       {Head{16, 16, 16}, Head{4, 8, 16}, Head{5, 2, 4}, Head{2, 4, 8}}) {
+    auto v = head(2, 7, 3, c.d);
+    int64_t n = 2 * 7 * 3 * c.d;
+    checkChunkCopy<Bf16>(v[0], v[1], v[2], n, n, c.bf16Chunk);
+    checkChunkCopy<float>(v[0], v[1], v[2], n, n, c.f32Chunk);
+  }
+  // The q/k/v split: a window of the last dim of [2, 5, 48] (k: offset 16
+  // elements), with a misaligned window start (offset 3) and destination.
+  checkChunkCopy<Bf16>({10, 16}, {48, 1}, {16, 1}, 480, 160, 16, 16);
+  checkChunkCopy<Bf16>({10, 16}, {48, 1}, {16, 1}, 480, 160, 2, 3);
+  checkChunkCopy<float>({10, 16}, {48, 1}, {16, 1}, 480, 160, 4, 3);
+  checkChunkCopy<float>({10, 16}, {48, 1}, {16, 1}, 480, 160, 8, 2, 2);
+  // slice_grad's scatter back into the window.
+  checkChunkCopy<Bf16>({10, 16}, {16, 1}, {48, 1}, 160, 480, 16, 0, 32);
+  checkChunkCopy<Bf16>({10, 24}, {24, 1}, {48, 1}, 240, 480, 16, 0, 8);
+  // Strided slices (step 2 on the inner dim), expand (a stride-0 dim,
+  // innermost and outer), a concat part, a plain transpose.
+  checkChunkCopy<Bf16>({3, 7, 3}, {84, 6, 2}, {21, 3, 1}, 420, 63, 2);
+  checkChunkCopy<float>({4, 3, 5}, {5, 0, 1}, {15, 5, 1}, 20, 60, 4);
+  checkChunkCopy<Bf16>({4, 3, 16}, {16, 0, 1}, {48, 16, 1}, 64, 192, 16);
+  checkChunkCopy<Bf16>({6, 9}, {0, 1}, {9, 1}, 9, 54, 2);
+  checkChunkCopy<float>({2, 12}, {12, 1}, {32, 1}, 24, 64, 16, 0, 8);
+  checkChunkCopy<float>({9, 7}, {1, 9}, {7, 1}, 63, 63, 4);
+  // A single element, and a copy the dims merge into one run.
+  checkChunkCopy<Bf16>({1, 1}, {5, 1}, {1, 1}, 1, 1, 2);
+  checkChunkCopy<Bf16>({4, 6, 8}, {48, 8, 1}, {48, 8, 1}, 192, 192, 16);
+  // Storages differ: the element kernel converts.
+  {
+    std::vector<float> x = randomValues(40, -2, 2, 3);
+    std::vector<Bf16> y(40);
+    CopyIndex ix;
+    ix.rank = 1;
+    ix.dims[0] = 40;
+    ix.srcStride[0] = ix.dstStride[0] = 1;
+    EXPECT_EQ(
+        runStridedCopy({x.data(), Elem::F32}, {y.data(), Elem::BF16}, 40, ix),
+        0);
+    for (int i = 0; i < 40; ++i)
+      EXPECT_EQ(toFloat(y[i]), roundBf16(x[i]));
+  }
+}
+
+/// slice_grad of a window of whole rows in one pass, against zeros plus
+/// the window; `off` shifts both pointers (misaligned).
+template <typename T>
+void checkPadRows(int64_t rows, int64_t rowLen, int64_t start, int64_t len,
+                  int64_t off, int expectChunk) {
+  SCOPED_TRACE(::testing::Message()
+               << "bf16=" << (sizeof(T) == 2) << " rowLen=" << rowLen
+               << " start=" << start << " len=" << len << " off=" << off);
+  std::vector<uint4> dyBuf((rows * len + off) * sizeof(T) / 16 + 1),
+      dxBuf((rows * rowLen + off) * sizeof(T) / 16 + 1);
+  T *dy = reinterpret_cast<T *>(dyBuf.data()) + off;
+  T *dx = reinterpret_cast<T *>(dxBuf.data()) + off;
+  for (int64_t i = 0; i < rows * len; ++i)
+    dy[i] = fromFloat<T>(float(i) + 1.0f);
+  for (int64_t i = 0; i < rows * rowLen; ++i)
+    dx[i] = fromFloat<T>(-7.0f);
+  PadRows p;
+  ASSERT_TRUE(planPadRows(dy, dx, sizeof(T), rows, rowLen, start, len, p));
+  EXPECT_EQ(p.chunkBytes, expectChunk);
+  emu::launch(2, 64, 0, [&] {
+    switch (p.chunkBytes) {
+    case 16:
+      padRowsKernel(reinterpret_cast<const uint4 *>(dy),
+                    reinterpret_cast<uint4 *>(dx), p);
+      break;
+    case 8:
+      padRowsKernel(reinterpret_cast<const uint2 *>(dy),
+                    reinterpret_cast<uint2 *>(dx), p);
+      break;
+    case 4:
+      padRowsKernel(reinterpret_cast<const uint32_t *>(dy),
+                    reinterpret_cast<uint32_t *>(dx), p);
+      break;
+    default:
+      padRowsKernel(reinterpret_cast<const uint16_t *>(dy),
+                    reinterpret_cast<uint16_t *>(dx), p);
+    }
+  });
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < rowLen; ++c) {
+      float want = c >= start && c < start + len
+                       ? float(r * len + c - start) + 1.0f
+                       : 0.0f;
+      ASSERT_EQ(toFloat(dx[r * rowLen + c]), want) << r << ", " << c;
+    }
+}
+
+TEST(CudaEmulation, PadRowsForSliceGrad) {
+  // The q/k/v split [rows, 3 x 16]: q, k, v windows, aligned and not.
+  checkPadRows<Bf16>(5, 48, 0, 16, 0, 16);
+  checkPadRows<Bf16>(5, 48, 16, 16, 0, 16);
+  checkPadRows<Bf16>(5, 48, 32, 16, 0, 16);
+  checkPadRows<Bf16>(5, 48, 4, 16, 0, 8);
+  checkPadRows<Bf16>(5, 48, 3, 16, 0, 2);
+  checkPadRows<Bf16>(5, 48, 16, 16, 1, 2);
+  checkPadRows<float>(5, 48, 16, 16, 0, 16);
+  checkPadRows<float>(5, 48, 3, 16, 0, 4);
+  checkPadRows<float>(5, 48, 16, 16, 2, 8);
+  // Odd widths, one row, a single element.
+  checkPadRows<Bf16>(7, 13, 5, 7, 0, 2);
+  checkPadRows<float>(1, 100, 37, 50, 0, 4);
+  checkPadRows<Bf16>(1, 9, 8, 1, 0, 2);
+}
+
+TEST(CudaEmulation, FillRowsPack) {
+  // The bias fill before a GEMM: bf16 or f32 rows into bf16 or f32 output.
+  std::vector<float> row = randomValues(24, -2, 2, 4);
+  std::vector<Bf16> rowH = bf16Of(row);
+  std::vector<Bf16> outH(5 * 24);
+  std::vector<float> outF(5 * 24);
+  emu::launch(2, 32, 0, [&] {
+    fillRowsPackKernel(outH.data(), row.data(), int64_t(5 * 24), int64_t(24));
+  });
+  for (int i = 0; i < 5 * 24; ++i)
+    ASSERT_EQ(toFloat(outH[i]), row[i % 24]) << i;
+  emu::launch(2, 32, 0, [&] {
+    fillRowsPackKernel(outF.data(), rowH.data(), int64_t(5 * 24), int64_t(24));
+  });
+  for (int i = 0; i < 5 * 24; ++i)
+    ASSERT_EQ(outF[i], row[i % 24]) << i;
 }
 
 } // namespace

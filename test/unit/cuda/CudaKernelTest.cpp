@@ -220,5 +220,44 @@ TEST_F(CudaKernel, UnsupportedOpNamesTheDevice) {
       << r.status().message();
 }
 
+// The 8-element pack kernels and their fallbacks: sizes with a tail (not
+// a multiple of 8), bias rows (a multiple of 8 wide or not) on either side,
+// scalars, and an in-place add.
+TEST_F(CudaKernel, BinaryPackPathsAndFallbacks) {
+  for (const char *op : {"add", "sub", "mul", "div", "max", "min"}) {
+    expectSameOnCuda(op, {rand({3, 67}), rand({3, 67}, 0.5, 2)}, {{3, 67}});
+    expectSameOnCuda(op, {rand({5}), rand({5}, 0.5, 2)}, {{5}});
+    expectSameOnCuda(op, {rand({5, 48}), rand({48}, 0.5, 2)}, {{5, 48}});
+    expectSameOnCuda(op, {rand({48}), rand({5, 48}, 0.5, 2)}, {{5, 48}});
+    expectSameOnCuda(op, {rand({2, 5, 48}), rand({5, 48}, 0.5, 2)},
+                     {{2, 5, 48}});
+    expectSameOnCuda(op, {rand({2, 5, 48}), rand({1, 1, 48}, 0.5, 2)},
+                     {{2, 5, 48}});
+    expectSameOnCuda(op, {rand({5, 44}), rand({44}, 0.5, 2)}, {{5, 44}});
+    expectSameOnCuda(op, {rand({3, 67}), rand({}, 0.5, 2)}, {{3, 67}});
+    expectSameOnCuda(op, {rand({1}), rand({3, 67}, 0.5, 2)}, {{3, 67}});
+  }
+  // A residual add in place.
+  expectSameOnCuda("add", {rand({4, 96}), rand({4, 96})}, {{4, 96}}, {}, {0});
+}
+
+TEST_F(CudaKernel, LinearBiasFillPacked) {
+  // 24 output features: the bias rows are filled 8 at a time.
+  expectSameOnCuda("linear", {rand({3, 5, 33}), rand({33, 24}), rand({24})},
+                   {{3, 5, 24}});
+}
+
+TEST_F(CudaKernel, UnaryPackTails) {
+  for (int64_t n : {1, 7, 8, 9, 4099}) {
+    expectSameOnCuda("tanh", {rand({n}, -3, 3)}, {{n}});
+    expectSameOnCuda("sqrt", {rand({n}, 0.1, 3)}, {{n}});
+    expectSameOnCuda("relu_grad", {rand({n}), rand({n})}, {{n}});
+    expectSameOnCuda("gelu", {rand({n}, -5, 5)}, {{n}});
+    expectSameOnCuda("gelu_grad", {rand({n}), rand({n}, -5, 5)}, {{n}});
+    expectSameOnCuda("scale", {rand({n})}, {{n}},
+                     [](plan::Instruction &i) { setF(i, "factor", 0.3); });
+  }
+}
+
 } // namespace
 } // namespace loom::runtime::test

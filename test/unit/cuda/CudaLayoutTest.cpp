@@ -234,5 +234,31 @@ TEST_F(CudaLayout, BatchMatmulBatchesAndBroadcasts) {
                    {{2, 3, 5, 4}});
 }
 
+// The chunked copy: head transposes with D a multiple of 4 (16-byte
+// chunks), D odd (elements); slices whose window starts misaligned; their
+// gradients; a merged (contiguous) copy.
+TEST_F(CudaLayout, ChunkCopyPaths) {
+  for (int64_t d : {64, 8, 6, 5, 1}) {
+    expectSameOnCuda("transpose", {rand({2, 9, 3, d})}, {{2, 3, 9, d}},
+                     perm({0, 2, 1, 3}), {}, 1, 0, 0);
+    expectSameOnCuda("transpose", {rand({2, 3, 9, d})}, {{2, 9, 3, d}},
+                     perm({0, 2, 1, 3}), {}, 1, 0, 0);
+  }
+  expectSameOnCuda("transpose", {rand({4, 5, 6})}, {{4, 5, 6}}, perm({0, 1, 2}),
+                   {}, 1, 0, 0);
+  for (int64_t start : {0, 3, 16, 4}) {
+    auto window = [start](plan::Instruction &i) {
+      setInts(i, "axes", {2});
+      setInts(i, "starts", {start});
+      setInts(i, "ends", {start + 48});
+      setInts(i, "steps", {1});
+    };
+    expectSameOnCuda("slice", {rand({2, 5, 144})}, {{2, 5, 48}}, window, {}, 1,
+                     0, 0);
+    expectSameOnCuda("slice_grad", {rand({2, 5, 48})}, {{2, 5, 144}}, window,
+                     {}, 1, 0, 0);
+  }
+}
+
 } // namespace
 } // namespace loom::runtime::test
