@@ -1,11 +1,13 @@
-//===- Loss.cu - CUDA cross-entropy and mse losses ----------------*- CUDA -*-===//
+//===- Loss.cu - CUDA cross-entropy and mse losses ----------------*- CUDA
+//-*-===//
 //
 // cross_entropy, its gradient and mse. A cross-entropy row (a vocabulary of
 // logits, 50257 for GPT-2) is one block: a single pass keeps each thread's
 // running maximum and rescaled sum of exponentials (`MaxSum`) over 16-byte
 // packs (the unaligned head and tail of a row scalar), then a fixed tree
 // combines them. The gradient reads the row a second time (it was just read
-// by the same block, so mostly from L2) and writes it. Kernels are templated
+// by the same block; the grid keeps the rows in flight within L2) and
+// writes it. Kernels are templated
 // on the storage type; the per-element `FloatIn` kernels remain for mixed
 // storage. The mean over rows is one block summing in double, in order of
 // a fixed tree: deterministic.
@@ -47,11 +49,10 @@ __global__ void crossEntropyRowsVecKernel(const T *__restrict__ logits,
 /// `grad = (softmax(row) - onehot(target)) / rows`; `grad` has the logits'
 /// storage and the same offset from a 16-byte boundary.
 template <typename T>
-__global__ void crossEntropyGradVecKernel(const T *logits,
-                                          const int64_t *__restrict__ target,
-                                          T *grad, int64_t rows,
-                                          int64_t classes, int check,
-                                          DataCheckRecord *rec) {
+__global__ void
+crossEntropyGradVecKernel(const T *logits, const int64_t *__restrict__ target,
+                          T *grad, int64_t rows, int64_t classes, int check,
+                          DataCheckRecord *rec) {
   float invRows = 1.0f / static_cast<float>(rows);
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const T *row = logits + r * classes;
@@ -78,7 +79,6 @@ __global__ void crossEntropyGradVecKernel(const T *logits,
     });
   }
 }
-
 
 /// `out[0] = sum(values[0, n)) * scale`, in one block, accumulated in double.
 template <typename T>
@@ -148,16 +148,15 @@ Status launchCrossEntropy(FloatIn logits, const int64_t *target, float *loss,
     return cudaCheck(cudaMemsetAsync(loss, 0, sizeof(float), stream),
                      "cudaMemsetAsync");
   if (logits.e == Elem::BF16)
-    crossEntropyRowsVecKernel<<<capBlocks(rows),
-                                rowBlockThreads<__nv_bfloat16>(classes), 0,
-                                stream>>>(
+    crossEntropyRowsVecKernel<<<
+        capBlocks(rows), rowBlockThreads<__nv_bfloat16>(classes), 0, stream>>>(
         static_cast<const __nv_bfloat16 *>(logits.p), target, rowLoss, rows,
         classes, check, record);
   else
-    crossEntropyRowsVecKernel<<<capBlocks(rows), rowBlockThreads<float>(classes), 0,
-                                stream>>>(static_cast<const float *>(logits.p),
-                                          target, rowLoss, rows, classes, check,
-                                          record);
+    crossEntropyRowsVecKernel<<<capBlocks(rows),
+                                rowBlockThreads<float>(classes), 0, stream>>>(
+        static_cast<const float *>(logits.p), target, rowLoss, rows, classes,
+        check, record);
   LOOM_RETURN_IF_ERROR(launchCheck("cross_entropy kernel"));
   finishSumKernel<float>
       <<<1, kThreads, 0, stream>>>(rowLoss, rows, 1.0 / rows, loss);
@@ -174,16 +173,16 @@ Status launchCrossEntropyGrad(FloatIn logits, const int64_t *target,
   // storage and the same offset from a 16-byte boundary.
   bool vec = grad.e == logits.e && sameAlignment(grad.p, logits.p);
   if (vec && logits.e == Elem::BF16)
-    crossEntropyGradVecKernel<<<capBlocks(rows),
+    crossEntropyGradVecKernel<<<rereadBlocks(rows, 2 * classes),
                                 rowBlockThreads<__nv_bfloat16>(classes), 0,
                                 stream>>>(
         static_cast<const __nv_bfloat16 *>(logits.p), target,
         static_cast<__nv_bfloat16 *>(grad.p), rows, classes, check, record);
   else if (vec)
-    crossEntropyGradVecKernel<<<capBlocks(rows), rowBlockThreads<float>(classes), 0,
-                                stream>>>(static_cast<const float *>(logits.p),
-                                          target, static_cast<float *>(grad.p),
-                                          rows, classes, check, record);
+    crossEntropyGradVecKernel<<<rereadBlocks(rows, 4 * classes),
+                                rowBlockThreads<float>(classes), 0, stream>>>(
+        static_cast<const float *>(logits.p), target,
+        static_cast<float *>(grad.p), rows, classes, check, record);
   else
     crossEntropyGradKernel<<<capBlocks(rows), kThreads, 0, stream>>>(
         logits, target, grad, rows, classes, check, record);

@@ -1,4 +1,5 @@
-//===- Norm.cu - CUDA layer norm and RMS norm with gradients ------*- CUDA -*-===//
+//===- Norm.cu - CUDA layer norm and RMS norm with gradients ------*- CUDA
+//-*-===//
 //
 // layer_norm / rms_norm and their gradients over `rows` contiguous rows of
 // `cols`. Rows up to 256 packs (2048 bf16 / 1024 f32 values) whose storage
@@ -32,10 +33,9 @@ __device__ __forceinline__ void loadParam(const P *p, int64_t c,
 /// (pack `k` of the lane is pack `lane + 32 k` of the row, present when
 /// below `packs`).
 template <int M, int V>
-__device__ __forceinline__ void warpRowStats(const float (&v)[M][V], int lane,
-                                             int packs, int64_t cols,
-                                             float eps, bool rms, float *mean,
-                                             float *rstd) {
+__device__ __forceinline__ void
+warpRowStats(const float (&v)[M][V], int lane, int packs, int64_t cols,
+             float eps, bool rms, float *mean, float *rstd) {
   double m = 0;
   if (!rms) {
     double s = 0;
@@ -63,11 +63,10 @@ __device__ __forceinline__ void warpRowStats(const float (&v)[M][V], int lane,
 
 /// One warp per row; `T` is the storage of x and y, `P` of scale and bias.
 template <typename T, typename P, int M>
-__global__ void layerNormWarpKernel(const T *__restrict__ x,
-                                    const P *__restrict__ scale,
-                                    const P *__restrict__ bias,
-                                    T *__restrict__ y, int64_t rows,
-                                    int64_t cols, float eps, bool rms) {
+__global__ void
+layerNormWarpKernel(const T *__restrict__ x, const P *__restrict__ scale,
+                    const P *__restrict__ bias, T *__restrict__ y, int64_t rows,
+                    int64_t cols, float eps, bool rms) {
   constexpr int V = kVec<T>;
   int lane = threadIdx.x & 31;
   int64_t warps = blockDim.x >> 5;
@@ -108,12 +107,11 @@ __global__ void layerNormWarpKernel(const T *__restrict__ x,
 /// dx of one row per warp, and the row's mean and rstd into `stats` for
 /// the parameter sums.
 template <typename T, typename P, int M>
-__global__ void layerNormGradWarpKernel(const T *__restrict__ dy,
-                                        const T *__restrict__ x,
-                                        const P *__restrict__ scale,
-                                        T *__restrict__ dx, int64_t rows,
-                                        int64_t cols, float eps, bool rms,
-                                        float *__restrict__ stats) {
+__global__ void
+layerNormGradWarpKernel(const T *__restrict__ dy, const T *__restrict__ x,
+                        const P *__restrict__ scale, T *__restrict__ dx,
+                        int64_t rows, int64_t cols, float eps, bool rms,
+                        float *__restrict__ stats) {
   constexpr int V = kVec<T>;
   int lane = threadIdx.x & 31;
   int64_t warps = blockDim.x >> 5;
@@ -169,13 +167,13 @@ __global__ void layerNormGradWarpKernel(const T *__restrict__ dy,
 /// chunk)`, `partials` is [2][chunks][cols] in double. `V` is 1 or the
 /// pack width of `T`.
 template <typename T, int V>
-__global__ void layerNormParamSlabKernel(const T *__restrict__ dy,
-                                         const T *__restrict__ x,
-                                         const float *__restrict__ stats,
-                                         double *__restrict__ partials,
-                                         int64_t rows, int64_t cols,
-                                         int64_t chunks) {
-  __shared__ double sds[kSlabRows][kSlabCols * V], sdb[kSlabRows][kSlabCols * V];
+__global__ void
+layerNormParamSlabKernel(const T *__restrict__ dy, const T *__restrict__ x,
+                         const float *__restrict__ stats,
+                         double *__restrict__ partials, int64_t rows,
+                         int64_t cols, int64_t chunks) {
+  __shared__ double sds[kSlabRows][kSlabCols * V],
+      sdb[kSlabRows][kSlabCols * V];
   int tx = threadIdx.x, ty = threadIdx.y;
   int64_t slab = int64_t(blockIdx.x) * kSlabCols * V;
   int64_t c0 = slab + int64_t(tx) * V;
@@ -220,9 +218,10 @@ __global__ void layerNormParamSlabKernel(const T *__restrict__ dy,
 /// dscale / dbias from the slab partials: block of `kSlabCols x kSlabRows`,
 /// row lane `ty` adds chunks `ty, ty + kSlabRows, ...`, then the lanes in
 /// order.
-__global__ void layerNormParamSlabFinishKernel(
-    const double *__restrict__ partials, FloatOut dscale, FloatOut dbias,
-    int64_t cols, int64_t chunks) {
+__global__ void
+layerNormParamSlabFinishKernel(const double *__restrict__ partials,
+                               FloatOut dscale, FloatOut dbias, int64_t cols,
+                               int64_t chunks) {
   __shared__ double sds[kSlabRows][kSlabCols], sdb[kSlabRows][kSlabCols];
   int tx = threadIdx.x, ty = threadIdx.y;
   int64_t c = int64_t(blockIdx.x) * kSlabCols + tx;
@@ -419,8 +418,7 @@ Status launchLayerNormGrad(FloatIn dy, FloatIn x, FloatIn scale, FloatOut dx,
   int m = warpPacksPerLane(cols, x.e);
   bool warp = m > 0 && dy.e == x.e && dx.e == x.e &&
               packedRows(dy.p, cols, x.e) && packedRows(x.p, cols, x.e) &&
-              packedRows(dx.p, cols, x.e) &&
-              packedParam(scale.p, scale.e, x.e);
+              packedRows(dx.p, cols, x.e) && packedParam(scale.p, scale.e, x.e);
   if (warp) {
     unsigned grid = capBlocks((rows + kNormWarps - 1) / kNormWarps);
     byStorage(x.e, [&](auto t) {
@@ -471,10 +469,10 @@ Status launchLayerNormGrad(FloatIn dy, FloatIn x, FloatIn scale, FloatOut dx,
                                             chunks);
   }
   LOOM_RETURN_IF_ERROR(launchCheck("layer_norm_grad parameter kernel"));
-  layerNormParamSlabFinishKernel<<<
-      static_cast<unsigned>((cols + kSlabCols - 1) / kSlabCols),
-      dim3(kSlabCols, kSlabRows), 0, stream>>>(partials, dscale, dbias, cols,
-                                               chunks);
+  layerNormParamSlabFinishKernel<<<static_cast<unsigned>(
+                                       (cols + kSlabCols - 1) / kSlabCols),
+                                   dim3(kSlabCols, kSlabRows), 0, stream>>>(
+      partials, dscale, dbias, cols, chunks);
   return launchCheck("layer_norm_grad parameter finish kernel");
 }
 

@@ -1,4 +1,5 @@
-//===- Reduce.cu - CUDA sum_to and reduce_* ------------------------*- CUDA -*-===//
+//===- Reduce.cu - CUDA sum_to and reduce_* ------------------------*- CUDA
+//-*-===//
 //
 // sum_to and reduce_{sum,mean,max}. Reductions are deterministic: a fixed
 // tree inside a block and, where a result spans blocks, per-chunk partials
@@ -136,9 +137,8 @@ __global__ void reduceBlockKernel(FloatIn x, FloatOut y, int64_t ny,
 /// writes `partials[chunk][cols]`. `V` is 1 or the pack width of `T`.
 template <ReduceKind K, typename T, int V>
 __global__ void reduceRowsSlabKernel(const T *__restrict__ x,
-                                     float *__restrict__ partials,
-                                     int64_t rows, int64_t cols,
-                                     int64_t chunks) {
+                                     float *__restrict__ partials, int64_t rows,
+                                     int64_t cols, int64_t chunks) {
   __shared__ float part[kSlabRows][kSlabCols * V];
   int tx = threadIdx.x, ty = threadIdx.y;
   int64_t slab = int64_t(blockIdx.x) * kSlabCols * V;
@@ -179,8 +179,8 @@ __global__ void reduceRowsSlabKernel(const T *__restrict__ x,
 /// chunks `ty, ty + kSlabRows, ...`, then the lanes in order.
 template <ReduceKind K>
 __global__ void reduceRowsFinishKernel(const float *__restrict__ partials,
-                                       FloatOut y, int64_t cols,
-                                       int64_t chunks, int64_t reduced) {
+                                       FloatOut y, int64_t cols, int64_t chunks,
+                                       int64_t reduced) {
   __shared__ float part[kSlabRows][kSlabCols];
   int tx = threadIdx.x, ty = threadIdx.y;
   int64_t c = int64_t(blockIdx.x) * kSlabCols + tx;

@@ -51,6 +51,16 @@ template <typename T> inline int rowBlockThreads(int64_t n) {
   return static_cast<int>(t < 32 ? 32 : (t > 512 ? 512 : t));
 }
 
+/// Blocks of a kernel that reads each row twice (the second time to write
+/// its result): rows in flight times their bytes kept near 24 MB, so the
+/// second read finds the row in L2 (50 MB on the H100 / H200), but at least
+/// 264 blocks (two per SM of 132); rows beyond the grid are strided.
+inline unsigned rereadBlocks(int64_t rows, int64_t rowBytes) {
+  int64_t byL2 = (int64_t(24) << 20) / (rowBytes > 0 ? rowBytes : 1);
+  int64_t b = byL2 > 264 ? byL2 : 264;
+  return capBlocks(rows < b ? rows : b);
+}
+
 /// Whether `p` is a multiple of `bytes` (a power of two).
 inline __host__ __device__ bool alignedTo(const void *p, int64_t bytes) {
   return (reinterpret_cast<uintptr_t>(p) & uintptr_t(bytes - 1)) == 0;

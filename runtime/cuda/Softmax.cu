@@ -1,10 +1,12 @@
-//===- Softmax.cu - CUDA softmax and its gradient -----------------*- CUDA -*-===//
+//===- Softmax.cu - CUDA softmax and its gradient -----------------*- CUDA
+//-*-===//
 //
 // softmax and softmax_grad over `[outer, dim, inner]`. Contiguous rows
 // (`inner == 1`) with one storage for every operand take the templated
 // kernels: one block per row sized to the row, 16-byte packs (the unaligned
 // head and tail scalar), softmax's maximum and sum in one pass (`MaxSum`),
-// then a second pass over the row (mostly from L2) that writes. Mixed
+// then a second pass over the row that writes (the grid keeps the rows in
+// flight within L2, so that pass reads from L2). Mixed
 // storage falls back to the per-element `FloatIn` row kernels; `inner > 1`
 // to one thread per column (coalesced across the `inner` columns).
 //
@@ -19,8 +21,8 @@ namespace loom::runtime::cuda {
 namespace {
 
 template <typename T>
-__global__ void softmaxRowVecKernel(const T *x, T *y,
-                                    int64_t rows, int64_t dim) {
+__global__ void softmaxRowVecKernel(const T *x, T *y, int64_t rows,
+                                    int64_t dim) {
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const T *row = x + r * dim;
     T *out = y + r * dim;
@@ -46,10 +48,8 @@ __global__ void softmaxRowVecKernel(const T *x, T *y,
 /// from a 16-byte boundary (and may be one buffer: each element is read and
 /// written by one thread).
 template <typename T>
-__global__ void softmaxGradRowVecKernel(const T *dy,
-                                        const T *y,
-                                        T *dx, int64_t rows,
-                                        int64_t dim) {
+__global__ void softmaxGradRowVecKernel(const T *dy, const T *y, T *dx,
+                                        int64_t rows, int64_t dim) {
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const T *dyRow = dy + r * dim, *yRow = y + r * dim;
     T *out = dx + r * dim;
@@ -158,14 +158,14 @@ Status launchSoftmax(FloatIn x, FloatOut y, int64_t outer, int64_t dim,
     return Status::ok();
   bool vec = x.e == y.e && sameAlignment(x.p, y.p);
   if (inner == 1 && vec && x.e == Elem::BF16)
-    softmaxRowVecKernel<<<capBlocks(outer), rowBlockThreads<__nv_bfloat16>(dim),
-                          0, stream>>>(
+    softmaxRowVecKernel<<<rereadBlocks(outer, 2 * dim),
+                          rowBlockThreads<__nv_bfloat16>(dim), 0, stream>>>(
         static_cast<const __nv_bfloat16 *>(x.p),
         static_cast<__nv_bfloat16 *>(y.p), outer, dim);
   else if (inner == 1 && vec)
-    softmaxRowVecKernel<<<capBlocks(outer), rowBlockThreads<float>(dim), 0,
-                          stream>>>(static_cast<const float *>(x.p),
-                                    static_cast<float *>(y.p), outer, dim);
+    softmaxRowVecKernel<<<rereadBlocks(outer, 4 * dim),
+                          rowBlockThreads<float>(dim), 0, stream>>>(
+        static_cast<const float *>(x.p), static_cast<float *>(y.p), outer, dim);
   else if (inner == 1)
     softmaxRowKernel<<<capBlocks(outer), kThreads, 0, stream>>>(x, y, outer,
                                                                 dim);
@@ -182,16 +182,16 @@ Status launchSoftmaxGrad(FloatIn dy, FloatIn y, FloatOut dx, int64_t outer,
   bool vec = dy.e == y.e && dx.e == y.e && sameAlignment(dy.p, y.p) &&
              sameAlignment(dx.p, y.p);
   if (inner == 1 && vec && y.e == Elem::BF16)
-    softmaxGradRowVecKernel<<<capBlocks(outer),
+    softmaxGradRowVecKernel<<<rereadBlocks(outer, 4 * dim),
                               rowBlockThreads<__nv_bfloat16>(dim), 0, stream>>>(
         static_cast<const __nv_bfloat16 *>(dy.p),
         static_cast<const __nv_bfloat16 *>(y.p),
         static_cast<__nv_bfloat16 *>(dx.p), outer, dim);
   else if (inner == 1 && vec)
-    softmaxGradRowVecKernel<<<capBlocks(outer), rowBlockThreads<float>(dim), 0,
-                              stream>>>(static_cast<const float *>(dy.p),
-                                        static_cast<const float *>(y.p),
-                                        static_cast<float *>(dx.p), outer, dim);
+    softmaxGradRowVecKernel<<<rereadBlocks(outer, 8 * dim),
+                              rowBlockThreads<float>(dim), 0, stream>>>(
+        static_cast<const float *>(dy.p), static_cast<const float *>(y.p),
+        static_cast<float *>(dx.p), outer, dim);
   else if (inner == 1)
     softmaxGradRowKernel<<<capBlocks(outer), kThreads, 0, stream>>>(dy, y, dx,
                                                                     outer, dim);

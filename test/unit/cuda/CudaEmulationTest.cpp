@@ -809,14 +809,13 @@ void slabReduceCheck(int64_t rows, int64_t cols, bool withNan) {
   int64_t width = kSlabCols * V;
   emu::launch(dim3(unsigned((cols + width - 1) / width), unsigned(chunks)),
               dim3(kSlabCols, kSlabRows), 0, [&] {
-                reduceRowsSlabKernel<K, T, V>(xs.p, partials.data(), rows,
-                                              cols, chunks);
+                reduceRowsSlabKernel<K, T, V>(xs.p, partials.data(), rows, cols,
+                                              chunks);
               });
   emu::launch(dim3(unsigned((cols + kSlabCols - 1) / kSlabCols)),
               dim3(kSlabCols, kSlabRows), 0, [&] {
-                reduceRowsFinishKernel<K>(partials.data(),
-                                          {y.data(), Elem::F32}, cols, chunks,
-                                          rows);
+                reduceRowsFinishKernel<K>(
+                    partials.data(), {y.data(), Elem::F32}, cols, chunks, rows);
               });
   for (int64_t c = 0; c < cols; ++c) {
     double acc = K == ReduceKind::Max ? -INFINITY : 0;
@@ -973,8 +972,8 @@ void packedRowsCheck(int64_t rows, int64_t classes, int64_t offset,
                                  classes, 1, &rec);
   });
   emu::launch(unsigned(rows), threads, 0, [&] {
-    crossEntropyGradVecKernel<T>(xs.p, target.data(), grad.p, rows, classes,
-                                 1, &rec);
+    crossEntropyGradVecKernel<T>(xs.p, target.data(), grad.p, rows, classes, 1,
+                                 &rec);
   });
   EXPECT_EQ(rec.check, 0);
   double rel = std::is_same_v<T, float> ? 1e-5 : 1e-2;
