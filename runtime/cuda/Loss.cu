@@ -7,10 +7,10 @@
 // packs (the unaligned head and tail of a row scalar), then a fixed tree
 // combines them. The gradient reads the row a second time (it was just read
 // by the same block; the grid keeps the rows in flight within L2) and
-// writes it. Kernels are templated
-// on the storage type; the per-element `FloatIn` kernels remain for mixed
-// storage. The mean over rows is one block summing in double, in order of
-// a fixed tree: deterministic.
+// writes it. The kernels are templated on the storage type (the logits of
+// the loss any storage; the gradient with the logits' storage and
+// alignment, else the per-element `FloatIn` kernel). The mean over rows is
+// one block summing in double in a fixed tree: deterministic.
 //
 //===----------------------------------------------------------------------===//
 

@@ -21,14 +21,6 @@ namespace loom::runtime::cuda {
 
 namespace {
 
-/// Loads `V` values of a parameter (`P`) at column `c` (any `V`: pieces of
-/// at most 16 bytes).
-template <typename P, int V>
-__device__ __forceinline__ void loadParam(const P *p, int64_t c,
-                                          float (&out)[V]) {
-  loadPack<P, V>(p + c, out);
-}
-
 /// Mean (0 with `rms`) and rstd of a warp's row held as `M` packs a lane
 /// (pack `k` of the lane is pack `lane + 32 k` of the row, present when
 /// below `packs`).
@@ -87,13 +79,13 @@ layerNormWarpKernel(const T *__restrict__ x, const P *__restrict__ scale,
       int c = (lane + 32 * k) * V;
       if (lane + 32 * k < packs) {
         float sc[V], o[V];
-        loadParam<P, V>(scale, c, sc);
+        loadPack<P, V>(scale + c, sc);
 #pragma unroll
         for (int j = 0; j < V; ++j)
           o[j] = (v[k][j] - mean) * rstd * sc[j];
         if (bias) {
           float b[V];
-          loadParam<P, V>(bias, c, b);
+          loadPack<P, V>(bias + c, b);
 #pragma unroll
           for (int j = 0; j < V; ++j)
             o[j] = o[j] + b[j];
@@ -134,7 +126,7 @@ layerNormGradWarpKernel(const T *__restrict__ dy, const T *__restrict__ x,
     for (int k = 0; k < M; ++k)
       if (lane + 32 * k < packs) {
         float sc[V];
-        loadParam<P, V>(scale, (lane + 32 * k) * V, sc);
+        loadPack<P, V>(scale + (lane + 32 * k) * V, sc);
 #pragma unroll
         for (int j = 0; j < V; ++j) {
           g[k][j] = g[k][j] * sc[j];
