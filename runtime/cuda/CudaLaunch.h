@@ -98,10 +98,11 @@ Status launchFillRows(FloatOut c, FloatIn row, int64_t rows, int64_t cols,
 Status launchScale(FloatIn x, FloatOut y, int64_t n, float factor,
                    cudaStream_t stream);
 /// Row chunks of the two-pass reduction `launchReduce` uses for `ny`
-/// outputs over `index` (0: one pass). Two passes when the innermost input
-/// dim is kept (bias gradients: `[rows, cols] -> [cols]`) and the sums are
-/// long: chunk partials first, one thread per (chunk, output) reading
-/// coalesced rows, then the chunks in order (deterministic).
+/// outputs over `index` (0: one pass). Two passes for a dense
+/// `[rows, cols] -> [cols]` (bias gradients: column slabs read as 16-byte
+/// packs, RowVec.cuh) and when the innermost input dim is kept and the sums
+/// are long: chunk partials first, then the chunks in order
+/// (deterministic).
 int64_t reduceChunks(int64_t ny, const SumToIndex &index);
 /// `y` has `ny` elements; `x` is read through `index`. `Sum` is `sum_to`.
 /// `partials` holds `reduceChunks(ny, index) * ny` floats (null when 0).

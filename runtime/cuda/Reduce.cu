@@ -1,18 +1,23 @@
-//===- Reduce.cu - CUDA kernels that reduce ------------------------*- CUDA
+//===- Reduce.cu - CUDA sum_to and reduce_* ------------------------*- CUDA
 //-*-===//
 //
-// sum_to and reduce_*, the losses (cross_entropy, mse) and their gradient,
-// softmax and layer/RMS norm with their gradients. Reductions are
-// deterministic: a fixed tree inside a block and, where a result spans
-// blocks, per-block partials summed by one block in a second kernel (no
-// atomics on values).
+// sum_to and reduce_{sum,mean,max}. Reductions are deterministic: a fixed
+// tree inside a block and, where a result spans blocks, per-chunk partials
+// added in order by a second kernel (no atomics on values).
 //
-// Block-wide helpers assume `blockDim.x == kThreads` (a multiple of 32) and
-// that every thread of the block calls them (they synchronise).
+// The bias gradients (`x` a dense `[rows, cols]`, summed over rows) take
+// the slab kernels of RowVec.cuh, templated on the storage: 16-byte packs
+// of adjacent columns per thread, rows spread over row lanes and row
+// chunks, about 1024 blocks. Other index patterns take the per-element
+// `FloatIn` kernels: one thread per output (chunked over the reduced range
+// when the innermost dim is kept), or one block per output.
+//
+// Block-wide helpers assume `blockDim.x` a multiple of 32 and every thread
+// of the block calling them (they synchronise).
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/cuda/CudaElem.cuh"
+#include "runtime/cuda/RowVec.cuh"
 
 #include <cmath>
 
@@ -128,260 +133,87 @@ __global__ void reduceBlockKernel(FloatIn x, FloatOut y, int64_t ny,
   }
 }
 
-// --- losses ------------------------------------------------------------------
-
-__global__ void crossEntropyRowsKernel(FloatIn logits,
-                                       const int64_t *__restrict__ target,
-                                       float *__restrict__ rowLoss,
-                                       int64_t rows, int64_t classes, int check,
-                                       DataCheckRecord *rec) {
-  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    int64_t row = r * classes;
-    float mx = -INFINITY;
-    for (int64_t c = threadIdx.x; c < classes; c += blockDim.x)
-      mx = fmaxf(mx, load(logits, row + c));
-    mx = blockMax(mx);
-    float s = 0;
-    for (int64_t c = threadIdx.x; c < classes; c += blockDim.x)
-      s += expf(load(logits, row + c) - mx);
-    s = blockSum(s);
-    if (threadIdx.x == 0) {
-      int64_t t = target[r];
-      if (t < 0 || t >= classes) {
-        reportCheck(rec, check, r, t, classes);
-        rowLoss[r] = 0;
-      } else {
-        rowLoss[r] = mx + logf(s) - load(logits, row + t);
-      }
-    }
-  }
-}
-
-/// `out[0] = sum(values[0, n)) * scale`, in one block, accumulated in double.
-template <typename T>
-__global__ void finishSumKernel(const T *__restrict__ values, int64_t n,
-                                double scale, float *__restrict__ out) {
-  double s = 0;
-  for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
-    s += static_cast<double>(values[i]);
-  s = blockSum(s);
-  if (threadIdx.x == 0)
-    out[0] = static_cast<float>(s * scale);
-}
-
-__global__ void crossEntropyGradKernel(FloatIn logits,
-                                       const int64_t *__restrict__ target,
-                                       FloatOut grad, int64_t rows,
-                                       int64_t classes, int check,
-                                       DataCheckRecord *rec) {
-  float invRows = 1.0f / static_cast<float>(rows);
-  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    int64_t row = r * classes;
-    float mx = -INFINITY;
-    for (int64_t c = threadIdx.x; c < classes; c += blockDim.x)
-      mx = fmaxf(mx, load(logits, row + c));
-    mx = blockMax(mx);
-    float s = 0;
-    for (int64_t c = threadIdx.x; c < classes; c += blockDim.x)
-      s += expf(load(logits, row + c) - mx);
-    s = blockSum(s);
-    int64_t t = target[r];
-    bool valid = t >= 0 && t < classes;
-    if (!valid && threadIdx.x == 0)
-      reportCheck(rec, check, r, t, classes);
-    float k = invRows / s;
-    // g = (softmax - onehot) / rows
-    for (int64_t c = threadIdx.x; c < classes; c += blockDim.x) {
-      float p = expf(load(logits, row + c) - mx);
-      store(grad, row + c, c == t ? (p / s - 1.0f) * invRows : p * k);
-    }
-  }
-}
-
-__global__ void msePartialKernel(const float *__restrict__ pred,
-                                 const float *__restrict__ target, int64_t n,
-                                 double *__restrict__ partials) {
-  double s = 0;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    double d = static_cast<double>(pred[i]) - target[i];
-    s += d * d;
-  }
-  s = blockSum(s);
-  if (threadIdx.x == 0)
-    partials[blockIdx.x] = s;
-}
-
-// --- softmax -----------------------------------------------------------------
-
-/// inner == 1: one block per contiguous row.
-__global__ void softmaxRowKernel(FloatIn x, FloatOut y, int64_t rows,
-                                 int64_t dim) {
-  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    int64_t row = r * dim;
-    float mx = -INFINITY;
-    for (int64_t c = threadIdx.x; c < dim; c += blockDim.x)
-      mx = fmaxf(mx, load(x, row + c));
-    mx = blockMax(mx);
-    float s = 0;
-    for (int64_t c = threadIdx.x; c < dim; c += blockDim.x)
-      s += expf(load(x, row + c) - mx);
-    s = blockSum(s);
-    float inv = 1.0f / s;
-    for (int64_t c = threadIdx.x; c < dim; c += blockDim.x)
-      store(y, row + c, expf(load(x, row + c) - mx) * inv);
-  }
-}
-
-/// inner > 1: one thread per (outer, inner) column, striding by `inner`.
-__global__ void softmaxColumnKernel(FloatIn x, FloatOut y, int64_t outer,
-                                    int64_t dim, int64_t inner) {
-  LOOM_GRID_STRIDE(j, outer * inner) {
-    int64_t base = (j / inner) * dim * inner + j % inner;
-    float mx = -INFINITY;
-    for (int64_t c = 0; c < dim; ++c)
-      mx = fmaxf(mx, load(x, base + c * inner));
-    float s = 0;
-    for (int64_t c = 0; c < dim; ++c)
-      s += expf(load(x, base + c * inner) - mx);
-    float inv = 1.0f / s;
-    for (int64_t c = 0; c < dim; ++c)
-      store(y, base + c * inner, expf(load(x, base + c * inner) - mx) * inv);
-  }
-}
-
-__global__ void softmaxGradRowKernel(FloatIn dy, FloatIn y, FloatOut dx,
-                                     int64_t rows, int64_t dim) {
-  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    int64_t row = r * dim;
-    float s = 0;
-    for (int64_t c = threadIdx.x; c < dim; c += blockDim.x)
-      s += load(dy, row + c) * load(y, row + c);
-    s = blockSum(s);
-    for (int64_t c = threadIdx.x; c < dim; c += blockDim.x)
-      store(dx, row + c, load(y, row + c) * (load(dy, row + c) - s));
-  }
-}
-
-__global__ void softmaxGradColumnKernel(FloatIn dy, FloatIn y, FloatOut dx,
-                                        int64_t outer, int64_t dim,
-                                        int64_t inner) {
-  LOOM_GRID_STRIDE(j, outer * inner) {
-    int64_t base = (j / inner) * dim * inner + j % inner;
-    float s = 0;
-    for (int64_t c = 0; c < dim; ++c)
-      s += load(dy, base + c * inner) * load(y, base + c * inner);
-    for (int64_t c = 0; c < dim; ++c) {
-      int64_t i = base + c * inner;
-      store(dx, i, load(y, i) * (load(dy, i) - s));
-    }
-  }
-}
-
-// --- layer / RMS norm --------------------------------------------------------
-
-/// The row's mean (0 for RMS) and rstd, with the CPU kernel's two passes in
-/// double.
-__device__ void rowStats(FloatIn x, int64_t row, int64_t cols, float eps,
-                         bool rms, float *mean, float *rstd) {
-  double m = 0;
-  if (!rms) {
-    double s = 0;
-    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
-      s += load(x, row + c);
-    m = blockSum(s) / cols;
-  }
-  double v = 0;
-  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-    double d = load(x, row + c) - m;
-    v += d * d;
-  }
-  v = blockSum(v) / cols;
-  *mean = static_cast<float>(m);
-  *rstd = static_cast<float>(1.0 / sqrt(v + eps));
-}
-
-__global__ void layerNormKernel(FloatIn x, FloatIn scale, FloatIn bias,
-                                FloatOut y, int64_t rows, int64_t cols,
-                                float eps, bool rms) {
-  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    int64_t row = r * cols;
-    float mean, rstd;
-    rowStats(x, row, cols, eps, rms, &mean, &rstd);
-    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-      float v = (load(x, row + c) - mean) * rstd * load(scale, c);
-      store(y, row + c, bias.p ? v + load(bias, c) : v);
-    }
-  }
-}
-
-__global__ void layerNormGradRowKernel(FloatIn dy, FloatIn x, FloatIn scale,
-                                       FloatOut dx, int64_t rows, int64_t cols,
-                                       float eps, bool rms,
-                                       float *__restrict__ stats) {
-  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    int64_t row = r * cols;
-    float mean, rstd;
-    rowStats(x, row, cols, eps, rms, &mean, &rstd);
-    double sumG = 0, sumGX = 0;
-    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-      float g = load(dy, row + c) * load(scale, c);
-      sumG += g;
-      sumGX += g * ((load(x, row + c) - mean) * rstd);
-    }
-    sumG = blockSum(sumG);
-    sumGX = blockSum(sumGX);
-    float a = static_cast<float>(sumGX / cols);
-    float b = rms ? 0.0f : static_cast<float>(sumG / cols);
-    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-      float xhat = (load(x, row + c) - mean) * rstd;
-      store(dx, row + c,
-            rstd * (load(dy, row + c) * load(scale, c) - b - xhat * a));
-    }
-    if (threadIdx.x == 0) {
-      stats[2 * r] = mean;
-      stats[2 * r + 1] = rstd;
-    }
-  }
-}
-
-/// dscale / dbias partials: one thread per (row chunk, column), coalesced
-/// over columns; `partials` is [2][chunks][cols] in double.
-__global__ void layerNormParamPartialKernel(FloatIn dy, FloatIn x,
-                                            const float *__restrict__ stats,
-                                            double *__restrict__ partials,
-                                            int64_t rows, int64_t cols,
-                                            int64_t chunks) {
+/// The dense `[rows, cols]` column sums (RowVec.cuh): block `(slab, chunk)`
+/// writes `partials[chunk][cols]`. `V` is 1 or the pack width of `T`.
+template <ReduceKind K, typename T, int V>
+__global__ void reduceRowsSlabKernel(const T *__restrict__ x,
+                                     float *__restrict__ partials, int64_t rows,
+                                     int64_t cols, int64_t chunks) {
+  __shared__ float part[kSlabRows][kSlabCols * V];
+  int tx = threadIdx.x, ty = threadIdx.y;
+  int64_t slab = int64_t(blockIdx.x) * kSlabCols * V;
+  int64_t c0 = slab + int64_t(tx) * V;
   int64_t per = (rows + chunks - 1) / chunks;
-  LOOM_GRID_STRIDE(t, chunks * cols) {
-    int64_t ch = t / cols, c = t - ch * cols;
-    int64_t end = min(rows, (ch + 1) * per);
-    double ds = 0, db = 0;
-    for (int64_t r = ch * per; r < end; ++r) {
-      float d = load(dy, r * cols + c);
-      float xhat = (load(x, r * cols + c) - stats[2 * r]) * stats[2 * r + 1];
-      ds += d * xhat;
-      db += d;
+  int64_t begin = blockIdx.y * per;
+  int64_t end = min(rows, begin + per);
+  float acc[V];
+#pragma unroll
+  for (int j = 0; j < V; ++j)
+    acc[j] = reduceInit<K>();
+  if (c0 < cols) {
+#pragma unroll 4
+    for (int64_t r = begin + ty; r < end; r += kSlabRows) {
+      float v[V];
+      loadPack<T, V>(x + r * cols + c0, v);
+#pragma unroll
+      for (int j = 0; j < V; ++j)
+        acc[j] = accumulate<K>(acc[j], v[j]);
     }
-    partials[t] = ds;
-    partials[chunks * cols + t] = db;
+  }
+#pragma unroll
+  for (int j = 0; j < V; ++j)
+    part[ty][tx * V + j] = acc[j];
+  __syncthreads();
+  for (int i = ty * kSlabCols + tx; i < kSlabCols * V;
+       i += kSlabCols * kSlabRows) {
+    if (slab + i >= cols)
+      continue;
+    float a = reduceInit<K>();
+    for (int l = 0; l < kSlabRows; ++l)
+      a = accumulate<K>(a, part[l][i]);
+    partials[blockIdx.y * cols + slab + i] = a;
   }
 }
 
-/// dscale / dbias: each column sums its chunks in order.
-__global__ void layerNormParamFinishKernel(const double *__restrict__ partials,
-                                           FloatOut dscale, FloatOut dbias,
-                                           int64_t cols, int64_t chunks) {
-  LOOM_GRID_STRIDE(c, cols) {
-    double ds = 0, db = 0;
-    for (int64_t ch = 0; ch < chunks; ++ch) {
-      ds += partials[ch * cols + c];
-      db += partials[(chunks + ch) * cols + c];
-    }
-    store(dscale, c, static_cast<float>(ds));
-    if (dbias.p)
-      store(dbias, c, static_cast<float>(db));
+/// The chunks of `reduceRowsSlabKernel` per column: row lane `ty` takes
+/// chunks `ty, ty + kSlabRows, ...`, then the lanes in order.
+template <ReduceKind K>
+__global__ void reduceRowsFinishKernel(const float *__restrict__ partials,
+                                       FloatOut y, int64_t cols, int64_t chunks,
+                                       int64_t reduced) {
+  __shared__ float part[kSlabRows][kSlabCols];
+  int tx = threadIdx.x, ty = threadIdx.y;
+  int64_t c = int64_t(blockIdx.x) * kSlabCols + tx;
+  float a = reduceInit<K>();
+  if (c < cols)
+    for (int64_t ch = ty; ch < chunks; ch += kSlabRows)
+      a = accumulate<K>(a, partials[ch * cols + c]);
+  part[ty][tx] = a;
+  __syncthreads();
+  if (ty == 0 && c < cols) {
+    for (int l = 1; l < kSlabRows; ++l)
+      a = accumulate<K>(a, part[l][tx]);
+    store(y, c, finishReduce<K>(a, reduced));
   }
+}
+
+/// Whether `x` is a dense `[index.reduced, ny]` matrix summed over rows:
+/// the kept dims innermost and contiguous, the reduced dims outside them.
+bool denseRows(int64_t ny, const SumToIndex &index) {
+  if (index.keptRank == 0 || index.redRank == 0)
+    return false;
+  int64_t stride = 1;
+  for (int d = index.keptRank - 1; d >= 0; --d) {
+    if (index.keptStrides[d] != stride)
+      return false;
+    stride *= index.keptDims[d];
+  }
+  for (int d = index.redRank - 1; d >= 0; --d) {
+    if (index.redStrides[d] != stride)
+      return false;
+    stride *= index.redDims[d];
+  }
+  return stride == ny * index.reduced;
 }
 
 /// Chunks for `reduced` values per output over `outputs` outputs: about
@@ -396,6 +228,8 @@ int64_t chunksFor(int64_t reduced, int64_t outputs) {
 } // namespace
 
 int64_t reduceChunks(int64_t ny, const SumToIndex &index) {
+  if (denseRows(ny, index))
+    return slabRowChunks(index.reduced, ny);
   bool innerKept =
       index.keptRank > 0 && index.keptStrides[index.keptRank - 1] == 1 &&
       (index.redRank == 0 || index.redStrides[index.redRank - 1] != 1);
@@ -403,10 +237,6 @@ int64_t reduceChunks(int64_t ny, const SumToIndex &index) {
     return 0;
   int64_t c = chunksFor(index.reduced, ny);
   return c >= 2 ? c : 0;
-}
-
-int64_t layerNormGradChunks(int64_t rows, int64_t cols) {
-  return chunksFor(rows, cols);
 }
 
 #ifndef LOOM_CUDA_HOST_EMULATION // (test/unit/cuda/CudaHostEmulation.h)
@@ -417,6 +247,39 @@ Status launchReduce(ReduceKind kind, FloatIn x, FloatOut y, int64_t ny,
   if (ny == 0)
     return Status::ok();
   int64_t chunks = partials ? reduceChunks(ny, index) : 0;
+  if (chunks > 0 && denseRows(ny, index)) {
+    int64_t rows = index.reduced;
+    bool packed = ny % (16 / elemBytes(x.e)) == 0 && alignedTo(x.p, 16);
+    dim3 block(kSlabCols, kSlabRows);
+    unsigned finishGrid =
+        static_cast<unsigned>((ny + kSlabCols - 1) / kSlabCols);
+    byStorage(x.e, [&](auto t) {
+      using T = decltype(t);
+      constexpr int V = kVec<T>;
+      const T *xp = static_cast<const T *>(x.p);
+      int64_t width = kSlabCols * (packed ? V : 1);
+      dim3 grid(static_cast<unsigned>((ny + width - 1) / width),
+                static_cast<unsigned>(chunks));
+#define LOOM_REDUCE_CASE(name)                                                 \
+  case ReduceKind::name:                                                       \
+    if (packed)                                                                \
+      reduceRowsSlabKernel<ReduceKind::name, T, V>                             \
+          <<<grid, block, 0, stream>>>(xp, partials, rows, ny, chunks);        \
+    else                                                                       \
+      reduceRowsSlabKernel<ReduceKind::name, T, 1>                             \
+          <<<grid, block, 0, stream>>>(xp, partials, rows, ny, chunks);        \
+    reduceRowsFinishKernel<ReduceKind::name>                                   \
+        <<<finishGrid, block, 0, stream>>>(partials, y, ny, chunks, rows);     \
+    break;
+      switch (kind) {
+        LOOM_REDUCE_CASE(Sum)
+        LOOM_REDUCE_CASE(Mean)
+        LOOM_REDUCE_CASE(Max)
+      }
+#undef LOOM_REDUCE_CASE
+    });
+    return launchCheck("reduction kernel (rows)");
+  }
   if (chunks > 0) {
 #define LOOM_REDUCE_CASE(name)                                                 \
   case ReduceKind::name:                                                       \
@@ -454,116 +317,6 @@ Status launchReduce(ReduceKind kind, FloatIn x, FloatOut y, int64_t ny,
   }
 #undef LOOM_REDUCE_CASE
   return launchCheck("reduction kernel");
-}
-
-Status launchCrossEntropy(FloatIn logits, const int64_t *target, float *loss,
-                          int64_t rows, int64_t classes, float *rowLoss,
-                          int check, DataCheckRecord *record,
-                          cudaStream_t stream) {
-  if (rows == 0)
-    return cudaCheck(cudaMemsetAsync(loss, 0, sizeof(float), stream),
-                     "cudaMemsetAsync");
-  crossEntropyRowsKernel<<<capBlocks(rows), kThreads, 0, stream>>>(
-      logits, target, rowLoss, rows, classes, check, record);
-  LOOM_RETURN_IF_ERROR(launchCheck("cross_entropy kernel"));
-  finishSumKernel<float>
-      <<<1, kThreads, 0, stream>>>(rowLoss, rows, 1.0 / rows, loss);
-  return launchCheck("cross_entropy mean kernel");
-}
-
-Status launchCrossEntropyGrad(FloatIn logits, const int64_t *target,
-                              FloatOut grad, int64_t rows, int64_t classes,
-                              int check, DataCheckRecord *record,
-                              cudaStream_t stream) {
-  if (rows == 0)
-    return Status::ok();
-  crossEntropyGradKernel<<<capBlocks(rows), kThreads, 0, stream>>>(
-      logits, target, grad, rows, classes, check, record);
-  return launchCheck("cross_entropy_grad kernel");
-}
-
-int64_t msePartials(int64_t n) {
-  int64_t b = (n + kThreads - 1) / kThreads;
-  return b < 1 ? 1 : (b > 1024 ? 1024 : b);
-}
-
-Status launchMse(const float *pred, const float *target, float *loss, int64_t n,
-                 double *partials, cudaStream_t stream) {
-  if (n == 0)
-    return cudaCheck(cudaMemsetAsync(loss, 0, sizeof(float), stream),
-                     "cudaMemsetAsync");
-  int64_t blocks = msePartials(n);
-  msePartialKernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
-      pred, target, n, partials);
-  LOOM_RETURN_IF_ERROR(launchCheck("mse kernel"));
-  finishSumKernel<double>
-      <<<1, kThreads, 0, stream>>>(partials, blocks, 1.0 / n, loss);
-  return launchCheck("mse mean kernel");
-}
-
-Status launchSoftmax(FloatIn x, FloatOut y, int64_t outer, int64_t dim,
-                     int64_t inner, cudaStream_t stream) {
-  if (outer * dim * inner == 0)
-    return Status::ok();
-  if (inner == 1)
-    softmaxRowKernel<<<capBlocks(outer), kThreads, 0, stream>>>(x, y, outer,
-                                                                dim);
-  else
-    softmaxColumnKernel<<<blocksFor(outer * inner), kThreads, 0, stream>>>(
-        x, y, outer, dim, inner);
-  return launchCheck("softmax kernel");
-}
-
-Status launchSoftmaxGrad(FloatIn dy, FloatIn y, FloatOut dx, int64_t outer,
-                         int64_t dim, int64_t inner, cudaStream_t stream) {
-  if (outer * dim * inner == 0)
-    return Status::ok();
-  if (inner == 1)
-    softmaxGradRowKernel<<<capBlocks(outer), kThreads, 0, stream>>>(dy, y, dx,
-                                                                    outer, dim);
-  else
-    softmaxGradColumnKernel<<<blocksFor(outer * inner), kThreads, 0, stream>>>(
-        dy, y, dx, outer, dim, inner);
-  return launchCheck("softmax_grad kernel");
-}
-
-Status launchLayerNorm(FloatIn x, FloatIn scale, FloatIn bias, FloatOut y,
-                       int64_t rows, int64_t cols, float eps, bool rms,
-                       cudaStream_t stream) {
-  if (rows * cols == 0)
-    return Status::ok();
-  layerNormKernel<<<capBlocks(rows), kThreads, 0, stream>>>(
-      x, scale, bias, y, rows, cols, eps, rms);
-  return launchCheck("layer_norm kernel");
-}
-
-Status launchLayerNormGrad(FloatIn dy, FloatIn x, FloatIn scale, FloatOut dx,
-                           FloatOut dscale, FloatOut dbias, int64_t rows,
-                           int64_t cols, float eps, bool rms, float *stats,
-                           double *partials, cudaStream_t stream) {
-  if (cols == 0)
-    return Status::ok();
-  if (rows == 0) { // sums over no rows
-    LOOM_RETURN_IF_ERROR(cudaCheck(
-        cudaMemsetAsync(dscale.p, 0, cols * elemBytes(dscale.e), stream),
-        "cudaMemsetAsync"));
-    if (dbias.p)
-      LOOM_RETURN_IF_ERROR(cudaCheck(
-          cudaMemsetAsync(dbias.p, 0, cols * elemBytes(dbias.e), stream),
-          "cudaMemsetAsync"));
-    return Status::ok();
-  }
-  layerNormGradRowKernel<<<capBlocks(rows), kThreads, 0, stream>>>(
-      dy, x, scale, dx, rows, cols, eps, rms, stats);
-  LOOM_RETURN_IF_ERROR(launchCheck("layer_norm_grad kernel"));
-  int64_t chunks = layerNormGradChunks(rows, cols);
-  layerNormParamPartialKernel<<<blocksFor(chunks * cols), kThreads, 0,
-                                stream>>>(dy, x, stats, partials, rows, cols,
-                                          chunks);
-  LOOM_RETURN_IF_ERROR(launchCheck("layer_norm_grad parameter kernel"));
-  layerNormParamFinishKernel<<<blocksFor(cols), kThreads, 0, stream>>>(
-      partials, dscale, dbias, cols, chunks);
-  return launchCheck("layer_norm_grad parameter finish kernel");
 }
 
 #endif // LOOM_CUDA_HOST_EMULATION

@@ -281,6 +281,64 @@ TEST_F(CudaBf16, DISABLED_TimingOnGpt2Shapes) {
        actMB + 3 * actMB);
   time("convert f32->bf16 [2304,768]", "convert", {zeros({2304, 768})}, {F},
        {2304, 768}, B, {}, 2304.0 * 768 * 6 / 1e6);
+// --- the packed reduction, norm, softmax and loss kernels -------------------
+
+TEST_F(CudaBf16, SumToDenseRowsSlabs) {
+  // Bias gradients: bf16 [rows, cols] into f32 [cols], packs of 8 and
+  // scalar slabs.
+  expectBf16MatchesCpu("sum_to", {rand({2, 512, 768})}, {B}, {{768}}, {F}, {},
+                       1e-4, 1e-3);
+  expectBf16MatchesCpu("sum_to", {rand({300, 3072})}, {B}, {{3072}}, {F}, {},
+                       1e-4, 1e-3);
+  expectBf16MatchesCpu("sum_to", {rand({129, 13})}, {B}, {{13}}, {F}, {}, 1e-4,
+                       1e-3);
+  expectBf16MatchesCpu("sum_to", {rand({1, 2, 24})}, {B}, {{24}}, {F}, {}, 1e-4,
+                       1e-3);
+}
+
+TEST_F(CudaBf16, NormWarpRows) {
+  auto attrs = [](plan::Instruction &i) {
+    setI(i, "axis", 1);
+    setF(i, "epsilon", 1e-5);
+  };
+  // 768 (GPT-2), 1600 (8 packs a lane), 300 (not a multiple of 8: the
+  // block kernels), with f32 and with bf16 parameters.
+  for (int64_t cols : {768, 1600, 300}) {
+    int64_t rows = 41;
+    HostTensor x = rand({rows, cols}, -2, 2), scale = rand({cols}),
+               bias = rand({cols}), dy = rand({rows, cols});
+    expectBf16MatchesCpu("layer_norm", {x, scale, bias}, {B, F, F},
+                         {{rows, cols}}, {B}, attrs);
+    expectBf16MatchesCpu("layer_norm", {x, scale, bias}, {B, B, B},
+                         {{rows, cols}}, {B}, attrs);
+    expectBf16MatchesCpu("rms_norm", {x, scale}, {B, F}, {{rows, cols}}, {B},
+                         attrs);
+    expectBf16MatchesCpu("layer_norm_grad", {dy, x, scale}, {B, B, F},
+                         {{rows, cols}, {cols}, {cols}}, {B, F, F}, attrs, 2e-2,
+                         2e-2);
+    expectBf16MatchesCpu("rms_norm_grad", {dy, x, scale}, {B, B, F},
+                         {{rows, cols}, {cols}}, {B, F}, attrs, 2e-2, 2e-2);
+  }
+}
+
+TEST_F(CudaBf16, CrossEntropyAndSoftmaxLongOddRows) {
+  for (auto [rows, classes] : std::vector<std::pair<int64_t, int64_t>>{
+           {3, 50257}, {7, 1001}, {1, 16}}) {
+    std::vector<int64_t> t(rows);
+    for (int64_t i = 0; i < rows; ++i)
+      t[i] = (i * 7919 + classes / 2) % classes;
+    HostTensor logits = rand({rows, classes}, -4, 4);
+    expectBf16MatchesCpu("cross_entropy", {logits, i64({rows}, t)}, {B, I},
+                         {{}}, {F}, {}, 1e-5, 1e-4);
+    expectBf16MatchesCpu("cross_entropy_grad", {logits, i64({rows}, t)}, {B, I},
+                         {{rows, classes}}, {B}, {}, 1e-4, 1e-2);
+    auto axis1 = [](plan::Instruction &i) { setI(i, "axis", 1); };
+    expectBf16MatchesCpu("softmax", {logits}, {B}, {{rows, classes}}, {B},
+                         axis1);
+    expectBf16MatchesCpu("softmax_grad",
+                         {rand({rows, classes}), rand({rows, classes}, 0, 1)},
+                         {B, B}, {{rows, classes}}, {B}, axis1);
+  }
 }
 
 } // namespace

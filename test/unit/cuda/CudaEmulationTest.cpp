@@ -19,7 +19,10 @@
 #include "runtime/cuda/Gather.cu"
 #include "runtime/cuda/Layout.cu"
 #include "runtime/cuda/LayoutPlan.h"
+#include "runtime/cuda/Loss.cu"
+#include "runtime/cuda/Norm.cu"
 #include "runtime/cuda/Reduce.cu"
+#include "runtime/cuda/Softmax.cu"
 
 #include <gtest/gtest.h>
 
@@ -605,9 +608,9 @@ TEST(CudaEmulation, LayerNormBf16) {
                                 {xb.data(), Elem::BF16}, stats.data(),
                                 partials.data(), rows, cols, chunks);
   });
-  emu::launch(1, 64, 0, [&] {
-    layerNormParamFinishKernel(partials.data(), {dscale.data(), Elem::F32},
-                               {dbias.data(), Elem::F32}, cols, chunks);
+  emu::launch(dim3(3), dim3(kSlabCols, kSlabRows), 0, [&] {
+    layerNormParamSlabFinishKernel(partials.data(), {dscale.data(), Elem::F32},
+                                   {dbias.data(), Elem::F32}, cols, chunks);
   });
   std::vector<double> ds(cols, 0), db(cols, 0);
   for (int64_t r = 0; r < rows; ++r) {
@@ -665,8 +668,8 @@ TEST(CudaEmulation, SoftmaxAndCrossEntropyBf16) {
                         classes, rows);
   });
   emu::launch(2, 64, 0, [&] {
-    crossEntropyRowsKernel({xb.data(), Elem::BF16}, target.data(),
-                           rowLoss.data(), rows, classes, 1, &rec);
+    crossEntropyRowsVecKernel<Bf16>(xb.data(), target.data(), rowLoss.data(),
+                                    rows, classes, 1, &rec);
   });
   emu::launch(1, 64, 0, [&] {
     finishSumKernel<float>(rowLoss.data(), rows, 1.0 / rows, loss.data());
@@ -1210,6 +1213,256 @@ TEST(CudaEmulation, FillRowsPack) {
   });
   for (int i = 0; i < 5 * 24; ++i)
     ASSERT_EQ(outF[i], row[i % 24]) << i;
+// --- templated reduction, norm, softmax and loss kernels (16-byte packs) ----
+
+/// Storage `T` copies of `v` (rounded in `v` for bf16) at element `offset`
+/// of a 16-byte aligned buffer (so rows start off a 16-byte boundary when
+/// `offset` is not a multiple of the pack).
+template <typename T> struct Stored {
+  std::vector<Pack<T, kVec<T>>> buf;
+  T *p;
+  Stored(std::vector<float> &v, int64_t offset = 0)
+      : buf((v.size() + offset) / kVec<T> + 2) {
+    p = reinterpret_cast<T *>(buf.data()) + offset;
+    for (size_t i = 0; i < v.size(); ++i) {
+      p[i] = fromFloat<T>(v[i]);
+      v[i] = toFloat(p[i]);
+    }
+  }
+  Stored(int64_t n, int64_t offset = 0) : buf((n + offset) / kVec<T> + 2) {
+    p = reinterpret_cast<T *>(buf.data()) + offset;
+  }
+  float at(int64_t i) const { return toFloat(p[i]); }
+};
+
+/// Column sums of a dense [rows, cols] by the slab kernels with pack width
+/// `V` (1 or the storage's), against a double reference.
+template <ReduceKind K, typename T, int V>
+void slabReduceCheck(int64_t rows, int64_t cols, bool withNan) {
+  std::vector<float> x = randomValues(rows * cols, -1, 1, int(rows * cols));
+  if (withNan)
+    x[(rows / 2) * cols + cols / 2] = NAN;
+  Stored<T> xs(x);
+  int64_t chunks = slabRowChunks(rows, cols);
+  std::vector<float> partials(chunks * cols, NAN), y(cols, NAN);
+  int64_t width = kSlabCols * V;
+  emu::launch(dim3(unsigned((cols + width - 1) / width), unsigned(chunks)),
+              dim3(kSlabCols, kSlabRows), 0, [&] {
+                reduceRowsSlabKernel<K, T, V>(xs.p, partials.data(), rows, cols,
+                                              chunks);
+              });
+  emu::launch(dim3(unsigned((cols + kSlabCols - 1) / kSlabCols)),
+              dim3(kSlabCols, kSlabRows), 0, [&] {
+                reduceRowsFinishKernel<K>(
+                    partials.data(), {y.data(), Elem::F32}, cols, chunks, rows);
+              });
+  for (int64_t c = 0; c < cols; ++c) {
+    double acc = K == ReduceKind::Max ? -INFINITY : 0;
+    bool nan = false;
+    for (int64_t r = 0; r < rows; ++r) {
+      float v = x[r * cols + c];
+      nan |= std::isnan(v);
+      acc = K == ReduceKind::Max ? std::max<double>(acc, v) : acc + v;
+    }
+    if (K == ReduceKind::Mean)
+      acc /= rows;
+    if (nan && (K == ReduceKind::Max || withNan))
+      EXPECT_TRUE(std::isnan(y[c])) << c;
+    else
+      EXPECT_NEAR(y[c], acc, 1e-4) << rows << "x" << cols << " col " << c;
+  }
+}
+
+TEST(CudaEmulation, SlabColumnSums) {
+  SumToIndex ix; // [3, 50, 64] -> [64]: dense rows
+  ix.keptRank = 1;
+  ix.keptDims[0] = 64;
+  ix.keptStrides[0] = 1;
+  ix.redRank = 2;
+  ix.redDims[0] = 3;
+  ix.redStrides[0] = 50 * 64;
+  ix.redDims[1] = 50;
+  ix.redStrides[1] = 64;
+  ix.reduced = 150;
+  EXPECT_TRUE(denseRows(64, ix));
+  EXPECT_EQ(reduceChunks(64, ix), slabRowChunks(150, 64));
+  ix.redStrides[0] = 51 * 64; // padded: not dense
+  EXPECT_FALSE(denseRows(64, ix));
+  slabReduceCheck<ReduceKind::Sum, float, 4>(300, 40, false);
+  slabReduceCheck<ReduceKind::Sum, float, 1>(300, 37, false);
+  slabReduceCheck<ReduceKind::Sum, Bf16, 8>(260, 264, false);
+  slabReduceCheck<ReduceKind::Sum, Bf16, 1>(129, 13, false);
+  slabReduceCheck<ReduceKind::Sum, Bf16, 8>(1, 24, false);
+  slabReduceCheck<ReduceKind::Mean, Bf16, 8>(200, 16, false);
+  slabReduceCheck<ReduceKind::Max, float, 4>(300, 40, false);
+  slabReduceCheck<ReduceKind::Max, float, 4>(300, 40, true);
+  slabReduceCheck<ReduceKind::Sum, Bf16, 8>(140, 16, true);
+}
+
+/// Layer norm (or RMS norm) forward and backward by the warp kernels with
+/// `M` packs a lane, rows of `T`, parameters of `P`, against double.
+template <typename T, typename P, int M>
+void warpLayerNormCheck(int64_t rows, int64_t cols, bool rms, bool withBias) {
+  std::vector<float> x = randomValues(rows * cols, -2, 2, int(cols)),
+                     dy = randomValues(rows * cols, -1, 1, int(cols) + 1),
+                     scale = randomValues(cols, -1, 1, int(cols) + 2),
+                     bias = randomValues(cols, -1, 1, int(cols) + 3);
+  Stored<T> xs(x), dys(dy), y(rows * cols), dx(rows * cols);
+  Stored<P> ss(scale), bs(bias);
+  float eps = 1e-5f;
+  std::vector<float> stats(2 * rows);
+  unsigned grid = unsigned((rows + 1) / 2);
+  emu::launch(grid, 64, 0, [&] {
+    layerNormWarpKernel<T, P, M>(xs.p, ss.p, withBias ? bs.p : nullptr, y.p,
+                                 rows, cols, eps, rms);
+  });
+  emu::launch(grid, 64, 0, [&] {
+    layerNormGradWarpKernel<T, P, M>(dys.p, xs.p, ss.p, dx.p, rows, cols, eps,
+                                     rms, stats.data());
+  });
+  int64_t chunks = layerNormGradChunks(rows, cols);
+  std::vector<double> partials(2 * chunks * cols);
+  std::vector<float> dscale(cols), dbias(cols);
+  constexpr int V = kVec<T>;
+  emu::launch(dim3(unsigned((cols + kSlabCols * V - 1) / (kSlabCols * V)),
+                   unsigned(chunks)),
+              dim3(kSlabCols, kSlabRows), 0, [&] {
+                layerNormParamSlabKernel<T, V>(dys.p, xs.p, stats.data(),
+                                               partials.data(), rows, cols,
+                                               chunks);
+              });
+  emu::launch(dim3(unsigned((cols + kSlabCols - 1) / kSlabCols)),
+              dim3(kSlabCols, kSlabRows), 0, [&] {
+                layerNormParamSlabFinishKernel(
+                    partials.data(), {dscale.data(), Elem::F32},
+                    {dbias.data(), Elem::F32}, cols, chunks);
+              });
+  double tol = std::is_same_v<T, float> ? 1e-5 : 2e-2;
+  std::vector<double> ds(cols, 0), db(cols, 0);
+  for (int64_t r = 0; r < rows; ++r) {
+    double m = 0, v = 0;
+    if (!rms) {
+      for (int64_t c = 0; c < cols; ++c)
+        m += x[r * cols + c];
+      m /= cols;
+    }
+    for (int64_t c = 0; c < cols; ++c)
+      v += (x[r * cols + c] - m) * (x[r * cols + c] - m);
+    double rstd = 1 / std::sqrt(v / cols + eps), sg = 0, sgx = 0;
+    for (int64_t c = 0; c < cols; ++c) {
+      double xh = (x[r * cols + c] - m) * rstd, g = dy[r * cols + c] * scale[c];
+      double want = xh * scale[c] + (withBias ? bias[c] : 0);
+      EXPECT_NEAR(y.at(r * cols + c), want, tol * (1 + std::fabs(want)));
+      sg += g;
+      sgx += g * xh;
+      ds[c] += dy[r * cols + c] * xh;
+      db[c] += dy[r * cols + c];
+    }
+    for (int64_t c = 0; c < cols; ++c) {
+      double xh = (x[r * cols + c] - m) * rstd;
+      double want = rstd * (dy[r * cols + c] * scale[c] -
+                            (rms ? 0 : sg / cols) - xh * sgx / cols);
+      EXPECT_NEAR(dx.at(r * cols + c), want, tol * (1 + std::fabs(want)))
+          << r << " " << c;
+    }
+  }
+  for (int64_t c = 0; c < cols; ++c) {
+    EXPECT_NEAR(dscale[c], ds[c], 1e-4 * (1 + std::fabs(ds[c])));
+    EXPECT_NEAR(dbias[c], db[c], 1e-4 * (1 + std::fabs(db[c])));
+  }
+}
+
+TEST(CudaEmulation, LayerNormWarpKernels) {
+  warpLayerNormCheck<Bf16, float, 4>(5, 776, false, true); // 97 packs
+  warpLayerNormCheck<Bf16, float, 4>(3, 8, false, false);  // one pack
+  warpLayerNormCheck<Bf16, Bf16, 8>(3, 1600, false, true);
+  warpLayerNormCheck<float, float, 4>(7, 300, false, true);
+  warpLayerNormCheck<float, float, 4>(4, 300, true, false);
+  warpLayerNormCheck<float, Bf16, 8>(2, 1024, false, true);
+  warpLayerNormCheck<Bf16, float, 4>(130, 64, false, true); // 2 row chunks
+}
+
+/// Softmax, its gradient and cross-entropy (loss and gradient) by the
+/// packed row kernels over rows of `classes` of `T` starting `offset`
+/// elements past a 16-byte boundary, against double.
+template <typename T>
+void packedRowsCheck(int64_t rows, int64_t classes, int64_t offset,
+                     int threads) {
+  std::vector<float> x = randomValues(rows * classes, -4, 4, int(classes)),
+                     dy = randomValues(rows * classes, -1, 1, 5);
+  Stored<T> xs(x, offset), dys(dy, offset), y(rows * classes, offset),
+      grad(rows * classes, offset), dx(rows * classes, offset);
+  std::vector<int64_t> target(rows);
+  for (int64_t r = 0; r < rows; ++r)
+    target[r] = (r * 7919 + classes - 1) % classes;
+  std::vector<float> rowLoss(rows);
+  DataCheckRecord rec{};
+  emu::launch(unsigned(rows), threads, 0,
+              [&] { softmaxRowVecKernel<T>(xs.p, y.p, rows, classes); });
+  // The gradient of softmax, with `y` rounded to the storage as given.
+  std::vector<float> yv(rows * classes);
+  for (int64_t i = 0; i < rows * classes; ++i)
+    yv[i] = y.at(i);
+  emu::launch(unsigned(rows), threads, 0, [&] {
+    softmaxGradRowVecKernel<T>(dys.p, y.p, dx.p, rows, classes);
+  });
+  emu::launch(unsigned(rows), threads, 0, [&] {
+    crossEntropyRowsVecKernel<T>(xs.p, target.data(), rowLoss.data(), rows,
+                                 classes, 1, &rec);
+  });
+  emu::launch(unsigned(rows), threads, 0, [&] {
+    crossEntropyGradVecKernel<T>(xs.p, target.data(), grad.p, rows, classes, 1,
+                                 &rec);
+  });
+  EXPECT_EQ(rec.check, 0);
+  double rel = std::is_same_v<T, float> ? 1e-5 : 1e-2;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *xr = x.data() + r * classes;
+    double mx = -INFINITY, sum = 0, sdy = 0;
+    for (int64_t c = 0; c < classes; ++c)
+      mx = std::max<double>(mx, xr[c]);
+    for (int64_t c = 0; c < classes; ++c)
+      sum += std::exp(xr[c] - mx);
+    for (int64_t c = 0; c < classes; ++c)
+      sdy += double(dy[r * classes + c]) * yv[r * classes + c];
+    for (int64_t c = 0; c < classes; ++c) {
+      int64_t i = r * classes + c;
+      double p = std::exp(xr[c] - mx) / sum;
+      EXPECT_NEAR(y.at(i), p, rel * p + 1e-7) << r << " " << c;
+      double g = (p - (c == target[r])) / rows;
+      EXPECT_NEAR(grad.at(i), g, rel * std::fabs(g) + 1e-7) << r << " " << c;
+      double d = yv[i] * (dy[i] - sdy);
+      EXPECT_NEAR(dx.at(i), d, rel * std::fabs(d) + 1e-6) << r << " " << c;
+    }
+    double loss = mx + std::log(sum) - xr[target[r]];
+    EXPECT_NEAR(rowLoss[r], loss, 1e-5 * (1 + std::fabs(loss))) << r;
+  }
+}
+
+TEST(CudaEmulation, PackedRowKernels) {
+  packedRowsCheck<Bf16>(5, 1001, 0, 64);  // odd rows: heads and tails
+  packedRowsCheck<Bf16>(3, 1001, 3, 32);  // the buffer off a boundary
+  packedRowsCheck<Bf16>(2, 5, 1, 32);     // shorter than a pack
+  packedRowsCheck<float>(4, 1030, 0, 64); // f32 packs of 4
+  packedRowsCheck<float>(3, 7, 2, 32);
+  packedRowsCheck<Bf16>(2, 50257, 0, 512); // the GPT-2 vocabulary
+}
+
+TEST(CudaEmulation, PackedCrossEntropyBadTarget) {
+  std::vector<float> x = randomValues(3 * 20, -1, 1, 4);
+  Stored<Bf16> xs(x);
+  std::vector<int64_t> target{0, 25, 3};
+  std::vector<float> rowLoss(3);
+  DataCheckRecord rec{};
+  emu::launch(3, 32, 0, [&] {
+    crossEntropyRowsVecKernel<Bf16>(xs.p, target.data(), rowLoss.data(), 3, 20,
+                                    9, &rec);
+  });
+  EXPECT_EQ(rec.check, 9);
+  EXPECT_EQ(rec.position, 1);
+  EXPECT_EQ(rec.value, 25);
+  EXPECT_EQ(rec.limit, 20);
+  EXPECT_EQ(rowLoss[1], 0.0f);
 }
 
 } // namespace

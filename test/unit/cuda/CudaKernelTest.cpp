@@ -256,6 +256,73 @@ TEST_F(CudaKernel, UnaryPackTails) {
     expectSameOnCuda("gelu_grad", {rand({n}), rand({n}, -5, 5)}, {{n}});
     expectSameOnCuda("scale", {rand({n})}, {{n}},
                      [](plan::Instruction &i) { setF(i, "factor", 0.3); });
+// --- the packed reduction, norm, softmax and loss kernels -------------------
+
+TEST_F(CudaKernel, SumToDenseRowsSlabs) {
+  // Dense [rows, cols] -> [cols]: 16-byte packs (cols a multiple of 4),
+  // scalar slabs (odd cols), one row chunk and many, a single row.
+  expectSameOnCuda("sum_to", {rand({2, 300, 768})}, {{768}}, {}, {}, 1, 1e-4,
+                   1e-4);
+  expectSameOnCuda("sum_to", {rand({300, 37})}, {{37}}, {}, {}, 1, 1e-4, 1e-4);
+  expectSameOnCuda("sum_to", {rand({5000, 12})}, {{12}}, {}, {}, 1, 1e-4, 1e-4);
+  expectSameOnCuda("sum_to", {rand({3, 4, 264})}, {{1, 264}}, {}, {}, 1, 1e-4,
+                   1e-4);
+  expectSameOnCuda("sum_to", {rand({2, 1, 1030})}, {{1030}}, {}, {}, 1, 1e-4,
+                   1e-4);
+}
+
+TEST_F(CudaKernel, LayerNormWarpRows) {
+  auto attrs = [](plan::Instruction &i) {
+    setI(i, "axis", 1);
+    setF(i, "epsilon", 1e-5);
+  };
+  // Up to 128 packs a row (4 a lane), up to 256 (8 a lane), and rows the
+  // warp kernels do not take (a width not a multiple of 4, too wide).
+  for (int64_t cols : {256, 768, 1024, 302, 1100}) {
+    int64_t rows = 67;
+    HostTensor x = rand({rows, cols}, -2, 2), scale = rand({cols}),
+               bias = rand({cols}), dy = rand({rows, cols});
+    expectSameOnCuda("layer_norm", {x, scale, bias}, {{rows, cols}}, attrs);
+    expectSameOnCuda("rms_norm", {x, scale}, {{rows, cols}}, attrs);
+    expectSameOnCuda("layer_norm_grad", {dy, x, scale},
+                     {{rows, cols}, {cols}, {cols}}, attrs, {}, 1, 1e-4, 1e-4);
+    expectSameOnCuda("rms_norm_grad", {dy, x, scale}, {{rows, cols}, {cols}},
+                     attrs, {}, 1, 1e-4, 1e-4);
+  }
+  // One row, and many rows (several row chunks of dscale / dbias).
+  HostTensor x1 = rand({1, 768}), s1 = rand({768});
+  expectSameOnCuda("layer_norm_grad", {rand({1, 768}), x1, s1},
+                   {{1, 768}, {768}, {768}}, attrs, {}, 1, 1e-4, 1e-4);
+  HostTensor xm = rand({3000, 64}), sm = rand({64});
+  expectSameOnCuda("layer_norm_grad", {rand({3000, 64}), xm, sm},
+                   {{3000, 64}, {64}, {64}}, attrs, {}, 1, 1e-4, 1e-4);
+}
+
+TEST_F(CudaKernel, CrossEntropyLongOddRows) {
+  // Rows of odd length start off a 16-byte boundary: packed bodies with
+  // scalar heads and tails; the GPT-2 vocabulary; a single row.
+  for (auto [rows, classes] : std::vector<std::pair<int64_t, int64_t>>{
+           {3, 50257}, {9, 1001}, {1, 4096}, {5, 3}}) {
+    std::vector<int64_t> t(rows);
+    std::uniform_int_distribution<int64_t> cls(0, classes - 1);
+    for (int64_t &v : t)
+      v = cls(rng);
+    HostTensor logits = rand({rows, classes}, -4, 4);
+    expectSameOnCuda("cross_entropy", {logits, i64({rows}, t)}, {{}});
+    expectSameOnCuda("cross_entropy_grad", {logits, i64({rows}, t)},
+                     {{rows, classes}}, {}, {}, 1, 1e-6, 1e-4);
+  }
+}
+
+TEST_F(CudaKernel, SoftmaxLongOddRows) {
+  auto attrs = [](plan::Instruction &i) { setI(i, "axis", 1); };
+  for (auto [rows, dim] : std::vector<std::pair<int64_t, int64_t>>{
+           {2, 50257}, {7, 1001}, {64, 5}, {1, 1024}}) {
+    HostTensor x = rand({rows, dim}, -5, 5);
+    expectSameOnCuda("softmax", {x}, {{rows, dim}}, attrs);
+    expectSameOnCuda("softmax_grad",
+                     {rand({rows, dim}), rand({rows, dim}, 0, 1)},
+                     {{rows, dim}}, attrs);
   }
 }
 
