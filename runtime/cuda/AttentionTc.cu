@@ -31,7 +31,18 @@
 // rows of each 8x8 matrix fall into distinct bank groups. The fragment
 // layouts of the PTX ISA (m16n8k16, bf16) are written down once below, next
 // to the helpers that depend on them. Causal grids start with their longest
-// tiles, so the short ones fill the tail.
+// tiles, so the short ones fill the tail. P and dS are rounded to bf16 as
+// mma operands (as the gemm path's P and dS); every sum is f32.
+//
+// Per warp and tile at D = 64: forward 64 mma and 36 ldmatrix.x4, dK/dV 128
+// and 72, dQ 96 and 56. With every warp reading whole K/V (or Q/dO) tiles,
+// shared-memory bandwidth (512 bytes an ldmatrix.x4) rather than the tensor
+// cores is the expected limit.
+//
+// Under LOOM_CUDA_HOST_EMULATION (test/unit/cuda/CudaEmulationTest.cpp)
+// mma.sync, ldmatrix and cp.async are host functions with the same fragment
+// semantics, so the emulation checks the fragment indexing, tiling, masking
+// and softmax; the launchers are left out.
 //
 //===----------------------------------------------------------------------===//
 
