@@ -17,6 +17,10 @@ int64_t attentionGemmWorkspaceBytes(int64_t batch, int64_t sq, int64_t sk,
   return attentionProbsOffset(batch, sq, sk) + batch * sq * sk * elemBytes;
 }
 
+bool attentionTakesTensorCorePath(plan::DType dtype, int64_t d, int64_t dv) {
+  return dtype == plan::BF16 && d == dv && (d == 64 || d == 128);
+}
+
 int64_t estimateCudaWorkspaceBytes(const plan::Program &program) {
   std::unordered_map<int32_t, const plan::Buffer *> byId;
   for (const plan::Buffer &b : program.buffers())
@@ -29,8 +33,8 @@ int64_t estimateCudaWorkspaceBytes(const plan::Program &program) {
     size_t q = grad ? 1 : 0; // attention_grad reads dO first
     if (inst.inputs_size() < static_cast<int>(q + 3))
       continue;
-    auto shape = [&](size_t i) -> const google::protobuf::RepeatedField<
-                                   int64_t> & {
+    auto shape =
+        [&](size_t i) -> const google::protobuf::RepeatedField<int64_t> & {
       return byId.at(inst.inputs(i))->shape();
     };
     const auto &qs = shape(q), &ks = shape(q + 1), &vs = shape(q + 2);
@@ -41,9 +45,12 @@ int64_t estimateCudaWorkspaceBytes(const plan::Program &program) {
     for (int d = 0; d + 2 < r; ++d)
       batch *= qs[d];
     int64_t sq = qs[r - 2], sk = ks[r - 2], d = qs[r - 1], dv = vs[r - 1];
-    int64_t elem = dtypeSize(byId.at(inst.inputs(q))->dtype());
-    int64_t gemm = attentionGemmWorkspaceBytes(batch, sq, sk, elem);
-    if (d > 0 && dv > 0 && gemm <= (kDefaultAttentionWorkspaceMiB << 20))
+    plan::DType dtype = byId.at(inst.inputs(q))->dtype();
+    int64_t gemm = attentionGemmWorkspaceBytes(batch, sq, sk, dtypeSize(dtype));
+    if (attentionTakesTensorCorePath(dtype, d, dv)) {
+      if (grad) // the row statistics, as the flash path's
+        flashStats += 2 * batch * sq * int64_t(sizeof(float));
+    } else if (d > 0 && dv > 0 && gemm <= (kDefaultAttentionWorkspaceMiB << 20))
       scores = std::max(scores, gemm);
     else if (grad)
       flashStats += 2 * batch * sq * int64_t(sizeof(float));

@@ -33,10 +33,17 @@ int64_t attentionProbsOffset(int64_t batch, int64_t sq, int64_t sk);
 int64_t attentionGemmWorkspaceBytes(int64_t batch, int64_t sq, int64_t sk,
                                     int64_t elemBytes);
 
+/// Whether the CUDA backend's default (`auto`) attention takes the
+/// tensor-core path, which keeps no scores: bf16 storage, D = Dv = 64 or 128
+/// (runtime/cuda/AttentionTc.cu's `tcAttentionSupports`; arena operands are
+/// always 16-byte aligned).
+bool attentionTakesTensorCorePath(plan::DType dtype, int64_t d, int64_t dv);
+
 /// What the CUDA backend's kernels of `program` allocate besides its arena
 /// with the default settings: the shared attention score workspace (the
-/// largest GEMM-path instruction's), the flash path's per-instruction row
-/// statistics, and the cuBLASLt workspace. Small per-instruction row
+/// largest GEMM-path instruction's), the per-instruction row statistics of
+/// the gradients of the tensor-core and flash paths, and the cuBLASLt
+/// workspace. Small per-instruction row
 /// statistics of the other kernels (losses, norms) are not counted.
 int64_t estimateCudaWorkspaceBytes(const plan::Program &program);
 

@@ -1,7 +1,10 @@
 //===- AttentionKernels.cpp - Binds of attention and its gradient -*- C++
 //-*-===//
 //
-// Two algorithms with the semantics of runtime/kernels/cpu/Attention.cpp:
+// Three algorithms with the semantics of runtime/kernels/cpu/Attention.cpp:
+//  - tc (AttentionTc.cu): flash attention on the tensor cores (mma.sync),
+//    bf16 storage with D = Dv = 64 or 128 and 16-byte aligned operands only,
+//    no score matrix in memory;
 //  - flash (Attention.cu): fp32 CUDA cores, no score matrix in memory, head
 //    dims up to 128;
 //  - gemm: the products as cuBLASLt strided-batched GEMMs (tensor cores for
@@ -10,8 +13,9 @@
 //    workspace (f32 S or dP, then P or dS in the storage type). Causal
 //    attention computes the full score matrix and masks in the softmax, so
 //    its GEMMs do twice the FLOPs it needs.
-// `LOOM_CUDA_ATTENTION` = auto (default) | gemm | flash picks one at bind;
-// auto takes gemm when its workspace is at most
+// `LOOM_CUDA_ATTENTION` = auto (default) | tc | gemm | flash picks one at
+// bind. auto takes tc where it applies; otherwise (and for tc where it does
+// not apply) gemm when its workspace is at most
 // `LOOM_CUDA_ATTENTION_WORKSPACE_MB` (default 4096) MiB, else flash (and
 // flash too when the GEMM path fails to bind).
 //
@@ -93,7 +97,7 @@ Status checkWorkspace(const CudaDevice &dev, int64_t bytes) {
                    (long long)bytes);
 }
 
-enum class Algorithm { Flash, Gemm };
+enum class Algorithm { Tc, Flash, Gemm };
 
 /// The algorithm of an instruction and, for gemm under `auto`, whether the
 /// flash kernels may take over should the GEMM path fail to bind (cuBLASLt
@@ -118,14 +122,19 @@ StatusOr<int64_t> envCount(const char *name, int64_t fallback) {
 }
 
 /// The algorithm of one attention instruction, from `LOOM_CUDA_ATTENTION`
-/// and `LOOM_CUDA_ATTENTION_WORKSPACE_MB` (read at bind).
-StatusOr<Choice> chooseAlgorithm(const AttentionDims &a, Elem e) {
+/// and `LOOM_CUDA_ATTENTION_WORKSPACE_MB` (read at bind); `aligned` says
+/// whether every operand is 16-byte aligned (the tc kernels' vector loads).
+StatusOr<Choice> chooseAlgorithm(const AttentionDims &a, Elem e, bool aligned) {
   const char *env = std::getenv("LOOM_CUDA_ATTENTION");
   std::string mode = env && *env ? env : "auto";
-  if (mode != "auto" && mode != "gemm" && mode != "flash")
-    return makeError("LOOM_CUDA_ATTENTION must be auto, gemm or flash, got "
-                     "'%s'",
+  if (mode != "auto" && mode != "tc" && mode != "gemm" && mode != "flash")
+    return makeError("LOOM_CUDA_ATTENTION must be auto, tc, gemm or flash, "
+                     "got '%s'",
                      mode.c_str());
+  if ((mode == "auto" || mode == "tc") && aligned && tcAttentionSupports(e, a))
+    return Choice{Algorithm::Tc, false};
+  if (mode == "tc") // not supported here: as auto
+    mode = "auto";
   bool flashFits = a.d <= kMaxAttentionHeadDim && a.dv <= kMaxAttentionHeadDim;
   // Empty head dims make empty GEMMs: the flash kernels handle them.
   bool gemmFits = a.d > 0 && a.dv > 0;
@@ -151,6 +160,17 @@ StatusOr<Choice> chooseAlgorithm(const AttentionDims &a, Elem e) {
 struct Operands {
   const void *q, *k, *v, *dO = nullptr;
   void *o = nullptr, *dq = nullptr, *dk = nullptr, *dv = nullptr;
+
+  /// Whether every operand is 16-byte aligned.
+  bool aligned() const {
+    for (const void *p :
+         {q, k, v, dO, static_cast<const void *>(o),
+          static_cast<const void *>(dq), static_cast<const void *>(dk),
+          static_cast<const void *>(dv)})
+      if (reinterpret_cast<uintptr_t>(p) % 16 != 0)
+        return false;
+    return true;
+  }
 };
 
 /// The GEMMs of the GEMM path, prepared against the device's attention
@@ -287,12 +307,19 @@ StatusOr<KernelFn> bindGemmGrad(CudaDevice &dev, Elem e, const AttentionDims &a,
 StatusOr<KernelFn> bindAttention(const OpView &op, BindContext &ctx) {
   Elem e;
   LOOM_ASSIGN_OR_RETURN(AttentionDims a, attentionDims(op, 0, &e));
-  LOOM_ASSIGN_OR_RETURN(Choice choice, chooseAlgorithm(a, e));
   uint8_t *arena = ctx.arena();
   Operands x{arena + op.inputs[0]->offset(), arena + op.inputs[1]->offset(),
              arena + op.inputs[2]->offset()};
   x.o = arena + op.outputs[0]->offset();
+  LOOM_ASSIGN_OR_RETURN(Choice choice, chooseAlgorithm(a, e, x.aligned()));
   CudaDevice &dev = cudaDevice(ctx);
+  if (choice.algorithm == Algorithm::Tc) {
+    LOOM_RETURN_IF_ERROR(prepareTcAttentionKernels(a));
+    cudaStream_t s = dev.stream();
+    return KernelFn([=](const StepContext &) {
+      return launchTcAttention(x.q, x.k, x.v, x.o, a, s);
+    });
+  }
   if (choice.algorithm == Algorithm::Gemm) {
     StatusOr<KernelFn> fn = bindGemmForward(dev, e, a, x);
     if (fn.isOk() || !choice.flashFallback)
@@ -308,14 +335,26 @@ StatusOr<KernelFn> bindAttention(const OpView &op, BindContext &ctx) {
 StatusOr<KernelFn> bindAttentionGrad(const OpView &op, BindContext &ctx) {
   Elem e;
   LOOM_ASSIGN_OR_RETURN(AttentionDims a, attentionDims(op, 1, &e));
-  LOOM_ASSIGN_OR_RETURN(Choice choice, chooseAlgorithm(a, e));
   uint8_t *arena = ctx.arena();
   Operands x{arena + op.inputs[1]->offset(), arena + op.inputs[2]->offset(),
              arena + op.inputs[3]->offset(), arena + op.inputs[0]->offset()};
   x.dq = arena + op.outputs[0]->offset();
   x.dk = arena + op.outputs[1]->offset();
   x.dv = arena + op.outputs[2]->offset();
+  LOOM_ASSIGN_OR_RETURN(Choice choice, chooseAlgorithm(a, e, x.aligned()));
   CudaDevice &dev = cudaDevice(ctx);
+  if (choice.algorithm == Algorithm::Tc) {
+    LOOM_RETURN_IF_ERROR(prepareTcAttentionKernels(a));
+    int64_t floats = tcAttentionGradWorkspace(a);
+    LOOM_ASSIGN_OR_RETURN(
+        DeviceBuffer ws,
+        dev.allocateWorkspace(std::max<int64_t>(floats * sizeof(float), 1)));
+    cudaStream_t s = dev.stream();
+    return KernelFn([=](const StepContext &) {
+      return launchTcAttentionGrad(x.dO, x.q, x.k, x.v, x.dq, x.dk, x.dv, a,
+                                   static_cast<float *>(ws.get()), s);
+    });
+  }
   if (choice.algorithm == Algorithm::Gemm) {
     StatusOr<KernelFn> fn = bindGemmGrad(dev, e, a, x);
     if (fn.isOk() || !choice.flashFallback)

@@ -257,6 +257,29 @@ Status launchAttentionGrad(Elem e, const void *dO, const void *q, const void *k,
                            const AttentionDims &a, float *workspace,
                            cudaStream_t stream);
 
+// --- AttentionTc.cu
+// -------------------------------------------------------------
+
+/// Whether the tensor-core kernels take `a` with storage `e`: bf16,
+/// D = Dv = 64 or 128 (and Sq = Sk when causal). The operands must also be
+/// 16-byte aligned (checked by the bind).
+bool tcAttentionSupports(Elem e, const AttentionDims &a);
+/// Allows the tensor-core kernels of `a`'s head dim their dynamic shared
+/// memory; once at bind, before the launches below.
+Status prepareTcAttentionKernels(const AttentionDims &a);
+/// Floats of workspace `launchTcAttentionGrad` needs (row statistics).
+int64_t tcAttentionGradWorkspace(const AttentionDims &a);
+/// `launchAttention` on the tensor cores (mma.sync, bf16 operands, f32
+/// accumulation); `a` must satisfy `tcAttentionSupports`.
+Status launchTcAttention(const void *q, const void *k, const void *v, void *o,
+                         const AttentionDims &a, cudaStream_t stream);
+/// `launchAttentionGrad` on the tensor cores, deterministic: statistics
+/// pass, one kernel for dK/dV per key tile, one for dQ per query tile.
+Status launchTcAttentionGrad(const void *dO, const void *q, const void *k,
+                             const void *v, void *dq, void *dk, void *dv,
+                             const AttentionDims &a, float *workspace,
+                             cudaStream_t stream);
+
 // --- AttentionGemm.cu
 // ---------------------------------------------------------
 

@@ -1,14 +1,16 @@
 //===- CudaAttentionTest.cpp - Both attention paths vs the CPU ----*- C++
 //-*-===//
 //
-// Forward and backward of the flash kernels and of the GEMM path
-// (`LOOM_CUDA_ATTENTION`, set per test and restored after it): causal and
+// Forward and backward of the tensor-core kernels, the flash kernels and
+// the GEMM path (`LOOM_CUDA_ATTENTION`, set per test and restored after
+// it; tc takes bf16 with D = Dv = 64 or 128 and runs the cases it does not
+// take as auto does): causal and
 // not, sequence lengths that are not multiples of the 32-row tiles or of the
 // row kernels' 4-column groups, head dims 32, 64 and 128 (both flash
 // instantiations), different query and key lengths, a value head dim other
-// than the query's, bf16 storage, and one larger case; then the paths
-// against each other and the selection rules. All skip without a CUDA
-// device.
+// than the query's, bf16 storage, and one larger case; the tensor-core
+// kernels on lengths 1 to 1000 and both head dims; then the paths against
+// each other and the selection rules. All skip without a CUDA device.
 //
 //===----------------------------------------------------------------------===//
 
@@ -61,11 +63,12 @@ protected:
     SCOPED_TRACE(::testing::Message()
                  << "bf16 b=" << b << " sq=" << sq << " sk=" << sk << " d=" << d
                  << " causal=" << causal);
+    // The gemm and tc paths round P to bf16 before P V (and dS before
+    // dS K, dS^T Q): about twice the error of flash's fp32 P (0.008
+    // against 0.004 in the host emulation).
     const plan::DType B = plan::BF16;
     HostTensor q = rand({b, sq, d}, -2, 2), k = rand({b, sk, d}, -2, 2),
                v = rand({b, sk, d}), dO = rand({b, sq, d});
-    // The gemm path rounds P to bf16 before P V: about twice the error of
-    // flash's fp32 P (0.008 against 0.004 in the host emulation).
     expectBf16MatchesCpu("attention", {q, k, v}, {B, B, B}, {{b, sq, d}}, {B},
                          attrs(d, causal), 2e-2, 2e-2);
     expectBf16MatchesCpu("attention_grad", {dO, q, k, v}, {B, B, B, B},
@@ -112,8 +115,32 @@ TEST_P(CudaAttention, Bf16) {
   checkBf16(2, 21, 45, 32, false);
 }
 
+/// The tensor-core kernels' shapes (the other paths run them too): lengths
+/// of one row, within a tile, across ragged tiles, and many tiles; queries
+/// and keys of different lengths; both head dims.
+TEST_P(CudaAttention, Bf16TensorCoreShapes) {
+  for (int64_t d : {64, 128}) {
+    for (int64_t s : {1, 17, 64, 100})
+      for (bool causal : {true, false})
+        checkBf16(2, s, s, d, causal);
+    checkBf16(3, 17, 100, d, false);
+    checkBf16(2, 130, 33, d, false);
+    checkBf16(1, 1, 70, d, false);
+  }
+}
+
+TEST_P(CudaAttention, Bf16TensorCoreLong) {
+  // Many tiles; the other paths' long cases are LargerCausal and the
+  // GPT-2 layer below (the CPU reference dominates the time here).
+  if (std::string(GetParam()) != "tc")
+    GTEST_SKIP() << "tensor-core kernels only";
+  checkBf16(2, 1000, 1000, 64, true);
+  checkBf16(1, 1000, 1000, 128, true);
+  checkBf16(1, 1000, 999, 64, false);
+}
+
 INSTANTIATE_TEST_SUITE_P(Algorithms, CudaAttention,
-                         ::testing::Values("flash", "gemm"),
+                         ::testing::Values("tc", "flash", "gemm"),
                          [](const auto &info) {
                            return std::string(info.param);
                          });
@@ -227,7 +254,7 @@ TEST_F(CudaAttentionSelection, BadSettingsFailAtBind) {
     ScopedEnv env(kAlgorithm, "fast");
     auto r = runOpOn(testDevice(), "attention", {q, k, v}, {{1, 4, 16}}, scale);
     ASSERT_FALSE(r.isOk());
-    EXPECT_NE(r.status().message().find("auto, gemm or flash"),
+    EXPECT_NE(r.status().message().find("auto, tc, gemm or flash"),
               std::string::npos)
         << r.status().message();
   }
@@ -242,13 +269,13 @@ TEST_F(CudaAttentionSelection, BadSettingsFailAtBind) {
 /// causal, bf16 storage; the GEMM path's workspace is 0.56 GiB): prints
 /// the time of each path, forward and gradient, and expects the paths to
 /// agree. The times are for reading, not asserted.
-TEST_F(CudaAttentionSelection, Gpt2LayerTimesBothPaths) {
+TEST_F(CudaAttentionSelection, Gpt2LayerTimesAllPaths) {
   const plan::DType B = plan::BF16;
   std::vector<int64_t> shape = {8, 12, 1024, 64};
   HostTensor q = rand(shape, -2, 2), k = rand(shape, -2, 2), v = rand(shape),
              dO = rand(shape);
   std::vector<std::vector<HostTensor>> out;
-  for (const char *algorithm : {"gemm", "flash"}) {
+  for (const char *algorithm : {"gemm", "tc", "flash"}) {
     ScopedEnv env(kAlgorithm, algorithm);
     double fwdMs = 0, gradMs = 0;
     auto fwd = runOpDirect("attention", {q, k, v}, {B, B, B}, {shape}, {B},
@@ -266,9 +293,11 @@ TEST_F(CudaAttentionSelection, Gpt2LayerTimesBothPaths) {
       all.push_back(std::move(t));
     out.push_back(std::move(all));
   }
-  for (size_t i = 0; i < out[0].size(); ++i)
-    EXPECT_TRUE(allClose(out[0][i], out[1][i], 3e-2, 3e-2))
-        << "output " << i << " (0: O, then dQ, dK, dV)";
+  for (size_t p = 1; p < out.size(); ++p)
+    for (size_t i = 0; i < out[0].size(); ++i)
+      EXPECT_TRUE(allClose(out[0][i], out[p][i], 3e-2, 3e-2))
+          << "path " << p << " against gemm, output " << i
+          << " (0: O, then dQ, dK, dV)";
 }
 
 } // namespace

@@ -119,7 +119,7 @@ TEST_F(CudaBf16, Attention) {
     };
     HostTensor q = rand({2, 2, 37, 64}, -2, 2), k = rand({2, 2, 37, 64}, -2, 2),
                v = rand({2, 2, 37, 64}), dO = rand({2, 2, 37, 64});
-    // The default (gemm) path rounds P to bf16 before P V.
+    // The default (tc) path rounds P to bf16 before P V.
     expectBf16MatchesCpu("attention", {q, k, v}, {B, B, B}, {{2, 2, 37, 64}},
                          {B}, attrs, 2e-2, 2e-2);
     expectBf16MatchesCpu("attention_grad", {dO, q, k, v}, {B, B, B, B},

@@ -1,8 +1,10 @@
 //===- CudaEmulationTest.cpp - CUDA kernels run on host threads --*- C++
 //-*-===//
 //
-// The attention, layout, gather, reduction, norm, loss and element-wise
-// kernels of runtime/cuda/ (the latter with bf16 operands next to f32 ones),
+// The attention (flash, GEMM path and tensor-core kernels, the last with
+// mma.sync, ldmatrix and cp.async emulated per their PTX fragment layouts),
+// layout, gather, reduction, norm, loss and element-wise kernels of
+// runtime/cuda/ (the latter with bf16 operands next to f32 ones),
 // built by the host compiler against test/unit/cuda/CudaHostEmulation.h and
 // compared with double-precision references. These run everywhere (no
 // device needed): they check the kernels' indexing, tiling, causal masking,
@@ -15,6 +17,7 @@
 
 #include "runtime/cuda/Attention.cu"
 #include "runtime/cuda/AttentionGemm.cu"
+#include "runtime/cuda/AttentionTc.cu"
 #include "runtime/cuda/Elementwise.cu"
 #include "runtime/cuda/Gather.cu"
 #include "runtime/cuda/Layout.cu"
@@ -195,6 +198,83 @@ TEST(CudaEmulation, AttentionNonCausal) {
 TEST(CudaEmulation, AttentionBf16) {
   checkAttention<__nv_bfloat16, 64>({2, 37, 37, 64, 64, true}, 2e-2);
   checkAttention<__nv_bfloat16, 128>({1, 40, 33, 96, 128, false}, 2e-2);
+}
+
+// --- attention, tensor-core kernels -----------------------------------------
+
+/// Runs the tensor-core kernels as `launchTcAttention` /
+/// `launchTcAttentionGrad` do (bf16 operands, D = Dv), with tolerance `tol`
+/// on the output and `2 tol` on the gradients.
+template <int D> void checkTcAttention(const Cfg &c, double tol) {
+  SCOPED_TRACE(::testing::Message()
+               << "tc b=" << c.b << " sq=" << c.sq << " sk=" << c.sk
+               << " d=" << D << " causal=" << c.causal);
+  ASSERT_EQ(c.d, D);
+  ASSERT_EQ(c.dv, D);
+  std::mt19937 rng(c.sq * 977 + c.sk);
+  std::uniform_real_distribution<float> u(-2, 2);
+  auto stored = [&](int64_t n) { // bf16 values, and what the reference sees
+    std::vector<float> x(n);
+    std::vector<__nv_bfloat16> y(n);
+    for (int64_t i = 0; i < n; ++i) {
+      y[i] = fromFloat<__nv_bfloat16>(u(rng));
+      x[i] = toFloat(y[i]);
+    }
+    return std::make_pair(x, y);
+  };
+  auto [q, tq] = stored(c.b * c.sq * D);
+  auto [k, tk] = stored(c.b * c.sk * D);
+  auto [v, tv] = stored(c.b * c.sk * D);
+  auto [dO, tO] = stored(c.b * c.sq * D);
+  float scale = 1.0f / std::sqrt(float(D));
+  std::vector<double> o, dq, dk, dv;
+  reference(c, scale, q, k, v, dO, o, dq, dk, dv);
+  TcArgs a{c.b, c.sq, c.sk, scale, scale * kLog2e, c.causal};
+  std::vector<__nv_bfloat16> go(o.size()), gdq(dq.size()), gdk(dk.size()),
+      gdv(dv.size());
+  std::vector<float> lse(c.b * c.sq), delta(c.b * c.sq);
+  unsigned qBlocks = c.b * tilesOf(c.sq), kBlocks = c.b * tilesOf(c.sk);
+  size_t smem =
+      std::max({tcForwardSmem<D>(), tcGradQSmem<D>(), tcGradKVSmem<D>()});
+  emu::launch(qBlocks, kTcThreads, smem, [&] {
+    tcForwardKernel<D, false>(tq.data(), tk.data(), tv.data(), go.data(),
+                              nullptr, nullptr, nullptr, a);
+  });
+  emu::launch(qBlocks, kTcThreads, smem, [&] {
+    tcForwardKernel<D, true>(tq.data(), tk.data(), tv.data(), nullptr,
+                             tO.data(), lse.data(), delta.data(), a);
+  });
+  emu::launch(kBlocks, kTcThreads, smem, [&] {
+    tcGradKVKernel<D, tcGradKVRows<D>()>(tO.data(), tq.data(), tk.data(),
+                                         tv.data(), lse.data(), delta.data(),
+                                         gdk.data(), gdv.data(), a);
+  });
+  emu::launch(qBlocks, kTcThreads, smem, [&] {
+    tcGradQKernel<D>(tO.data(), tq.data(), tk.data(), tv.data(), lse.data(),
+                     delta.data(), gdq.data(), a);
+  });
+  EXPECT_LT(maxError(go, o), tol);
+  EXPECT_LT(maxError(gdq, dq), 2 * tol);
+  EXPECT_LT(maxError(gdk, dk), 2 * tol);
+  EXPECT_LT(maxError(gdv, dv), 2 * tol);
+  std::printf("tc emulation b=%lld sq=%lld sk=%lld d=%d causal=%d: max error "
+              "O %.4f dQ %.4f dK %.4f dV %.4f\n",
+              (long long)c.b, (long long)c.sq, (long long)c.sk, D, c.causal,
+              maxError(go, o), maxError(gdq, dq), maxError(gdk, dk),
+              maxError(gdv, dv));
+}
+
+TEST(CudaEmulation, TcAttentionCausal) {
+  checkTcAttention<64>({1, 37, 37, 64, 64, true}, 2e-2);
+  checkTcAttention<64>({1, 1, 1, 64, 64, true}, 2e-2);
+  checkTcAttention<64>({1, 130, 130, 64, 64, true}, 2e-2);
+  checkTcAttention<128>({1, 70, 70, 128, 128, true}, 2e-2);
+}
+
+TEST(CudaEmulation, TcAttentionNonCausal) {
+  checkTcAttention<64>({1, 33, 130, 64, 64, false}, 2e-2);
+  checkTcAttention<64>({2, 17, 5, 64, 64, false}, 2e-2);
+  checkTcAttention<128>({1, 45, 17, 128, 128, false}, 2e-2);
 }
 
 // --- attention, GEMM path ----------------------------------------------------

@@ -1,7 +1,7 @@
 //===- WorkspaceTest.cpp - The CUDA kernels' workspace estimate -----------===//
 
-#include "TestPlans.h"
 #include "runtime/Workspace.h"
+#include "TestPlans.h"
 
 #include <gtest/gtest.h>
 
@@ -28,25 +28,36 @@ plan::Program attentionProgram(int64_t b, int64_t h, int64_t s, int64_t d,
   return p;
 }
 
-TEST(Workspace, GemmPathScoresOfTheLargestAttention) {
-  // GPT-2 124M at batch 32 in bf16: f32 scores and bf16 probabilities of
-  // 32 x 12 heads x 1024 x 1024, shared by both instructions, plus
-  // cuBLASLt's workspace.
-  int64_t scores = int64_t(32) * 12 * 1024 * 1024;
+TEST(Workspace, TensorCorePathKeepsRowStatistics) {
+  // GPT-2 124M at batch 32 in bf16 (head dim 64): the tensor-core kernels
+  // keep no scores; the gradient keeps two floats per query row.
   EXPECT_EQ(estimateCudaWorkspaceBytes(
                 attentionProgram(32, 12, 1024, 64, plan::BF16)),
-            kCudaGemmWorkspaceBytes + scores * (4 + 2));
+            kCudaGemmWorkspaceBytes + 2 * int64_t(32) * 12 * 1024 * 4);
+  EXPECT_EQ(
+      estimateCudaWorkspaceBytes(attentionProgram(2, 3, 100, 128, plan::BF16)),
+      kCudaGemmWorkspaceBytes + 2 * int64_t(6) * 100 * 4);
+}
+
+TEST(Workspace, GemmPathScoresOfTheLargestAttention) {
+  // Head dim 32 in bf16 (not the tensor-core kernels'): f32 scores and bf16
+  // probabilities of 32 x 12 heads x 1024 x 1024, shared by both
+  // instructions, plus cuBLASLt's workspace.
+  int64_t scores = int64_t(32) * 12 * 1024 * 1024;
   EXPECT_EQ(estimateCudaWorkspaceBytes(
-                attentionProgram(2, 3, 100, 8, plan::F32)),
-            kCudaGemmWorkspaceBytes + attentionProbsOffset(6, 100, 100) +
-                6 * 100 * 100 * 4);
+                attentionProgram(32, 12, 1024, 32, plan::BF16)),
+            kCudaGemmWorkspaceBytes + scores * (4 + 2));
+  EXPECT_EQ(
+      estimateCudaWorkspaceBytes(attentionProgram(2, 3, 100, 8, plan::F32)),
+      kCudaGemmWorkspaceBytes + attentionProbsOffset(6, 100, 100) +
+          6 * 100 * 100 * 4);
 }
 
 TEST(Workspace, OverTheLimitTheFlashPathKeepsRowStatistics) {
   // Batch 64: 4.5 GiB of scores is over the default 4 GiB, so the flash
   // kernels run and only the gradient keeps two floats per query row.
   EXPECT_EQ(estimateCudaWorkspaceBytes(
-                attentionProgram(64, 12, 1024, 64, plan::BF16)),
+                attentionProgram(64, 12, 1024, 32, plan::BF16)),
             kCudaGemmWorkspaceBytes + 2 * int64_t(64) * 12 * 1024 * 4);
 }
 
