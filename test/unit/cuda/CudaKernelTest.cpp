@@ -256,6 +256,9 @@ TEST_F(CudaKernel, UnaryPackTails) {
     expectSameOnCuda("gelu_grad", {rand({n}), rand({n}, -5, 5)}, {{n}});
     expectSameOnCuda("scale", {rand({n})}, {{n}},
                      [](plan::Instruction &i) { setF(i, "factor", 0.3); });
+  }
+}
+
 // --- the packed reduction, norm, softmax and loss kernels -------------------
 
 TEST_F(CudaKernel, SumToDenseRowsSlabs) {
