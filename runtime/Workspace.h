@@ -2,11 +2,12 @@
 //-*-===//
 //
 // The arena holds every buffer of a plan; some kernels also allocate
-// workspace of their own when they are bound. The largest is the CUDA
-// backend's attention score buffer (runtime/cuda/AttentionKernels.cpp),
-// which takes gigabytes at GPT-2 sizes. The formulas live here, in the
-// runtime library without CUDA, so that the CUDA binds and `loomc`'s memory
-// proof use the same numbers.
+// workspace of their own when they are bound. The largest are the CUDA
+// backend's attention score buffer (runtime/cuda/AttentionKernels.cpp) and
+// its padded copies of GEMM operands whose rows are not 16-byte aligned
+// (runtime/cuda/Matmul.cpp; GPT-2's logits), gigabytes at GPT-2 sizes. The
+// formulas live here, in the runtime library without CUDA, so that the CUDA
+// binds and `loomc`'s memory proof use the same numbers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,11 +40,44 @@ int64_t attentionGemmWorkspaceBytes(int64_t batch, int64_t sq, int64_t sk,
 /// always 16-byte aligned).
 bool attentionTakesTensorCorePath(plan::DType dtype, int64_t d, int64_t dv);
 
+/// Default of `LOOM_CUDA_GEMM_PAD_MIN_FLOPS`: the smallest GEMM (2 m n k per
+/// batch entry) that the CUDA backend runs on padded copies when a row of
+/// one of its matrices is not a multiple of 16 bytes.
+constexpr double kDefaultGemmPadMinFlops = 1e9;
+/// The largest padded-GEMM workspace one GEMM may take; a GEMM that would
+/// need more keeps its unpadded path.
+constexpr int64_t kMaxGemmPadWorkspaceBytes = int64_t(8) << 30;
+
+/// `count` row-major `[rows, cols]` matrices of `elemBytes`-byte elements
+/// stored back to back: a GEMM operand or output as stored (before any
+/// transpose), `count` 1 for a plain or a broadcast (shared) one.
+struct GemmMatrix {
+  int64_t count, rows, cols, elemBytes;
+};
+
+/// The leading dimension (elements) of the padded copy of `m`: its columns
+/// rounded up to a multiple of 16 bytes.
+int64_t gemmPaddedCols(const GemmMatrix &m);
+/// Bytes `m`'s padded copy takes in the workspace, 256-byte rounded; 0 when
+/// its rows are a multiple of 16 bytes already (it is used in place).
+int64_t gemmPaddedBytes(const GemmMatrix &m);
+/// The padded-GEMM workspace of `c = op(a) op(b)` with inner dimension `k`:
+/// the padded copies of its misaligned matrices side by side, or 0 when the
+/// GEMM keeps its unpadded path (every row 16-byte aligned, fewer than
+/// `minFlops`, or over `kMaxGemmPadWorkspaceBytes`).
+int64_t gemmPadWorkspaceBytes(const GemmMatrix &a, const GemmMatrix &b,
+                              const GemmMatrix &c, int64_t k,
+                              double minFlops = kDefaultGemmPadMinFlops);
+/// The largest padded-GEMM workspace of the `matmul`, `linear` and
+/// `batch_matmul` instructions of `program` with the default threshold
+/// (one workspace per device, shared by all of them).
+int64_t largestGemmPadWorkspaceBytes(const plan::Program &program);
+
 /// What the CUDA backend's kernels of `program` allocate besides its arena
 /// with the default settings: the shared attention score workspace (the
 /// largest GEMM-path instruction's), the per-instruction row statistics of
-/// the gradients of the tensor-core and flash paths, and the cuBLASLt
-/// workspace. Small per-instruction row
+/// the gradients of the tensor-core and flash paths, the shared padded-GEMM
+/// workspace, and the cuBLASLt workspace. Small per-instruction row
 /// statistics of the other kernels (losses, norms) are not counted.
 int64_t estimateCudaWorkspaceBytes(const plan::Program &program);
 

@@ -78,8 +78,10 @@ CudaDevice::~CudaDevice() {
     cudaFree(record);
   if (workspace)
     cudaFree(workspace);
-  if (attnWorkspace)
-    cudaFree(attnWorkspace);
+  if (attn.p)
+    cudaFree(attn.p);
+  if (gemmPad.p)
+    cudaFree(gemmPad.p);
   if (ltHandle)
     cublasLtDestroy(ltHandle);
   if (theStream)
@@ -177,36 +179,43 @@ StatusOr<DeviceBuffer> CudaDevice::allocateWorkspace(int64_t bytes) {
 }
 
 Status CudaDevice::reserveAttentionWorkspace(int64_t bytes) {
-  std::lock_guard<std::mutex> lock(attnMutex);
-  if (bytes <= attnWorkspaceBytes)
+  return reserve(attn, bytes, "attention");
+}
+
+Status CudaDevice::reserveGemmPadWorkspace(int64_t bytes) {
+  return reserve(gemmPad, bytes, "padded GEMM");
+}
+
+Status CudaDevice::reserve(SharedWorkspace &w, int64_t bytes,
+                           const char *what) {
+  std::lock_guard<std::mutex> lock(w.mutex);
+  if (bytes <= w.bytes)
     return Status::ok();
-  int64_t had = attnWorkspaceBytes;
-  if (attnWorkspace) {
+  int64_t had = w.bytes;
+  if (w.p) {
     // Steps already enqueued may still use the old buffer.
     LOOM_RETURN_IF_ERROR(
         cudaCheck(cudaStreamSynchronize(theStream), "cudaStreamSynchronize"));
-    cudaFree(attnWorkspace);
-    attnWorkspace = nullptr;
-    attnWorkspaceBytes = 0;
+    cudaFree(w.p);
+    w.p = nullptr;
+    w.bytes = 0;
   }
-  Status s = cudaCheck(cudaMalloc(&attnWorkspace, bytes),
-                       "cudaMalloc (attention workspace)");
+  Status s = cudaCheck(cudaMalloc(&w.p, bytes), "cudaMalloc (workspace)");
   if (s.isOk()) {
-    attnWorkspaceBytes = bytes;
+    w.bytes = bytes;
     return Status::ok();
   }
   // An allocation failure is not sticky: clear it, so that the next
   // `synchronize` does not report it, and give the instructions bound
   // before their workspace back (they check its size when they run).
   cudaGetLastError();
-  attnWorkspace = nullptr;
-  if (had > 0 && cudaMalloc(&attnWorkspace, had) == cudaSuccess)
-    attnWorkspaceBytes = had;
+  w.p = nullptr;
+  if (had > 0 && cudaMalloc(&w.p, had) == cudaSuccess)
+    w.bytes = had;
   else
     cudaGetLastError();
-  return makeError("cannot allocate the attention workspace of %lld MiB on "
-                   "%s: %s",
-                   (long long)(bytes >> 20), deviceName.c_str(),
+  return makeError("cannot allocate the %s workspace of %lld MiB on %s: %s",
+                   what, (long long)(bytes >> 20), deviceName.c_str(),
                    s.message().c_str());
 }
 

@@ -65,8 +65,15 @@ public:
   /// until the device goes); since a later bind may move it, calls read
   /// `attentionWorkspace()` when they run. Allocated with 256-byte alignment.
   Status reserveAttentionWorkspace(int64_t bytes);
-  void *attentionWorkspace() const { return attnWorkspace; }
-  int64_t attentionWorkspaceBytes() const { return attnWorkspaceBytes; }
+  void *attentionWorkspace() const { return attn.p; }
+  int64_t attentionWorkspaceBytes() const { return attn.bytes; }
+
+  /// The workspace of padded GEMMs (Matmul.cpp: copies of operands whose
+  /// rows are not 16-byte aligned), shared like the attention workspace:
+  /// grow only, 256-byte aligned, read when a call runs.
+  Status reserveGemmPadWorkspace(int64_t bytes);
+  void *gemmPadWorkspace() const { return gemmPad.p; }
+  int64_t gemmPadWorkspaceBytes() const { return gemmPad.bytes; }
 
   /// Registers a data check a kernel may fail. The error reads
   /// `context: ` + `format` printed with (position, value, limit) as three
@@ -85,9 +92,15 @@ private:
   cudaStream_t theStream = nullptr;
   cublasLtHandle_t ltHandle = nullptr;
   void *workspace = nullptr;
-  std::mutex attnMutex;
-  void *attnWorkspace = nullptr;
-  int64_t attnWorkspaceBytes = 0;
+
+  /// A grow-only device buffer shared by the instructions of one kind.
+  struct SharedWorkspace {
+    std::mutex mutex;
+    void *p = nullptr;
+    int64_t bytes = 0;
+  };
+  Status reserve(SharedWorkspace &w, int64_t bytes, const char *what);
+  SharedWorkspace attn, gemmPad;
   DataCheckRecord *record = nullptr;
   std::mutex checksMutex;
   std::vector<std::string> checkFormats;

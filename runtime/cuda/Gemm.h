@@ -32,11 +32,14 @@ struct Shape2 {
 
 /// One GEMM shape: `c[m, n] = op(a) op(b)` on row-major stored matrices,
 /// repeated over `batch` entries whose matrices lie `strideA` / `strideB` /
-/// `strideC` elements apart (`batch` 1: one GEMM).
+/// `strideC` elements apart (`batch` 1: one GEMM). A matrix's rows lie
+/// `ldA` / `ldB` / `ldC` elements apart (0: its columns, dense); padded
+/// copies have a larger one.
 struct GemmShape {
   Shape2 a, b;
   bool ta, tb;
   int64_t batch = 1, strideA = 0, strideB = 0, strideC = 0;
+  int64_t ldA = 0, ldB = 0, ldC = 0;
 };
 
 /// Prepares `c = op(a) op(b)` (`accumulate`: `c +=`, for the message only;

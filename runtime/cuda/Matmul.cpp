@@ -11,6 +11,10 @@
 // bind. `batch_matmul` is one GEMM, one strided-batched GEMM or, for
 // batches that broadcast against each other, one GEMM per batch entry.
 //
+// A large GEMM with a row of A, B or C that is not a multiple of 16 bytes
+// (GPT-2's vocabulary of 50257) runs on copies with padded rows instead
+// (`bindPaddedGemm`; docs/cuda.md, "Padded GEMMs").
+//
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cuda/CudaBind.h"
@@ -20,9 +24,14 @@
 #include "runtime/cuda/Gemm.h"
 
 #include "runtime/Plan.h"
+#include "runtime/Workspace.h"
 #include "runtime/kernels/cpu/Broadcast.h"
 #include "runtime/kernels/cpu/KernelUtil.h"
 #include "runtime/support/HostTensor.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <string>
 
 namespace loom::runtime::cuda {
 
@@ -107,17 +116,18 @@ prepareGemm(CudaDevice &dev, FloatIn pa, FloatIn pb, FloatOut pc,
                                      &opSecond, sizeof(opSecond)),
       "cublasLtMatmulDescSetAttribute (TRANSB)"));
   // Stored (pre-op) column-major shapes: a row-major [r, c] matrix is a
-  // column-major [c, r] one with leading dimension c.
+  // column-major [c, r] one with leading dimension c (or its padded row).
+  LOOM_RETURN_IF_ERROR(cublasCheck(
+      cublasLtMatrixLayoutCreate(&g->first, cudaType(pb.e), sh.b.cols,
+                                 sh.b.rows, sh.ldB ? sh.ldB : sh.b.cols),
+      "cublasLtMatrixLayoutCreate (B)"));
+  LOOM_RETURN_IF_ERROR(cublasCheck(
+      cublasLtMatrixLayoutCreate(&g->second, cudaType(pa.e), sh.a.cols,
+                                 sh.a.rows, sh.ldA ? sh.ldA : sh.a.cols),
+      "cublasLtMatrixLayoutCreate (A)"));
   LOOM_RETURN_IF_ERROR(
-      cublasCheck(cublasLtMatrixLayoutCreate(&g->first, cudaType(pb.e),
-                                             sh.b.cols, sh.b.rows, sh.b.cols),
-                  "cublasLtMatrixLayoutCreate (B)"));
-  LOOM_RETURN_IF_ERROR(
-      cublasCheck(cublasLtMatrixLayoutCreate(&g->second, cudaType(pa.e),
-                                             sh.a.cols, sh.a.rows, sh.a.cols),
-                  "cublasLtMatrixLayoutCreate (A)"));
-  LOOM_RETURN_IF_ERROR(
-      cublasCheck(cublasLtMatrixLayoutCreate(&g->out, cudaType(pc.e), n, m, n),
+      cublasCheck(cublasLtMatrixLayoutCreate(&g->out, cudaType(pc.e), n, m,
+                                             sh.ldC ? sh.ldC : n),
                   "cublasLtMatrixLayoutCreate (C)"));
   LOOM_RETURN_IF_ERROR(setBatch(g->first, sh.batch, sh.strideB));
   LOOM_RETURN_IF_ERROR(setBatch(g->second, sh.batch, sh.strideA));
@@ -176,6 +186,139 @@ Status runGemm(CudaDevice &dev, const LtGemm &g, const void *a, const void *b,
 
 namespace {
 
+/// `LOOM_CUDA_GEMM_PAD_MIN_FLOPS` (read at bind): the smallest misaligned
+/// GEMM that runs on padded copies; 0 pads every one (tests).
+StatusOr<double> padMinFlops() {
+  const char *v = std::getenv("LOOM_CUDA_GEMM_PAD_MIN_FLOPS");
+  if (!v || !*v)
+    return kDefaultGemmPadMinFlops;
+  errno = 0;
+  char *end = nullptr;
+  double f = std::strtod(v, &end);
+  if (errno != 0 || *end != '\0' || !(f >= 0))
+    return makeError("LOOM_CUDA_GEMM_PAD_MIN_FLOPS must be a non-negative "
+                     "number of FLOPs (e.g. 1e9), got '%s'",
+                     v);
+  return f;
+}
+
+/// How the padded path copies (`LOOM_CUDA_GEMM_PAD_COPY`, read at bind):
+/// `kernel` (default, PitchedCopy.cu) or `memcpy2d` (`cudaMemcpy2DAsync`).
+StatusOr<bool> padCopyByMemcpy2d() {
+  const char *v = std::getenv("LOOM_CUDA_GEMM_PAD_COPY");
+  std::string mode = v && *v ? v : "kernel";
+  if (mode != "kernel" && mode != "memcpy2d")
+    return makeError("LOOM_CUDA_GEMM_PAD_COPY must be kernel or memcpy2d, "
+                     "got '%s'",
+                     mode.c_str());
+  return mode == "memcpy2d";
+}
+
+/// Copies `m` between its dense layout and its padded one (rows
+/// `gemmPaddedCols(m)` elements apart) on the stream: one strided row copy.
+Status copyPitched(void *dst, int64_t dstPitch, const void *src,
+                   int64_t srcPitch, const GemmMatrix &m, bool memcpy2d,
+                   cudaStream_t s) {
+  if (!memcpy2d)
+    return launchPitchedCopy(dst, dstPitch, src, srcPitch, m.cols,
+                             m.count * m.rows, m.elemBytes, s);
+  return cudaCheck(cudaMemcpy2DAsync(dst, dstPitch, src, srcPitch,
+                                     m.cols * m.elemBytes, m.count * m.rows,
+                                     cudaMemcpyDeviceToDevice, s),
+                   "cudaMemcpy2DAsync (padded GEMM operand)");
+}
+
+/// The padded path of `c = op(a) op(b)` (+ bias): when a row of `a`, `b` or
+/// `c` is not a multiple of 16 bytes, cuBLASLt only has slow kernels (4x
+/// slower on GPT-2's [32768, 768] x [768, 50257] logits). For a GEMM of at
+/// least `padMinFlops()` the misaligned matrices are copied into the
+/// device's padded-GEMM workspace with rows rounded up to 16 bytes, and the
+/// padded output is copied back. The GEMM keeps its real dimensions and only
+/// the leading dimensions change: cuBLASLt never reads a column-major
+/// matrix's rows between `rows` and `ld` nor writes them (the BLAS
+/// sub-matrix rule), so the pad needs no zeroing. Returns an empty function
+/// when the GEMM keeps the unpadded path (aligned, too small, or the padded
+/// one cannot be set up). `a`, `b`, `c` are the stored matrices (a shared
+/// batch operand has `count` 1), `sh` the unpadded shape.
+StatusOr<KernelFn> bindPaddedGemm(CudaDevice &dev, FloatIn pa, GemmMatrix a,
+                                  FloatIn pb, GemmMatrix b, FloatOut pc,
+                                  GemmMatrix c, GemmShape sh, int64_t k,
+                                  FloatIn bias, const char *what) {
+  LOOM_ASSIGN_OR_RETURN(double minFlops, padMinFlops());
+  LOOM_ASSIGN_OR_RETURN(bool memcpy2d, padCopyByMemcpy2d());
+  int64_t bytes = gemmPadWorkspaceBytes(a, b, c, k, minFlops);
+  if (bytes == 0 || !dev.reserveGemmPadWorkspace(bytes).isOk())
+    return KernelFn();
+  // Padded copies side by side: a, then b, then c, each 256-byte aligned.
+  int64_t offA = 0, offB = gemmPaddedBytes(a), offC = offB + gemmPaddedBytes(b);
+  bool padA = gemmPaddedBytes(a) > 0, padB = gemmPaddedBytes(b) > 0,
+       padC = gemmPaddedBytes(c) > 0;
+  int64_t ldA = gemmPaddedCols(a), ldB = gemmPaddedCols(b),
+          ldC = gemmPaddedCols(c);
+  // cudaMalloc's 256-byte alignment is kept when the workspace grows, so the
+  // alignment cuBLASLt is told now holds for the buffer the call later finds.
+  char *ws = static_cast<char *>(dev.gemmPadWorkspace());
+  GemmShape psh = sh;
+  FloatIn qa = pa, qb = pb;
+  FloatOut qc = pc;
+  if (padA) {
+    psh.ldA = ldA;
+    psh.strideA = a.count > 1 ? a.rows * ldA : 0;
+    qa.p = ws + offA;
+  }
+  if (padB) {
+    psh.ldB = ldB;
+    psh.strideB = b.count > 1 ? b.rows * ldB : 0;
+    qb.p = ws + offB;
+  }
+  if (padC) {
+    psh.ldC = ldC;
+    psh.strideC = c.count > 1 ? c.rows * ldC : 0;
+    qc.p = ws + offC;
+  }
+  StatusOr<std::shared_ptr<LtGemm>> prepared =
+      prepareGemm(dev, qa, qb, qc, psh, bias.p, what);
+  if (!prepared.isOk())
+    return KernelFn();
+  std::shared_ptr<LtGemm> g = std::move(prepared).value();
+  CudaDevice *d = &dev;
+  cudaStream_t s = dev.stream();
+  return KernelFn([=](const StepContext &) -> Status {
+    char *w = static_cast<char *>(d->gemmPadWorkspace());
+    if (d->gemmPadWorkspaceBytes() < bytes)
+      return makeError("the padded GEMM workspace has %lld bytes, %s needs "
+                       "%lld",
+                       (long long)d->gemmPadWorkspaceBytes(), what,
+                       (long long)bytes);
+    const void *ua = pa.p, *ub = pb.p;
+    void *uc = pc.p;
+    if (padA) {
+      ua = w + offA;
+      LOOM_RETURN_IF_ERROR(copyPitched(w + offA, ldA * a.elemBytes, pa.p,
+                                       a.cols * a.elemBytes, a, memcpy2d, s));
+    }
+    if (padB) {
+      ub = w + offB;
+      LOOM_RETURN_IF_ERROR(copyPitched(w + offB, ldB * b.elemBytes, pb.p,
+                                       b.cols * b.elemBytes, b, memcpy2d, s));
+    }
+    if (bias.p)
+      LOOM_RETURN_IF_ERROR(launchFillRows(pc, bias, c.rows, c.cols, s));
+    if (padC) {
+      uc = w + offC;
+      // Accumulating reads c: it moves into the padded copy first.
+      if (bias.p)
+        LOOM_RETURN_IF_ERROR(copyPitched(w + offC, ldC * c.elemBytes, pc.p,
+                                         c.cols * c.elemBytes, c, memcpy2d, s));
+    }
+    LOOM_RETURN_IF_ERROR(runGemm(*d, *g, ua, ub, uc, bias.p != nullptr));
+    if (!padC)
+      return Status::ok();
+    return copyPitched(pc.p, c.cols * c.elemBytes, w + offC, ldC * c.elemBytes,
+                       c, memcpy2d, s);
+  });
+}
+
 /// `c = op(a) op(b)` (+ bias) for one matrix; the shared path of `matmul`
 /// and `linear`. With a bias, `c` is first filled with it and the GEMM
 /// accumulates (beta = 1), the CPU kernel's order of additions; a cuBLASLt
@@ -197,6 +340,13 @@ StatusOr<KernelFn> bindGemm(CudaDevice &dev, FloatIn pa, Shape2 a, bool ta,
       return launchZero(pc.p, m * n * elemBytes(pc.e), s);
     });
   GemmShape sh{a, b, ta, tb};
+  LOOM_ASSIGN_OR_RETURN(
+      KernelFn padded,
+      bindPaddedGemm(dev, pa, GemmMatrix{1, a.rows, a.cols, elemBytes(pa.e)},
+                     pb, GemmMatrix{1, b.rows, b.cols, elemBytes(pb.e)}, pc,
+                     GemmMatrix{1, m, n, elemBytes(pc.e)}, sh, k, bias, what));
+  if (padded)
+    return padded;
   LOOM_ASSIGN_OR_RETURN(std::shared_ptr<LtGemm> g,
                         prepareGemm(dev, pa, pb, pc, sh, bias.p, what));
   CudaDevice *d = &dev;
@@ -272,6 +422,15 @@ StatusOr<KernelFn> bindBatchMatmul(const OpView &op, BindContext &ctx) {
   if ((aAll || aCount == 1) && (bAll || bCount == 1)) {
     GemmShape sh{ma,  mb, ta, tb, batches, aAll ? aMat : 0, bAll ? bMat : 0,
                  cMat};
+    LOOM_ASSIGN_OR_RETURN(
+        KernelFn padded,
+        bindPaddedGemm(dev, a,
+                       GemmMatrix{aCount, ma.rows, ma.cols, elemBytes(a.e)}, b,
+                       GemmMatrix{bCount, mb.rows, mb.cols, elemBytes(b.e)}, c,
+                       GemmMatrix{batches, m, n, elemBytes(c.e)}, sh, k,
+                       FloatIn{}, "batch_matmul"));
+    if (padded)
+      return padded;
     StatusOr<std::shared_ptr<LtGemm>> g =
         prepareGemm(dev, a, b, c, sh, false, "batch_matmul");
     if (g.isOk()) {

@@ -3,8 +3,9 @@
 //
 // The attention (flash, GEMM path and tensor-core kernels, the last with
 // mma.sync, ldmatrix and cp.async emulated per their PTX fragment layouts),
-// layout, gather, reduction, norm, loss and element-wise kernels of
-// runtime/cuda/ (the latter with bf16 operands next to f32 ones),
+// layout, gather, reduction, norm, loss, element-wise and padded-GEMM copy
+// kernels of runtime/cuda/ (the element-wise ones with bf16 operands next
+// to f32 ones),
 // built by the host compiler against test/unit/cuda/CudaHostEmulation.h and
 // compared with double-precision references. These run everywhere (no
 // device needed): they check the kernels' indexing, tiling, causal masking,
@@ -24,6 +25,7 @@
 #include "runtime/cuda/LayoutPlan.h"
 #include "runtime/cuda/Loss.cu"
 #include "runtime/cuda/Norm.cu"
+#include "runtime/cuda/PitchedCopy.cu"
 #include "runtime/cuda/Reduce.cu"
 #include "runtime/cuda/Softmax.cu"
 
@@ -1543,6 +1545,38 @@ TEST(CudaEmulation, PackedCrossEntropyBadTarget) {
   EXPECT_EQ(rec.value, 25);
   EXPECT_EQ(rec.limit, 20);
   EXPECT_EQ(rowLoss[1], 0.0f);
+}
+
+// --- pitched copy (padded GEMMs)
+// ----------------------------------------------
+
+/// `rows` rows of `cols` elements from pitch `sp` to pitch `dp` (elements)
+/// with `gridRows` row blocks (fewer than `rows`: blocks stride over rows);
+/// the destination's pad elements keep their value.
+template <typename T>
+bool pitchedCopyTest(int64_t rows, int64_t cols, int64_t sp, int64_t dp,
+                     unsigned gridRows) {
+  std::vector<T> src(rows * sp), dst(rows * dp, T(0xABCD));
+  for (size_t i = 0; i < src.size(); ++i)
+    src[i] = static_cast<T>(i * 2654435761u + 1);
+  unsigned chunks = static_cast<unsigned>((cols + kThreads * kCopyUnroll - 1) /
+                                          (kThreads * kCopyUnroll));
+  emu::launch(dim3(gridRows, chunks), dim3(kThreads), 0, [&] {
+    pitchedCopyKernel<T>(dst.data(), dp, src.data(), sp, cols, rows);
+  });
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < dp; ++c)
+      if (dst[r * dp + c] != (c < cols ? src[r * sp + c] : T(0xABCD)))
+        return false;
+  return true;
+}
+
+TEST(CudaEmulation, PitchedCopyBetweenLeadingDimensions) {
+  // bf16 rows of 7 into rows of 8; rows of 2051 out of rows of 2056 (two
+  // column blocks, blocks striding over rows); f32 rows of 4099 into 4100.
+  EXPECT_TRUE(pitchedCopyTest<uint16_t>(5, 7, 7, 8, 5));
+  EXPECT_TRUE(pitchedCopyTest<uint16_t>(6, 2051, 2056, 2051, 4));
+  EXPECT_TRUE(pitchedCopyTest<uint32_t>(3, 4099, 4099, 4100, 2));
 }
 
 } // namespace

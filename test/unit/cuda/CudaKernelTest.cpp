@@ -2,11 +2,16 @@
 //-*-===//
 //
 // Every test runs one instruction on random inputs on both backends and
-// compares the outputs; all skip without a CUDA device.
+// compares the outputs; all skip without a CUDA device. The padded-GEMM
+// tests force the padded path (`LOOM_CUDA_GEMM_PAD_MIN_FLOPS` 0) on small
+// GEMMs with rows of each operand and of the output that are not 16-byte
+// aligned; a timing test compares both paths on GPT-2's logits GEMMs.
 //
 //===----------------------------------------------------------------------===//
 
 #include "CudaTestUtil.h"
+#include "runtime/Workspace.h"
+#include "runtime/cuda/CudaDevice.h"
 
 namespace loom::runtime::test {
 namespace {
@@ -52,6 +57,208 @@ TEST_F(CudaKernel, LinearWithAndWithoutBias) {
     };
     expectSameOnCuda("linear", {x, w, rand({17})}, {{4, 6, 17}}, attrs);
     expectSameOnCuda("linear", {x, w}, {{4, 6, 17}}, attrs);
+  }
+}
+
+// --- GEMMs on padded copies (rows not a multiple of 16 bytes) ------------
+
+constexpr const char *kPadMinFlops = "LOOM_CUDA_GEMM_PAD_MIN_FLOPS";
+constexpr const char *kPadCopy = "LOOM_CUDA_GEMM_PAD_COPY";
+constexpr plan::DType F = plan::F32, B = plan::BF16;
+
+cuda::CudaDevice &cudaTestDevice() {
+  return *static_cast<cuda::CudaDevice *>(testDevice());
+}
+
+std::function<void(plan::Instruction &)> transposes(const char *a, int ta,
+                                                    const char *b, int tb) {
+  return [=](plan::Instruction &i) {
+    if (ta)
+      setI(i, a, 1);
+    if (tb)
+      setI(i, b, 1);
+  };
+}
+
+/// Every misaligned GEMM takes the padded path, and the device's padded
+/// workspace is filled with NaN first (large enough that these tests do not
+/// grow it): a GEMM that read a pad element, or a copy that missed a real
+/// one, shows as NaN.
+class CudaPaddedGemm : public CudaKernel {
+protected:
+  void SetUp() override {
+    CudaKernel::SetUp();
+    if (IsSkipped())
+      return;
+    cuda::CudaDevice &d = cudaTestDevice();
+    ASSERT_TRUE(d.reserveGemmPadWorkspace(int64_t(64) << 20).isOk());
+    ASSERT_EQ(cudaMemsetAsync(d.gemmPadWorkspace(), 0xFF,
+                              d.gemmPadWorkspaceBytes(), d.stream()),
+              cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(d.stream()), cudaSuccess);
+  }
+  ScopedEnv pad{kPadMinFlops, "0"};
+};
+
+TEST_F(CudaPaddedGemm, MatmulEachOperandMisaligned) {
+  // (ta, tb, m, k, n): all three misaligned with each transpose; then only
+  // b and c, only a, only c, only b; rows of 12 are misaligned in bf16 only;
+  // one GEMM of several tiles; rows longer than one copy block (2048). Both
+  // copy methods.
+  struct Case {
+    int ta, tb;
+    int64_t m, k, n;
+  };
+  for (Case c :
+       {Case{0, 0, 15, 7, 9}, Case{1, 0, 15, 7, 9}, Case{0, 1, 15, 7, 9},
+        Case{1, 1, 15, 7, 9}, Case{0, 0, 16, 8, 9}, Case{0, 0, 16, 7, 8},
+        Case{0, 1, 16, 8, 9}, Case{1, 1, 16, 7, 8}, Case{0, 0, 12, 12, 12},
+        Case{0, 1, 67, 130, 45}, Case{0, 0, 5, 7, 2051}}) {
+    SCOPED_TRACE(::testing::Message()
+                 << "ta=" << c.ta << " tb=" << c.tb << " m=" << c.m
+                 << " k=" << c.k << " n=" << c.n);
+    HostTensor a = c.ta ? rand({c.k, c.m}) : rand({c.m, c.k});
+    HostTensor b = c.tb ? rand({c.n, c.k}) : rand({c.k, c.n});
+    auto attrs = transposes("transpose_a", c.ta, "transpose_b", c.tb);
+    for (const char *copy : {"kernel", "memcpy2d"}) {
+      SCOPED_TRACE(copy);
+      ScopedEnv how(kPadCopy, copy);
+      expectSameOnCuda("matmul", {a, b}, {{c.m, c.n}}, attrs, {}, 1, 1e-4,
+                       1e-4);
+      expectBf16MatchesCpu("matmul", {a, b}, {B, B}, {{c.m, c.n}}, {B}, attrs);
+      expectBf16MatchesCpu("matmul", {a, b}, {B, B}, {{c.m, c.n}}, {F}, attrs,
+                           1e-4, 1e-3);
+    }
+  }
+}
+
+TEST_F(CudaPaddedGemm, LinearBiasMovesIntoThePaddedOutput) {
+  for (int tw = 0; tw < 2; ++tw) {
+    HostTensor x = rand({4, 6, 33});
+    HostTensor w = tw ? rand({17, 33}) : rand({33, 17});
+    auto attrs = transposes("", 0, "transpose_weight", tw);
+    expectSameOnCuda("linear", {x, w, rand({17})}, {{4, 6, 17}}, attrs);
+    expectSameOnCuda("linear", {x, w}, {{4, 6, 17}}, attrs);
+    expectBf16MatchesCpu("linear", {x, w, rand({17})}, {B, B, F}, {{4, 6, 17}},
+                         {B}, attrs);
+  }
+}
+
+TEST_F(CudaPaddedGemm, BatchMatmulBatchedAndShared) {
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 2; ++tb) {
+      SCOPED_TRACE(::testing::Message() << "ta=" << ta << " tb=" << tb);
+      auto attrs = transposes("transpose_lhs", ta, "transpose_rhs", tb);
+      // Both batched (strided batch over padded copies).
+      HostTensor a = ta ? rand({2, 3, 9, 17}) : rand({2, 3, 17, 9});
+      HostTensor b = tb ? rand({2, 3, 13, 9}) : rand({2, 3, 9, 13});
+      expectSameOnCuda("batch_matmul", {a, b}, {{2, 3, 17, 13}}, attrs);
+      expectBf16MatchesCpu("batch_matmul", {a, b}, {B, B}, {{2, 3, 17, 13}},
+                           {B}, attrs);
+      // A shared rhs (one tall GEMM, or stride 0 with transpose_lhs) and a
+      // shared lhs (stride 0).
+      HostTensor b2 = tb ? rand({13, 9}) : rand({9, 13});
+      expectSameOnCuda("batch_matmul", {a, b2}, {{2, 3, 17, 13}}, attrs);
+      expectBf16MatchesCpu("batch_matmul", {a, b2}, {B, B}, {{2, 3, 17, 13}},
+                           {F}, attrs, 1e-4, 1e-3);
+      HostTensor a2 = ta ? rand({9, 17}) : rand({17, 9});
+      expectSameOnCuda("batch_matmul", {a2, b}, {{2, 3, 17, 13}}, attrs);
+    }
+  // Batches that broadcast against each other keep one GEMM per entry.
+  expectSameOnCuda("batch_matmul", {rand({2, 1, 5, 7}), rand({1, 3, 7, 9})},
+                   {{2, 3, 5, 9}});
+}
+
+TEST_F(CudaKernel, GemmPadSettingsAreChecked) {
+  ScopedEnv pad(kPadMinFlops, "1e9x");
+  auto r =
+      runOpOn(testDevice(), "matmul", {rand({3, 5}), rand({5, 7})}, {{3, 7}});
+  ASSERT_FALSE(r.isOk());
+  EXPECT_NE(r.status().message().find(
+                "LOOM_CUDA_GEMM_PAD_MIN_FLOPS must be a non-negative"),
+            std::string::npos)
+      << r.status().message();
+  ScopedEnv fine(kPadMinFlops, "0"), copy(kPadCopy, "dma");
+  r = runOpOn(testDevice(), "matmul", {rand({3, 5}), rand({5, 7})}, {{3, 7}});
+  ASSERT_FALSE(r.isOk());
+  EXPECT_NE(r.status().message().find(
+                "LOOM_CUDA_GEMM_PAD_COPY must be kernel or memcpy2d"),
+            std::string::npos)
+      << r.status().message();
+}
+
+/// On a device of its own, binding one GEMM over the default threshold
+/// reserves exactly the padded workspace the memory proof counts for it.
+TEST_F(CudaKernel, GemmPadWorkspaceIsWhatTheMemoryProofCounts) {
+  // [1024, 1000] x [1000, 1001] in bf16, 2.05 GFLOP: b and c are padded
+  // to rows of 1008.
+  plan::Plan p = makePlan(1, false);
+  plan::Program &prog = *p.add_programs();
+  int32_t a = addBuffer(prog, "a", plan::TEMPORARY, {1024, 1000}, B);
+  int32_t b = addBuffer(prog, "b", plan::TEMPORARY, {1000, 1001}, B);
+  int32_t c = addBuffer(prog, "c", plan::TEMPORARY, {1024, 1001}, B);
+  plan::Instruction &inst = addInst(prog, "matmul", {a, b}, {c}, "lm_head");
+  int64_t want =
+      (1000 * 1008 * 2 + 255) / 256 * 256 + (1024 * 1008 * 2 + 255) / 256 * 256;
+  EXPECT_EQ(largestGemmPadWorkspaceBytes(prog), want);
+
+  auto dev = cuda::CudaDevice::create(cudaTestDevice().ordinal());
+  ASSERT_TRUE(dev.isOk()) << dev.status().message();
+  cuda::CudaDevice &d = **dev;
+  auto arena = d.allocateArena(prog.arena_bytes());
+  ASSERT_TRUE(arena.isOk()) << arena.status().message();
+  OpView view{p, inst, {}, {}};
+  view.inputs = {&prog.buffers(a), &prog.buffers(b)};
+  view.outputs = {&prog.buffers(c)};
+  DirectBindContext ctx(d, *arena);
+  auto fn = d.findKernel("matmul")->bind(view, ctx);
+  ASSERT_TRUE(fn.isOk()) << fn.status().message();
+  EXPECT_EQ(d.gemmPadWorkspaceBytes(), want);
+  EXPECT_TRUE((*fn)(StepContext{}).isOk());
+  EXPECT_TRUE(d.synchronize().isOk());
+  d.freeArena(*arena);
+}
+
+/// GPT-2's three logits GEMMs at batch 4 x 1024 tokens (vocabulary 50257,
+/// bf16): prints the time of each unpadded and padded (copies by the kernel
+/// and by `cudaMemcpy2DAsync`), and expects the paths to agree and the
+/// default (padded, kernel copies) to be faster.
+TEST_F(CudaKernel, GemmPadLogitsTiming) {
+  const int64_t t = 4096, h = 768, v = 50257;
+  HostTensor x = rand({t, h}), w = rand({h, v}), dl = rand({t, v}, -1e-3, 1e-3);
+  struct Gemm {
+    const char *name;
+    const HostTensor &a, &b;
+    std::vector<int64_t> out;
+    int ta, tb;
+  };
+  struct Mode {
+    const char *name, *minFlops, *copy;
+  };
+  const Mode modes[] = {{"unpadded", "1e30", "kernel"},
+                        {"padded (kernel copies)", "1e9", "kernel"},
+                        {"padded (cudaMemcpy2DAsync)", "1e9", "memcpy2d"}};
+  for (const Gemm &g : {Gemm{"y = x w", x, w, {t, v}, 0, 0},
+                        Gemm{"dx = dy w^T", dl, w, {t, h}, 0, 1},
+                        Gemm{"dw = x^T dy", x, dl, {h, v}, 1, 0}}) {
+    auto attrs = transposes("transpose_a", g.ta, "transpose_b", g.tb);
+    double tflop = 2.0 * t * h * v / 1e12, ms[3] = {0, 0, 0};
+    std::vector<HostTensor> out[3];
+    for (int i = 0; i < 3; ++i) {
+      ScopedEnv pad(kPadMinFlops, modes[i].minFlops),
+          copy(kPadCopy, modes[i].copy);
+      auto r = runOpDirect("matmul", {g.a, g.b}, {B, B}, {g.out}, {B}, attrs,
+                           {}, 5, &ms[i]);
+      ASSERT_TRUE(r.isOk()) << g.name << ": " << r.status().message();
+      out[i] = std::move(*r);
+      std::printf("logits GEMM %-12s (%.3g TFLOP, bf16) %-27s %7.3f ms "
+                  "(%.0f TFLOP/s)\n",
+                  g.name, tflop, modes[i].name, ms[i], tflop / ms[i] * 1e3);
+    }
+    for (int i = 1; i < 3; ++i)
+      EXPECT_TRUE(allClose(out[i][0], out[0][0], 1e-2, 1e-2))
+          << g.name << ", " << modes[i].name;
+    EXPECT_LT(ms[1], ms[0]) << g.name;
   }
 }
 

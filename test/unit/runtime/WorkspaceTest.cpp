@@ -61,6 +61,75 @@ TEST(Workspace, OverTheLimitTheFlashPathKeepsRowStatistics) {
             kCudaGemmWorkspaceBytes + 2 * int64_t(64) * 12 * 1024 * 4);
 }
 
+/// GPT-2's logits GEMMs (vocabulary 50257, bf16 activations, an f32 weight
+/// gradient) at `batch` x 1024 tokens of width 768.
+plan::Program logitsProgram(int64_t batch) {
+  plan::Program p;
+  int32_t x =
+      addBuffer(p, "x", plan::TEMPORARY, {batch, 1024, 768}, plan::BF16);
+  int32_t w = addBuffer(p, "w", plan::TEMPORARY, {768, 50257}, plan::BF16);
+  int32_t y =
+      addBuffer(p, "y", plan::TEMPORARY, {batch, 1024, 50257}, plan::BF16);
+  int32_t dx =
+      addBuffer(p, "dx", plan::TEMPORARY, {batch, 1024, 768}, plan::BF16);
+  int32_t dw = addBuffer(p, "dw", plan::TEMPORARY, {768, 50257});
+  addInst(p, "matmul", {x, w}, {y});
+  plan::Attr one;
+  one.set_i(1);
+  (*addInst(p, "matmul", {y, w}, {dx}).mutable_attrs())["transpose_b"] = one;
+  (*addInst(p, "matmul", {x, y}, {dw}).mutable_attrs())["transpose_a"] = one;
+  return p;
+}
+
+TEST(Workspace, PaddedCopiesOfRowsThatAreNot16ByteAligned) {
+  GemmMatrix bf16{1, 768, 50257, 2}, f32{1, 768, 50257, 4};
+  EXPECT_EQ(gemmPaddedCols(bf16), 50264);
+  EXPECT_EQ(gemmPaddedCols(f32), 50260);
+  EXPECT_EQ(gemmPaddedBytes(bf16), 768 * 50264 * 2);
+  EXPECT_EQ(gemmPaddedBytes(GemmMatrix{1, 768, 768, 2}), 0); // aligned
+  EXPECT_EQ(gemmPaddedBytes(GemmMatrix{3, 5, 7, 4}), 512);   // 480, rounded
+  // Only misaligned matrices are copied; small GEMMs are not padded.
+  GemmMatrix a{1, 2048, 1024, 2}, b{1, 1024, 1001, 2}, c{1, 2048, 1001, 2};
+  EXPECT_EQ(gemmPadWorkspaceBytes(a, b, c, 1024),
+            gemmPaddedBytes(b) + gemmPaddedBytes(c));
+  EXPECT_EQ(gemmPadWorkspaceBytes(a, b, c, 1024, 1e10), 0);
+  EXPECT_EQ(gemmPadWorkspaceBytes(a, GemmMatrix{1, 1024, 1024, 2},
+                                  GemmMatrix{1, 2048, 1024, 2}, 1024),
+            0);
+}
+
+TEST(Workspace, LargestPaddedGemmOfGpt2Logits) {
+  // Batch 32: the weight gradient's GEMM copies dlogits [32768, 50257] bf16
+  // in and its f32 [768, 50257] output out (the forward and dX GEMMs copy
+  // the same dlogits-sized matrix and the smaller bf16 weight).
+  int64_t dlogits = int64_t(32768) * 50264 * 2, dw = int64_t(768) * 50260 * 4;
+  EXPECT_EQ(largestGemmPadWorkspaceBytes(logitsProgram(32)), dlogits + dw);
+  EXPECT_EQ(estimateCudaWorkspaceBytes(logitsProgram(32)),
+            kCudaGemmWorkspaceBytes + dlogits + dw);
+  // Batch 128: 13 GB of copies is over the limit, the GEMMs stay unpadded.
+  EXPECT_EQ(largestGemmPadWorkspaceBytes(logitsProgram(128)), 0);
+}
+
+TEST(Workspace, PaddedBatchMatmulCountsBatchedAndSharedOperands) {
+  plan::Program p;
+  // f32 [8, 1000, 1001] x [1001, 1000]: a shared rhs, one tall GEMM, only
+  // a padded. Then [8, 1001, 1000]^T x [8, 1001, 1003]: a strided batch,
+  // the rhs and the output padded (the rhs's 32160128 bytes rounded to 256).
+  int32_t a = addBuffer(p, "a", plan::TEMPORARY, {8, 1000, 1001});
+  int32_t b = addBuffer(p, "b", plan::TEMPORARY, {1001, 1000});
+  int32_t c = addBuffer(p, "c", plan::TEMPORARY, {8, 1000, 1000});
+  addInst(p, "batch_matmul", {a, b}, {c});
+  EXPECT_EQ(largestGemmPadWorkspaceBytes(p), 8 * 1000 * 1004 * 4);
+  int32_t x = addBuffer(p, "x", plan::TEMPORARY, {8, 1001, 1000});
+  int32_t y = addBuffer(p, "y", plan::TEMPORARY, {8, 1001, 1003});
+  int32_t z = addBuffer(p, "z", plan::TEMPORARY, {8, 1000, 1003});
+  plan::Attr one;
+  one.set_i(1);
+  (*addInst(p, "batch_matmul", {x, y}, {z}).mutable_attrs())["transpose_lhs"] =
+      one;
+  EXPECT_EQ(largestGemmPadWorkspaceBytes(p), 32160256 + 8 * 1000 * 1004 * 4);
+}
+
 TEST(Workspace, NoAttentionOnlyTheGemmWorkspace) {
   plan::Program p;
   int32_t x = addBuffer(p, "x", plan::TEMPORARY, {4, 4});
