@@ -97,13 +97,13 @@ struct MaxSum {
 
 __device__ __forceinline__ MaxSum combineMaxSum(MaxSum a, MaxSum b) {
   float m = fmaxf(a.m, b.m);
-  if (m == -INFINITY)
-    return {m, 0.0f};
+  if (m == -INFINITY) // no finite value yet: the sums are 0 or NaN
+    return {m, a.s + b.s};
   return {m, a.s * expf(a.m - m) + b.s * expf(b.m - m)};
 }
 
 /// Adds `V` values: the pack's maximum first, so the sum is rescaled at most
-/// once a pack.
+/// once a pack. A NaN value makes the sum NaN (as the CPU kernel's).
 template <int V>
 __device__ __forceinline__ void addMaxSum(MaxSum &a, const float (&v)[V]) {
   float bm = v[0];
@@ -118,6 +118,8 @@ __device__ __forceinline__ void addMaxSum(MaxSum &a, const float (&v)[V]) {
 #pragma unroll
     for (int j = 0; j < V; ++j)
       a.s += expf(v[j] - a.m);
+  } else if (isnan(bm)) { // `fmaxf` drops NaN unless all are: keep it
+    a.s = NAN;
   }
 }
 

@@ -1579,5 +1579,32 @@ TEST(CudaEmulation, PitchedCopyBetweenLeadingDimensions) {
   EXPECT_TRUE(pitchedCopyTest<uint32_t>(3, 4099, 4099, 4100, 2));
 }
 
+TEST(CudaEmulation, PackedRowKernelsPropagateNan) {
+  // A NaN alone in a row's scalar head, one inside a pack, a row of
+  // -inf and NaN only: the losses and probabilities of those rows are NaN.
+  const int64_t rows = 4, classes = 37;
+  std::vector<float> x = randomValues(rows * classes, -1, 1, 11);
+  x[0 * classes + 0] = NAN;
+  x[1 * classes + 20] = NAN;
+  for (int64_t c = 0; c < classes; ++c)
+    x[2 * classes + c] = c == 30 ? NAN : -INFINITY;
+  Stored<Bf16> xs(x, 5), y(rows * classes, 5);
+  std::vector<int64_t> target{1, 2, 3, 4};
+  std::vector<float> rowLoss(rows);
+  DataCheckRecord rec{};
+  emu::launch(unsigned(rows), 32, 0, [&] {
+    crossEntropyRowsVecKernel<Bf16>(xs.p, target.data(), rowLoss.data(), rows,
+                                    classes, 1, &rec);
+  });
+  emu::launch(unsigned(rows), 32, 0,
+              [&] { softmaxRowVecKernel<Bf16>(xs.p, y.p, rows, classes); });
+  for (int64_t r = 0; r < 3; ++r) {
+    EXPECT_TRUE(std::isnan(rowLoss[r])) << r;
+    EXPECT_TRUE(std::isnan(y.at(r * classes + 5))) << r;
+  }
+  EXPECT_FALSE(std::isnan(rowLoss[3]));
+  EXPECT_FALSE(std::isnan(y.at(3 * classes + 5)));
+}
+
 } // namespace
 } // namespace loom::runtime::cuda
