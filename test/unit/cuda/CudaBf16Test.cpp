@@ -281,6 +281,8 @@ TEST_F(CudaBf16, DISABLED_TimingOnGpt2Shapes) {
        actMB + 3 * actMB);
   time("convert f32->bf16 [2304,768]", "convert", {zeros({2304, 768})}, {F},
        {2304, 768}, B, {}, 2304.0 * 768 * 6 / 1e6);
+}
+
 // --- the packed reduction, norm, softmax and loss kernels -------------------
 
 TEST_F(CudaBf16, SumToDenseRowsSlabs) {

@@ -1295,6 +1295,8 @@ TEST(CudaEmulation, FillRowsPack) {
   });
   for (int i = 0; i < 5 * 24; ++i)
     ASSERT_EQ(outF[i], row[i % 24]) << i;
+}
+
 // --- templated reduction, norm, softmax and loss kernels (16-byte packs) ----
 
 /// Storage `T` copies of `v` (rounded in `v` for bf16) at element `offset`
