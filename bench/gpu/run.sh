@@ -18,7 +18,9 @@
 #      and a LOOM_PROFILE table of Loom's step; then Loom alone with each
 #      attention algorithm in $GPU_CHECK_ATTENTION (default: gemm)
 #   7. when at most 220 s have passed: compute-sanitizer (at most 100 s)
-#      memcheck on the attention, layout and bf16 kernel tests
+#      memcheck on the attention, layout, bf16 and padded-GEMM kernel tests
+#   8. when at most 260 s have passed: PyTorch's side again under
+#      torch.compile, and the step-time ratio of Loom to it
 # Logs and metrics are written to a scratch folder and packed after every
 # step into gpu-logs.tar.gz, with the summary in summary.txt, under $OUT
 # (when the device tool sets it; it takes back only a few files) or ./gpu-out.
@@ -164,11 +166,26 @@ if [ -z "$SAN" ]; then
 elif [ "$SECONDS" -gt 220 ]; then
   record "memcheck" "SKIP (${SECONDS}s used, not enough time left)"
 elif timeout 100 "$SAN" --tool memcheck --error-exitcode 9 \
-    "$B/bin/LoomCudaTests" --gtest_filter='CudaAttention*:CudaLayout*:CudaBf16*' \
+    "$B/bin/LoomCudaTests" --gtest_filter='Algorithms/CudaAttention.*:CudaLayout*:CudaBf16*:CudaPaddedGemm*' \
     >"$OUTDIR/memcheck.log" 2>&1; then
   record "memcheck" "PASS ($(grep -o 'ERROR SUMMARY: [0-9]* errors' "$OUTDIR/memcheck.log" | tail -1))"
 else
   record "memcheck" "FAIL or timeout (gpu-logs:memcheck.log: $(grep -o 'ERROR SUMMARY: [0-9]* errors' "$OUTDIR/memcheck.log" | tail -1))"
+fi
+
+echo "== 8. PyTorch with torch.compile (if time is left)"
+cd "$B/gpt2-124m"
+if [ ! -e "$OUTDIR/gpt2_124m_bf16.json" ]; then
+  record "PyTorch compiled" "SKIP (no Loom bf16 figure to compare with)"
+elif [ "$SECONDS" -gt 260 ]; then
+  record "PyTorch compiled" "SKIP (${SECONDS}s used, not enough time left)"
+elif timeout 150 python3 torch_gpt2.py --device cuda --precision bf16 --compile \
+    --batch "$(cat batch)" --steps 20 --warmup 5 --json "$OUTDIR/torch_compiled.json" \
+    --layers 12 --hidden 768 --heads 12 --seq 1024 --vocab 50257 \
+    >"$OUTDIR/torch_compiled.log" 2>&1; then
+  record "PyTorch compiled" "$(python3 -c "import json,sys; t=json.load(open(sys.argv[1])); l=json.load(open(sys.argv[2]))['sides'][0]; print('%.1f ms/step, %.1f TFLOP/s; Loom/PyTorch-compiled step time %.2f' % (1e3*t['step_s'], t['tflops'], l['step_s']/t['step_s']))" "$OUTDIR/torch_compiled.json" "$OUTDIR/gpt2_124m_bf16.json")"
+else
+  record "PyTorch compiled" "FAIL or timeout (gpu-logs:torch_compiled.log)"
 fi
 
 echo
