@@ -72,9 +72,11 @@ environment:
   LOOMC                   the loomc executable for --forward
   LOOM_PROFILE            1: time every instruction; at exit, a table per op
                           and the 15 most expensive instructions (2: all)
-  LOOM_CUDA_ATTENTION     auto (default) | gemm | flash: attention on cuda
-                          through tensor-core GEMMs with the scores in a
-                          workspace, or flash-style kernels without one
+  LOOM_CUDA_ATTENTION     auto (default) | tc | gemm | flash: attention on
+                          cuda by tensor-core flash kernels (bf16, head dims
+                          64 and 128; auto's first choice), tensor-core GEMMs
+                          with the scores in a workspace, or fp32 flash-style
+                          kernels
   LOOM_CUDA_ATTENTION_WORKSPACE_MB
                           auto's limit for the GEMM path's workspace
                           (default 4096)
