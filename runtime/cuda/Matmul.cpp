@@ -31,6 +31,8 @@
 // values across steps; memory it shares with other temporaries holds
 // nothing yet at bind. A padded output lives in the workspace, which holds
 // nothing between calls, so that GEMM is tuned whatever its output.
+// The choice follows measured times, so two runs may differ in summation
+// order; a huge threshold keeps the heuristic's fixed choice.
 //
 //===----------------------------------------------------------------------===//
 
