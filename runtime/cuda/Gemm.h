@@ -65,8 +65,8 @@ prepareGemm(CudaDevice &dev, FloatIn pa, FloatIn pb, FloatOut pc,
 /// keeps the fastest in `g.algo`; on any failure the heuristic's first.
 /// Writes `c` (garbage, accumulated when `accumulate`): the caller makes
 /// sure nothing lives there yet.
-void tuneGemm(CudaDevice &dev, LtGemm &g, const void *a, const void *b,
-              void *c, bool accumulate);
+void tuneGemm(CudaDevice &dev, LtGemm &g, const void *a, const void *b, void *c,
+              bool accumulate);
 
 /// Enqueues `c = alpha op(a) op(b) (+ c when accumulating)`.
 Status runGemm(CudaDevice &dev, const LtGemm &g, const void *a, const void *b,

@@ -51,7 +51,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
-#include <cstring>
 #include <cstdlib>
 #include <string>
 
@@ -211,8 +210,8 @@ Status runGemm(CudaDevice &dev, const LtGemm &g, const void *a, const void *b,
                      "cublasLtMatmul");
 }
 
-void tuneGemm(CudaDevice &dev, LtGemm &g, const void *a, const void *b,
-              void *c, bool accumulate) {
+void tuneGemm(CudaDevice &dev, LtGemm &g, const void *a, const void *b, void *c,
+              bool accumulate) {
   g.algo = g.candidates.front();
   if (g.candidates.size() < 2)
     return;
@@ -341,12 +340,11 @@ Status copyPadded(void *dst, const GemmMatrix &dm, const void *src,
   bool whole = dm.rows == sm.rows;
   for (int64_t e = 0; e < (whole ? 1 : dm.count); ++e)
     LOOM_RETURN_IF_ERROR(cudaCheck(
-        cudaMemcpy2DAsync(static_cast<char *>(dst) + e * dm.rows * dm.cols * eb,
-                          dm.cols * eb,
-                          static_cast<const char *>(src) +
-                              e * sm.rows * sm.cols * eb,
-                          sm.cols * eb, cols * eb, whole ? dm.count * rows : rows,
-                          cudaMemcpyDeviceToDevice, s),
+        cudaMemcpy2DAsync(
+            static_cast<char *>(dst) + e * dm.rows * dm.cols * eb, dm.cols * eb,
+            static_cast<const char *>(src) + e * sm.rows * sm.cols * eb,
+            sm.cols * eb, cols * eb, whole ? dm.count * rows : rows,
+            cudaMemcpyDeviceToDevice, s),
         "cudaMemcpy2DAsync (padded GEMM operand)"));
   return Status::ok();
 }
@@ -403,8 +401,8 @@ StatusOr<KernelFn> bindPaddedGemm(CudaDevice &dev, FloatIn pa, GemmMatrix a,
   if (!prepared.isOk())
     return KernelFn();
   std::shared_ptr<LtGemm> g = std::move(prepared).value();
-  double flops = 2.0 * double(c.count) * double(plan.m) * double(plan.n) *
-                 double(plan.k);
+  double flops =
+      2.0 * double(c.count) * double(plan.m) * double(plan.n) * double(plan.k);
   if (flops >= tuneFlops && (tune || plan.copyC))
     tuneGemm(dev, *g, qa.p, qb.p, qc.p, bias.p != nullptr);
   CudaDevice *d = &dev;
@@ -561,8 +559,8 @@ StatusOr<KernelFn> bindBatchMatmul(const OpView &op, BindContext &ctx) {
         bindPaddedGemm(dev, a,
                        GemmMatrix{aCount, ma.rows, ma.cols, elemBytes(a.e)}, b,
                        GemmMatrix{bCount, mb.rows, mb.cols, elemBytes(b.e)}, c,
-                       GemmMatrix{batches, m, n, elemBytes(c.e)}, sh,
-                       FloatIn{}, tune, "batch_matmul"));
+                       GemmMatrix{batches, m, n, elemBytes(c.e)}, sh, FloatIn{},
+                       tune, "batch_matmul"));
     if (padded)
       return padded;
     StatusOr<std::shared_ptr<LtGemm>> g =

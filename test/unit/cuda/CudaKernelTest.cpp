@@ -122,8 +122,8 @@ TEST_F(CudaPaddedGemm, MatmulEachOperandMisaligned) {
        {Case{0, 0, 15, 7, 9}, Case{1, 0, 15, 7, 9}, Case{0, 1, 15, 7, 9},
         Case{1, 1, 15, 7, 9}, Case{0, 0, 16, 8, 9}, Case{0, 0, 16, 7, 8},
         Case{0, 1, 16, 8, 9}, Case{1, 1, 16, 7, 8}, Case{1, 0, 9, 8, 16},
-        Case{0, 0, 12, 12, 12}, Case{0, 1, 67, 130, 45},
-        Case{0, 0, 5, 7, 2051}, Case{1, 1, 2051, 5, 7}}) {
+        Case{0, 0, 12, 12, 12}, Case{0, 1, 67, 130, 45}, Case{0, 0, 5, 7, 2051},
+        Case{1, 1, 2051, 5, 7}}) {
     SCOPED_TRACE(::testing::Message()
                  << "ta=" << c.ta << " tb=" << c.tb << " m=" << c.m
                  << " k=" << c.k << " n=" << c.n);
@@ -166,8 +166,8 @@ TEST_F(CudaPaddedGemm, BatchMatmulBatchedAndShared) {
         SCOPED_TRACE(copy);
         ScopedEnv how(kPadCopy, copy);
         expectSameOnCuda("batch_matmul", {a, b}, {{2, 3, 17, 13}}, attrs);
-        expectBf16MatchesCpu("batch_matmul", {a, b}, {B, B},
-                             {{2, 3, 17, 13}}, {B}, attrs);
+        expectBf16MatchesCpu("batch_matmul", {a, b}, {B, B}, {{2, 3, 17, 13}},
+                             {B}, attrs);
       }
       // A shared rhs (one tall GEMM, or stride 0 with transpose_lhs) and a
       // shared lhs (stride 0).
@@ -308,9 +308,9 @@ TEST_F(CudaKernel, GemmPadLogitsTiming) {
   cudaEvent_t e0, e1;
   ASSERT_EQ(cudaEventCreate(&e0), cudaSuccess);
   ASSERT_EQ(cudaEventCreate(&e1), cudaSuccess);
-  for (const Gemm &g : {Gemm{"y = x w", x, w, y, 0, 0},
-                        Gemm{"dx = dy w^T", dl, w, dx, 0, 1},
-                        Gemm{"dw = x^T dy", x, dl, dw, 1, 0}}) {
+  for (const Gemm &g :
+       {Gemm{"y = x w", x, w, y, 0, 0}, Gemm{"dx = dy w^T", dl, w, dx, 0, 1},
+        Gemm{"dw = x^T dy", x, dl, dw, 1, 0}}) {
     plan::Instruction &inst =
         addInst(prog, "matmul", {g.a, g.b}, {g.c}, "lm_head");
     transposes("transpose_a", g.ta, "transpose_b", g.tb)(inst);
@@ -326,8 +326,7 @@ TEST_F(CudaKernel, GemmPadLogitsTiming) {
       auto fn = d.findKernel("matmul")->bind(view, ctx);
       ASSERT_TRUE(fn.isOk()) << g.name << ": " << fn.status().message();
       if (i == 1) { // the padded path was taken: its workspace is reserved
-        EXPECT_GE(d.gemmPadWorkspaceBytes(), int64_t(t) * 50304 * 2)
-            << g.name;
+        EXPECT_GE(d.gemmPadWorkspaceBytes(), int64_t(t) * 50304 * 2) << g.name;
       }
       ASSERT_EQ(cudaMemsetAsync(base + cb.offset(), 0xFF, cb.size_bytes(), s),
                 cudaSuccess);
