@@ -21,26 +21,47 @@ bool attentionTakesTensorCorePath(plan::DType dtype, int64_t d, int64_t dv) {
   return dtype == plan::BF16 && d == dv && (d == 64 || d == 128);
 }
 
-int64_t gemmPaddedCols(const GemmMatrix &m) {
-  int64_t per16 = 16 / m.elemBytes; // elements per 16 bytes (bf16 8, f32 4)
-  return (m.cols + per16 - 1) / per16 * per16;
-}
-
-int64_t gemmPaddedBytes(const GemmMatrix &m) {
-  if (m.cols * m.elemBytes % 16 == 0)
-    return 0;
-  return (m.count * m.rows * gemmPaddedCols(m) * m.elemBytes + 255) / 256 * 256;
-}
-
-int64_t gemmPadWorkspaceBytes(const GemmMatrix &a, const GemmMatrix &b,
-                              const GemmMatrix &c, int64_t k, double minFlops) {
-  int64_t bytes = gemmPaddedBytes(a) + gemmPaddedBytes(b) + gemmPaddedBytes(c);
-  double flops =
-      2.0 * double(c.count) * double(c.rows) * double(c.cols) * double(k);
-  if (bytes == 0 || k == 0 || c.count * c.rows * c.cols == 0 ||
-      flops < minFlops || bytes > kMaxGemmPadWorkspaceBytes)
-    return 0;
-  return bytes;
+GemmPadPlan planGemmPad(const GemmMatrix &a, bool ta, const GemmMatrix &b,
+                        bool tb, const GemmMatrix &c, double minFlops) {
+  GemmPadPlan p;
+  int64_t m = c.rows, n = c.cols, k = ta ? a.rows : a.cols;
+  double flops = 2.0 * double(c.count) * double(m) * double(n) * double(k);
+  if (k == 0 || c.count * m * n == 0 || flops < minFlops)
+    return p;
+  auto misaligned = [](const GemmMatrix &x) {
+    return x.cols * x.elemBytes % 16 != 0;
+  };
+  auto up = [](int64_t d) {
+    return (d + kGemmPadDimMultiple - 1) / kGemmPadDimMultiple *
+           kGemmPadDimMultiple;
+  };
+  // A row of a is m long when transposed, k otherwise; a row of b k or n; a
+  // row of c n.
+  bool padM = ta && misaligned(a);
+  bool padK = (!ta && misaligned(a)) || (tb && misaligned(b));
+  bool padN = (!tb && misaligned(b)) || misaligned(c);
+  p.m = padM ? up(m) : m;
+  p.n = padN ? up(n) : n;
+  p.k = padK ? up(k) : k;
+  p.a = ta ? GemmMatrix{a.count, p.k, p.m, a.elemBytes}
+           : GemmMatrix{a.count, p.m, p.k, a.elemBytes};
+  p.b = tb ? GemmMatrix{b.count, p.n, p.k, b.elemBytes}
+           : GemmMatrix{b.count, p.k, p.n, b.elemBytes};
+  p.c = GemmMatrix{c.count, p.m, p.n, c.elemBytes};
+  p.copyA = p.a.rows != a.rows || p.a.cols != a.cols;
+  p.copyB = p.b.rows != b.rows || p.b.cols != b.cols;
+  p.copyC = p.c.rows != c.rows || p.c.cols != c.cols;
+  auto bytesOf = [](const GemmMatrix &x, bool copied) {
+    return copied ? (x.count * x.rows * x.cols * x.elemBytes + 255) / 256 * 256
+                  : int64_t(0);
+  };
+  p.offA = 0;
+  p.offB = bytesOf(p.a, p.copyA);
+  p.offC = p.offB + bytesOf(p.b, p.copyB);
+  int64_t bytes = p.offC + bytesOf(p.c, p.copyC);
+  if (bytes > 0 && bytes <= kMaxGemmPadWorkspaceBytes)
+    p.bytes = bytes;
+  return p;
 }
 
 namespace {
@@ -81,28 +102,29 @@ int64_t gemmPadWorkspaceBytes(const plan::Instruction &inst,
     bool tb =
         flag(inst, inst.op() == "matmul" ? "transpose_b" : "transpose_weight");
     GemmMatrix a{1, rows(as), cols(as), ea}, b{1, rows(bs), cols(bs), eb};
-    int64_t m = ta ? a.cols : a.rows, k = ta ? a.rows : a.cols;
-    int64_t n = tb ? b.rows : b.cols;
-    return gemmPadWorkspaceBytes(a, b, GemmMatrix{1, m, n, ec}, k);
+    int64_t m = ta ? a.cols : a.rows, n = tb ? b.rows : b.cols;
+    return planGemmPad(a, ta, b, tb, GemmMatrix{1, m, n, ec}).bytes;
   }
   if (inst.op() != "batch_matmul" || as.size() < 2 || bs.size() < 2 ||
       cs.size() < 2)
     return 0;
   bool ta = flag(inst, "transpose_lhs"), tb = flag(inst, "transpose_rhs");
   int ra = as.size(), rb = bs.size(), rc = cs.size();
-  int64_t m = ta ? as[ra - 1] : as[ra - 2], k = ta ? as[ra - 2] : as[ra - 1];
+  int64_t m = ta ? as[ra - 1] : as[ra - 2], k = as[ra - 1];
   int64_t n = tb ? bs[rb - 2] : bs[rb - 1];
   int64_t batches = product(cs, 0, rc - 2), aCount = product(as, 0, ra - 2),
           bCount = product(bs, 0, rb - 2);
   GemmMatrix b{1, bs[rb - 2], bs[rb - 1], eb};
   if (bCount == 1 && aCount == batches && !ta) // one tall GEMM
-    return gemmPadWorkspaceBytes(GemmMatrix{1, batches * m, k, ea}, b,
-                                 GemmMatrix{1, batches * m, n, ec}, k);
+    return planGemmPad(GemmMatrix{1, batches * m, k, ea}, false, b, tb,
+                       GemmMatrix{1, batches * m, n, ec})
+        .bytes;
   if ((aCount != batches && aCount != 1) || (bCount != batches && bCount != 1))
     return 0;
   b.count = bCount;
-  return gemmPadWorkspaceBytes(GemmMatrix{aCount, as[ra - 2], as[ra - 1], ea},
-                               b, GemmMatrix{batches, m, n, ec}, k);
+  return planGemmPad(GemmMatrix{aCount, as[ra - 2], as[ra - 1], ea}, ta, b, tb,
+                     GemmMatrix{batches, m, n, ec})
+      .bytes;
 }
 
 } // namespace

@@ -48,6 +48,11 @@ constexpr double kDefaultGemmPadMinFlops = 1e9;
 /// need more keeps its unpadded path.
 constexpr int64_t kMaxGemmPadWorkspaceBytes = int64_t(8) << 30;
 
+/// What a padded GEMM rounds a dimension up to (in elements): the length
+/// of a misaligned row becomes a multiple of 64 (GPT-2's 50257: 50304),
+/// which cuBLASLt's fast tiles fit.
+constexpr int64_t kGemmPadDimMultiple = 64;
+
 /// `count` row-major `[rows, cols]` matrices of `elemBytes`-byte elements
 /// stored back to back: a GEMM operand or output as stored (before any
 /// transpose), `count` 1 for a plain or a broadcast (shared) one.
@@ -55,19 +60,25 @@ struct GemmMatrix {
   int64_t count, rows, cols, elemBytes;
 };
 
-/// The leading dimension (elements) of the padded copy of `m`: its columns
-/// rounded up to a multiple of 16 bytes.
-int64_t gemmPaddedCols(const GemmMatrix &m);
-/// Bytes `m`'s padded copy takes in the workspace, 256-byte rounded; 0 when
-/// its rows are a multiple of 16 bytes already (it is used in place).
-int64_t gemmPaddedBytes(const GemmMatrix &m);
-/// The padded-GEMM workspace of `c = op(a) op(b)` with inner dimension `k`:
-/// the padded copies of its misaligned matrices side by side, or 0 when the
-/// GEMM keeps its unpadded path (every row 16-byte aligned, fewer than
-/// `minFlops`, or over `kMaxGemmPadWorkspaceBytes`).
-int64_t gemmPadWorkspaceBytes(const GemmMatrix &a, const GemmMatrix &b,
-                              const GemmMatrix &c, int64_t k,
-                              double minFlops = kDefaultGemmPadMinFlops);
+/// How the CUDA backend runs `c = op(a) op(b)` on padded copies: each GEMM
+/// dimension (m, n, k) that is the row length of a matrix whose rows are
+/// not a multiple of 16 bytes is rounded up to `kGemmPadDimMultiple`; a
+/// matrix whose stored shape changes so is copied (dense, zero pad) into the
+/// workspace at `off*`, the others are used in place.
+struct GemmPadPlan {
+  int64_t m = 0, n = 0, k = 0; ///< the padded GEMM's dimensions
+  GemmMatrix a{}, b{}, c{};    ///< the shapes cuBLASLt sees
+  bool copyA = false, copyB = false, copyC = false;
+  int64_t offA = 0, offB = 0, offC = 0; ///< 256-byte aligned byte offsets
+  /// The workspace it takes; 0 when the GEMM keeps its unpadded path (every
+  /// row 16-byte aligned, fewer than `minFlops` real FLOPs, or over
+  /// `kMaxGemmPadWorkspaceBytes`).
+  int64_t bytes = 0;
+};
+/// The padded plan of `c = op(a) op(b)` (`ta`, `tb`: transposed operands).
+GemmPadPlan planGemmPad(const GemmMatrix &a, bool ta, const GemmMatrix &b,
+                        bool tb, const GemmMatrix &c,
+                        double minFlops = kDefaultGemmPadMinFlops);
 /// The largest padded-GEMM workspace of the `matmul`, `linear` and
 /// `batch_matmul` instructions of `program` with the default threshold
 /// (one workspace per device, shared by all of them).

@@ -193,12 +193,14 @@ Status launchTranspose2d(FloatIn src, FloatOut dst, int64_t batch, int64_t a,
                          cudaStream_t stream);
 /// Zeros `bytes` bytes.
 Status launchZero(void *p, int64_t bytes, cudaStream_t stream);
-/// Copies `rows` rows of `cols` elements of `elemBytes` (2 or 4) bytes from
-/// `src` (rows `srcPitch` bytes apart) to `dst` (`dstPitch` bytes apart);
-/// pitches are multiples of the element size (PitchedCopy.cu).
-Status launchPitchedCopy(void *dst, int64_t dstPitch, const void *src,
-                         int64_t srcPitch, int64_t cols, int64_t rows,
-                         int64_t elemBytes, cudaStream_t stream);
+/// Writes `count` dense row-major `[dstRows, dstCols]` matrices of
+/// `elemBytes`-byte (2 or 4) elements at `dst` from `count` dense
+/// `[srcRows, srcCols]` ones at `src`: each element the source has, zero
+/// elsewhere (a padded copy with a zeroed pad, or the real region of one;
+/// PitchedCopy.cu).
+Status launchPaddedCopy(void *dst, int64_t dstCols, int64_t dstRows,
+                        const void *src, int64_t srcCols, int64_t srcRows,
+                        int64_t count, int64_t elemBytes, cudaStream_t stream);
 /// Every element of `y` becomes `value`.
 Status launchFill(FloatOut y, int64_t n, float value, cudaStream_t stream);
 /// `y = cond != 0 ? a : b`, each operand through its strides over `dims`

@@ -3,7 +3,8 @@
 //
 // Internal to `LoomRuntimeCuda`: the GEMM core of Matmul.cpp, also used by
 // the GEMM path of attention (AttentionKernels.cpp). A GEMM is prepared
-// once at bind (descriptors, layouts, algorithm) and run per step.
+// once at bind (descriptors, layouts, cuBLASLt's candidate algorithms; large
+// ones are timed then, `tuneGemm`) and run per step.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,14 +14,23 @@
 #include "runtime/cuda/CudaLaunch.h"
 
 #include <memory>
+#include <vector>
 
 namespace loom::runtime::cuda {
+
+/// How many of cuBLASLt's heuristic algorithms a GEMM keeps to be timed.
+constexpr int kGemmTuneCandidates = 8;
+/// Default of `LOOM_CUDA_GEMM_TUNE_MIN_FLOPS`: the smallest GEMM (2 m n k
+/// per batch entry, all entries) whose algorithm is timed at bind.
+constexpr double kDefaultGemmTuneMinFlops = 1e9;
 
 /// A prepared cuBLASLt GEMM: descriptors live as long as the call.
 struct LtGemm {
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t first = nullptr, second = nullptr, out = nullptr;
   cublasLtMatmulAlgo_t algo;
+  /// The heuristic's algorithms, best guess first (`algo` starts as it).
+  std::vector<cublasLtMatmulAlgo_t> candidates;
 
   ~LtGemm();
 };
@@ -49,6 +59,14 @@ struct GemmShape {
 StatusOr<std::shared_ptr<LtGemm>>
 prepareGemm(CudaDevice &dev, FloatIn pa, FloatIn pb, FloatOut pc,
             const GemmShape &sh, bool accumulate, const char *what);
+
+/// Times each of `g`'s candidates on these buffers (one warm-up run, the
+/// best of two timed ones, on the device's stream; synchronises it) and
+/// keeps the fastest in `g.algo`; on any failure the heuristic's first.
+/// Writes `c` (garbage, accumulated when `accumulate`): the caller makes
+/// sure nothing lives there yet.
+void tuneGemm(CudaDevice &dev, LtGemm &g, const void *a, const void *b, void *c,
+              bool accumulate);
 
 /// Enqueues `c = alpha op(a) op(b) (+ c when accumulating)`.
 Status runGemm(CudaDevice &dev, const LtGemm &g, const void *a, const void *b,

@@ -12,8 +12,27 @@
 // batches that broadcast against each other, one GEMM per batch entry.
 //
 // A large GEMM with a row of A, B or C that is not a multiple of 16 bytes
-// (GPT-2's vocabulary of 50257) runs on copies with padded rows instead
-// (`bindPaddedGemm`; docs/cuda.md, "Padded GEMMs").
+// (GPT-2's vocabulary of 50257) runs on zero-padded copies whose misaligned
+// dimensions are rounded up to 64 (`bindPaddedGemm`; docs/cuda.md, "Padded
+// GEMMs").
+//
+// GEMMs of at least `LOOM_CUDA_GEMM_TUNE_MIN_FLOPS` (default 1e9) are tuned
+// at bind: each of cuBLASLt's up to 8 heuristic candidates runs once to warm
+// up and twice timed (cudaEvents on the device's stream), and the fastest is
+// kept (any failure keeps the heuristic's first). The runs read the real
+// inputs and write only the output (or the padded workspace). That is
+// harmless: the Executor uploads the arena before it binds, so binding
+// happens once, before any step; a GEMM never reads its output before it
+// writes it (a bias is written into it at the start of each call); and
+// tuning runs only when the output is a buffer of no persistent role
+// (temporary, output or loss) without an initial value that overlaps no
+// input. The arena cannot share such a buffer's bytes with a parameter,
+// optimizer state, constant or initialised buffer, which must keep their
+// values across steps; memory it shares with other temporaries holds
+// nothing yet at bind. A padded output lives in the workspace, which holds
+// nothing between calls, so that GEMM is tuned whatever its output.
+// The choice follows measured times, so two runs may differ in summation
+// order; a huge threshold keeps the heuristic's fixed choice.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,7 +48,9 @@
 #include "runtime/kernels/cpu/KernelUtil.h"
 #include "runtime/support/HostTensor.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <string>
 
@@ -155,12 +176,12 @@ prepareGemm(CudaDevice &dev, FloatIn pa, FloatIn pb, FloatOut pc,
       st = cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, attr, &bytes,
                                                             sizeof(bytes)),
                        "cublasLtMatmulPreferenceSetAttribute (alignment)");
-  cublasLtMatmulHeuristicResult_t result = {};
+  cublasLtMatmulHeuristicResult_t results[kGemmTuneCandidates] = {};
   int found = 0;
   if (st.isOk())
-    st = cublasCheck(cublasLtMatmulAlgoGetHeuristic(dev.lt(), g->desc, g->first,
-                                                    g->second, g->out, g->out,
-                                                    pref, 1, &result, &found),
+    st = cublasCheck(cublasLtMatmulAlgoGetHeuristic(
+                         dev.lt(), g->desc, g->first, g->second, g->out, g->out,
+                         pref, kGemmTuneCandidates, results, &found),
                      "cublasLtMatmulAlgoGetHeuristic");
   cublasLtMatmulPreferenceDestroy(pref);
   LOOM_RETURN_IF_ERROR(st);
@@ -170,7 +191,12 @@ prepareGemm(CudaDevice &dev, FloatIn pa, FloatIn pb, FloatOut pc,
                      pa.e == Elem::BF16 ? "bf16" : "fp32", what, (long long)m,
                      (long long)n, (long long)k, (long long)sh.batch, sh.ta,
                      sh.tb, accumulate ? ", accumulating" : "");
-  g->algo = result.algo;
+  for (int i = 0; i < found; ++i)
+    if (results[i].state == CUBLAS_STATUS_SUCCESS)
+      g->candidates.push_back(results[i].algo);
+  if (g->candidates.empty())
+    g->candidates.push_back(results[0].algo);
+  g->algo = g->candidates.front();
   return g;
 }
 
@@ -184,22 +210,104 @@ Status runGemm(CudaDevice &dev, const LtGemm &g, const void *a, const void *b,
                      "cublasLtMatmul");
 }
 
+void tuneGemm(CudaDevice &dev, LtGemm &g, const void *a, const void *b, void *c,
+              bool accumulate) {
+  g.algo = g.candidates.front();
+  if (g.candidates.size() < 2)
+    return;
+  cudaEvent_t start = nullptr, stop = nullptr;
+  if (cudaEventCreate(&start) != cudaSuccess ||
+      cudaEventCreate(&stop) != cudaSuccess) {
+    if (start)
+      cudaEventDestroy(start);
+    (void)cudaGetLastError();
+    return;
+  }
+  cudaStream_t s = dev.stream();
+  float best = INFINITY;
+  size_t bestIndex = 0;
+  bool failed = false;
+  for (size_t i = 0; i < g.candidates.size() && !failed; ++i) {
+    g.algo = g.candidates[i];
+    failed = !runGemm(dev, g, a, b, c, accumulate).isOk(); // warm-up
+    for (int rep = 0; rep < 2 && !failed; ++rep) {
+      float ms = 0;
+      failed = cudaEventRecord(start, s) != cudaSuccess ||
+               !runGemm(dev, g, a, b, c, accumulate).isOk() ||
+               cudaEventRecord(stop, s) != cudaSuccess ||
+               cudaEventSynchronize(stop) != cudaSuccess ||
+               cudaEventElapsedTime(&ms, start, stop) != cudaSuccess;
+      if (!failed && ms < best) {
+        best = ms;
+        bestIndex = i;
+      }
+    }
+  }
+  g.algo = failed ? g.candidates.front() : g.candidates[bestIndex];
+  cudaStreamSynchronize(s);
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  (void)cudaGetLastError();
+}
+
 namespace {
 
-/// `LOOM_CUDA_GEMM_PAD_MIN_FLOPS` (read at bind): the smallest misaligned
-/// GEMM that runs on padded copies; 0 pads every one (tests).
-StatusOr<double> padMinFlops() {
-  const char *v = std::getenv("LOOM_CUDA_GEMM_PAD_MIN_FLOPS");
+/// A FLOP threshold from the environment (read at bind): `name`, or `def`
+/// when unset.
+StatusOr<double> minFlopsSetting(const char *name, double def) {
+  const char *v = std::getenv(name);
   if (!v || !*v)
-    return kDefaultGemmPadMinFlops;
+    return def;
   errno = 0;
   char *end = nullptr;
   double f = std::strtod(v, &end);
   if (errno != 0 || *end != '\0' || !(f >= 0))
-    return makeError("LOOM_CUDA_GEMM_PAD_MIN_FLOPS must be a non-negative "
-                     "number of FLOPs (e.g. 1e9), got '%s'",
-                     v);
+    return makeError("%s must be a non-negative number of FLOPs (e.g. 1e9), "
+                     "got '%s'",
+                     name, v);
   return f;
+}
+
+/// `LOOM_CUDA_GEMM_PAD_MIN_FLOPS`: the smallest misaligned GEMM that runs
+/// on padded copies; 0 pads every one (tests).
+StatusOr<double> padMinFlops() {
+  return minFlopsSetting("LOOM_CUDA_GEMM_PAD_MIN_FLOPS",
+                         kDefaultGemmPadMinFlops);
+}
+
+/// `LOOM_CUDA_GEMM_TUNE_MIN_FLOPS`: the smallest GEMM whose algorithm is
+/// timed at bind; 0 tunes every one, a huge value none.
+StatusOr<double> tuneMinFlops() {
+  return minFlopsSetting("LOOM_CUDA_GEMM_TUNE_MIN_FLOPS",
+                         kDefaultGemmTuneMinFlops);
+}
+
+/// Whether the bind may run the GEMM of `op` on its real output before the
+/// first step (see the file header): the output is a temporary, graph
+/// output or loss without an initial value and shares no byte with an
+/// input (`ins`, the operands' pointers in input order).
+bool outputIsScratchAtBind(const OpView &op, std::initializer_list<FloatIn> ins,
+                           FloatOut out) {
+  const plan::Buffer &o = *op.outputs[0];
+  plan::Role r = o.role();
+  if (r != plan::TEMPORARY && r != plan::OUTPUT && r != plan::LOSS &&
+      r != plan::ROLE_UNSPECIFIED)
+    return false;
+  if (o.init_case() != plan::Buffer::INIT_NOT_SET)
+    return false;
+  auto lo = reinterpret_cast<uintptr_t>(out.p);
+  uintptr_t hi = lo + op.outNumel(0) * elemBytes(out.e);
+  size_t i = 0;
+  for (const FloatIn &in : ins) {
+    size_t index = i++;
+    if (!in.p) // an absent bias
+      continue;
+    auto l = reinterpret_cast<uintptr_t>(in.p);
+    uintptr_t h = l + op.inNumel(index) * elemBytes(in.e);
+    if (l < hi && lo < h)
+      return false;
+  }
+  return true;
 }
 
 /// How the padded path copies (`LOOM_CUDA_GEMM_PAD_COPY`, read at bind):
@@ -214,73 +322,89 @@ StatusOr<bool> padCopyByMemcpy2d() {
   return mode == "memcpy2d";
 }
 
-/// Copies `m` between its dense layout and its padded one (rows
-/// `gemmPaddedCols(m)` elements apart) on the stream: one strided row copy.
-Status copyPitched(void *dst, int64_t dstPitch, const void *src,
-                   int64_t srcPitch, const GemmMatrix &m, bool memcpy2d,
-                   cudaStream_t s) {
+/// Writes the dense matrices `dm` at `dst` from the dense `sm` at `src`
+/// (same count and element size): each element `sm` has, zero elsewhere.
+/// Into the workspace that zero-fills the pad; back out it drops it.
+Status copyPadded(void *dst, const GemmMatrix &dm, const void *src,
+                  const GemmMatrix &sm, bool memcpy2d, cudaStream_t s) {
+  int64_t eb = dm.elemBytes;
   if (!memcpy2d)
-    return launchPitchedCopy(dst, dstPitch, src, srcPitch, m.cols,
-                             m.count * m.rows, m.elemBytes, s);
-  return cudaCheck(cudaMemcpy2DAsync(dst, dstPitch, src, srcPitch,
-                                     m.cols * m.elemBytes, m.count * m.rows,
-                                     cudaMemcpyDeviceToDevice, s),
-                   "cudaMemcpy2DAsync (padded GEMM operand)");
+    return launchPaddedCopy(dst, dm.cols, dm.rows, src, sm.cols, sm.rows,
+                            dm.count, eb, s);
+  if (dm.rows > sm.rows || dm.cols > sm.cols)
+    LOOM_RETURN_IF_ERROR(
+        cudaCheck(cudaMemsetAsync(dst, 0, dm.count * dm.rows * dm.cols * eb, s),
+                  "cudaMemsetAsync (padded GEMM operand)"));
+  int64_t rows = std::min(dm.rows, sm.rows), cols = std::min(dm.cols, sm.cols);
+  // Matrices with the same row count are one strided copy, others one each.
+  bool whole = dm.rows == sm.rows;
+  for (int64_t e = 0; e < (whole ? 1 : dm.count); ++e)
+    LOOM_RETURN_IF_ERROR(cudaCheck(
+        cudaMemcpy2DAsync(
+            static_cast<char *>(dst) + e * dm.rows * dm.cols * eb, dm.cols * eb,
+            static_cast<const char *>(src) + e * sm.rows * sm.cols * eb,
+            sm.cols * eb, cols * eb, whole ? dm.count * rows : rows,
+            cudaMemcpyDeviceToDevice, s),
+        "cudaMemcpy2DAsync (padded GEMM operand)"));
+  return Status::ok();
 }
 
 /// The padded path of `c = op(a) op(b)` (+ bias): when a row of `a`, `b` or
-/// `c` is not a multiple of 16 bytes, cuBLASLt only has slow kernels (4x
-/// slower on GPT-2's [32768, 768] x [768, 50257] logits). For a GEMM of at
-/// least `padMinFlops()` the misaligned matrices are copied into the
-/// device's padded-GEMM workspace with rows rounded up to 16 bytes, and the
-/// padded output is copied back. The GEMM keeps its real dimensions and only
-/// the leading dimensions change: cuBLASLt never reads a column-major
-/// matrix's rows between `rows` and `ld` nor writes them (the BLAS
-/// sub-matrix rule), so the pad needs no zeroing. Returns an empty function
-/// when the GEMM keeps the unpadded path (aligned, too small, or the padded
-/// one cannot be set up). `a`, `b`, `c` are the stored matrices (a shared
-/// batch operand has `count` 1), `sh` the unpadded shape.
+/// `c` is not a multiple of 16 bytes, cuBLASLt only has slow kernels, and a
+/// dimension such as 50257 fits none of its fast tiles (GPT-2's logits GEMMs
+/// ran at 100-130 TFLOP/s, the model's others at 500-600). For a GEMM of at
+/// least `padMinFlops()` each dimension that is the row length of a
+/// misaligned matrix is rounded up to a multiple of 64 (`planGemmPad`), the
+/// matrices whose shape changes so are copied into the device's
+/// padded-GEMM workspace with the pad zeroed, cuBLASLt runs the padded
+/// GEMM, and a padded output's real region is copied back. Zero pad columns
+/// and rows of the operands make the extra k terms exact zeros; the extra
+/// m and n outputs are dropped. Returns an empty function when the GEMM
+/// keeps the unpadded path (aligned, too small, or the padded one cannot be
+/// set up). `a`, `b`, `c` are the stored matrices (a shared batch operand
+/// has `count` 1), `sh` the unpadded shape; `tune`: the real output may be
+/// written at bind.
 StatusOr<KernelFn> bindPaddedGemm(CudaDevice &dev, FloatIn pa, GemmMatrix a,
                                   FloatIn pb, GemmMatrix b, FloatOut pc,
-                                  GemmMatrix c, GemmShape sh, int64_t k,
-                                  FloatIn bias, const char *what) {
+                                  GemmMatrix c, GemmShape sh, FloatIn bias,
+                                  bool tune, const char *what) {
   LOOM_ASSIGN_OR_RETURN(double minFlops, padMinFlops());
   LOOM_ASSIGN_OR_RETURN(bool memcpy2d, padCopyByMemcpy2d());
-  int64_t bytes = gemmPadWorkspaceBytes(a, b, c, k, minFlops);
+  LOOM_ASSIGN_OR_RETURN(double tuneFlops, tuneMinFlops());
+  GemmPadPlan plan = planGemmPad(a, sh.ta, b, sh.tb, c, minFlops);
+  int64_t bytes = plan.bytes;
   if (bytes == 0 || !dev.reserveGemmPadWorkspace(bytes).isOk())
     return KernelFn();
-  // Padded copies side by side: a, then b, then c, each 256-byte aligned.
-  int64_t offA = 0, offB = gemmPaddedBytes(a), offC = offB + gemmPaddedBytes(b);
-  bool padA = gemmPaddedBytes(a) > 0, padB = gemmPaddedBytes(b) > 0,
-       padC = gemmPaddedBytes(c) > 0;
-  int64_t ldA = gemmPaddedCols(a), ldB = gemmPaddedCols(b),
-          ldC = gemmPaddedCols(c);
   // cudaMalloc's 256-byte alignment is kept when the workspace grows, so the
   // alignment cuBLASLt is told now holds for the buffer the call later finds.
   char *ws = static_cast<char *>(dev.gemmPadWorkspace());
   GemmShape psh = sh;
+  psh.a = Shape2{plan.a.rows, plan.a.cols};
+  psh.b = Shape2{plan.b.rows, plan.b.cols};
+  psh.ldA = psh.ldB = psh.ldC = 0;
   FloatIn qa = pa, qb = pb;
   FloatOut qc = pc;
-  if (padA) {
-    psh.ldA = ldA;
-    psh.strideA = a.count > 1 ? a.rows * ldA : 0;
-    qa.p = ws + offA;
+  if (plan.copyA) {
+    psh.strideA = a.count > 1 ? plan.a.rows * plan.a.cols : 0;
+    qa.p = ws + plan.offA;
   }
-  if (padB) {
-    psh.ldB = ldB;
-    psh.strideB = b.count > 1 ? b.rows * ldB : 0;
-    qb.p = ws + offB;
+  if (plan.copyB) {
+    psh.strideB = b.count > 1 ? plan.b.rows * plan.b.cols : 0;
+    qb.p = ws + plan.offB;
   }
-  if (padC) {
-    psh.ldC = ldC;
-    psh.strideC = c.count > 1 ? c.rows * ldC : 0;
-    qc.p = ws + offC;
+  if (plan.copyC) {
+    psh.strideC = c.count > 1 ? plan.c.rows * plan.c.cols : 0;
+    qc.p = ws + plan.offC;
   }
   StatusOr<std::shared_ptr<LtGemm>> prepared =
       prepareGemm(dev, qa, qb, qc, psh, bias.p, what);
   if (!prepared.isOk())
     return KernelFn();
   std::shared_ptr<LtGemm> g = std::move(prepared).value();
+  double flops =
+      2.0 * double(c.count) * double(plan.m) * double(plan.n) * double(plan.k);
+  if (flops >= tuneFlops && (tune || plan.copyC))
+    tuneGemm(dev, *g, qa.p, qb.p, qc.p, bias.p != nullptr);
   CudaDevice *d = &dev;
   cudaStream_t s = dev.stream();
   return KernelFn([=](const StepContext &) -> Status {
@@ -292,40 +416,41 @@ StatusOr<KernelFn> bindPaddedGemm(CudaDevice &dev, FloatIn pa, GemmMatrix a,
                        (long long)bytes);
     const void *ua = pa.p, *ub = pb.p;
     void *uc = pc.p;
-    if (padA) {
-      ua = w + offA;
-      LOOM_RETURN_IF_ERROR(copyPitched(w + offA, ldA * a.elemBytes, pa.p,
-                                       a.cols * a.elemBytes, a, memcpy2d, s));
+    if (plan.copyA) {
+      ua = w + plan.offA;
+      LOOM_RETURN_IF_ERROR(
+          copyPadded(w + plan.offA, plan.a, pa.p, a, memcpy2d, s));
     }
-    if (padB) {
-      ub = w + offB;
-      LOOM_RETURN_IF_ERROR(copyPitched(w + offB, ldB * b.elemBytes, pb.p,
-                                       b.cols * b.elemBytes, b, memcpy2d, s));
+    if (plan.copyB) {
+      ub = w + plan.offB;
+      LOOM_RETURN_IF_ERROR(
+          copyPadded(w + plan.offB, plan.b, pb.p, b, memcpy2d, s));
     }
     if (bias.p)
       LOOM_RETURN_IF_ERROR(launchFillRows(pc, bias, c.rows, c.cols, s));
-    if (padC) {
-      uc = w + offC;
-      // Accumulating reads c: it moves into the padded copy first.
+    if (plan.copyC) {
+      uc = w + plan.offC;
+      // Accumulating reads c: it moves into the padded copy first (without
+      // a bias the GEMM writes every element of the copy).
       if (bias.p)
-        LOOM_RETURN_IF_ERROR(copyPitched(w + offC, ldC * c.elemBytes, pc.p,
-                                         c.cols * c.elemBytes, c, memcpy2d, s));
+        LOOM_RETURN_IF_ERROR(
+            copyPadded(w + plan.offC, plan.c, pc.p, c, memcpy2d, s));
     }
     LOOM_RETURN_IF_ERROR(runGemm(*d, *g, ua, ub, uc, bias.p != nullptr));
-    if (!padC)
+    if (!plan.copyC)
       return Status::ok();
-    return copyPitched(pc.p, c.cols * c.elemBytes, w + offC, ldC * c.elemBytes,
-                       c, memcpy2d, s);
+    return copyPadded(pc.p, c, w + plan.offC, plan.c, memcpy2d, s);
   });
 }
 
 /// `c = op(a) op(b)` (+ bias) for one matrix; the shared path of `matmul`
 /// and `linear`. With a bias, `c` is first filled with it and the GEMM
 /// accumulates (beta = 1), the CPU kernel's order of additions; a cuBLASLt
-/// bias epilogue is the faster follow-up.
+/// bias epilogue is the faster follow-up. `tune`: the output may be written
+/// at bind (`outputIsScratchAtBind`).
 StatusOr<KernelFn> bindGemm(CudaDevice &dev, FloatIn pa, Shape2 a, bool ta,
                             FloatIn pb, Shape2 b, bool tb, FloatOut pc,
-                            FloatIn bias, const char *what) {
+                            FloatIn bias, bool tune, const char *what) {
   int64_t m = ta ? a.cols : a.rows;
   int64_t k = ta ? a.rows : a.cols;
   int64_t n = tb ? b.rows : b.cols;
@@ -344,11 +469,15 @@ StatusOr<KernelFn> bindGemm(CudaDevice &dev, FloatIn pa, Shape2 a, bool ta,
       KernelFn padded,
       bindPaddedGemm(dev, pa, GemmMatrix{1, a.rows, a.cols, elemBytes(pa.e)},
                      pb, GemmMatrix{1, b.rows, b.cols, elemBytes(pb.e)}, pc,
-                     GemmMatrix{1, m, n, elemBytes(pc.e)}, sh, k, bias, what));
+                     GemmMatrix{1, m, n, elemBytes(pc.e)}, sh, bias, tune,
+                     what));
   if (padded)
     return padded;
   LOOM_ASSIGN_OR_RETURN(std::shared_ptr<LtGemm> g,
                         prepareGemm(dev, pa, pb, pc, sh, bias.p, what));
+  LOOM_ASSIGN_OR_RETURN(double tuneFlops, tuneMinFlops());
+  if (tune && 2.0 * double(m) * double(n) * double(k) >= tuneFlops)
+    tuneGemm(dev, *g, pa.p, pb.p, pc.p, bias.p != nullptr);
   CudaDevice *d = &dev;
   return KernelFn([=](const StepContext &) {
     if (bias.p)
@@ -366,7 +495,8 @@ StatusOr<KernelFn> bindMatmul(const OpView &op, BindContext &ctx) {
   LOOM_ASSIGN_OR_RETURN(FloatIn b, floatIn(op, ctx, 1));
   LOOM_ASSIGN_OR_RETURN(FloatOut c, floatOut(op, ctx, 0));
   return bindGemm(cudaDevice(ctx), a, asMatrix(op.inShape(0)), ta == 1, b,
-                  asMatrix(op.inShape(1)), tb == 1, c, FloatIn{}, "matmul");
+                  asMatrix(op.inShape(1)), tb == 1, c, FloatIn{},
+                  outputIsScratchAtBind(op, {a, b}, c), "matmul");
 }
 
 StatusOr<KernelFn> bindLinear(const OpView &op, BindContext &ctx) {
@@ -384,7 +514,8 @@ StatusOr<KernelFn> bindLinear(const OpView &op, BindContext &ctx) {
     LOOM_ASSIGN_OR_RETURN(bias, floatIn(op, ctx, 2));
   }
   return bindGemm(cudaDevice(ctx), x, Shape2{rows, k}, false, w,
-                  Shape2{ws[0], ws[1]}, tw, y, bias, "linear");
+                  Shape2{ws[0], ws[1]}, tw, y, bias,
+                  outputIsScratchAtBind(op, {x, w, bias}, y), "linear");
 }
 
 StatusOr<KernelFn> bindBatchMatmul(const OpView &op, BindContext &ctx) {
@@ -404,6 +535,7 @@ StatusOr<KernelFn> bindBatchMatmul(const OpView &op, BindContext &ctx) {
   int64_t aCount = numElements(aBatch), bCount = numElements(bBatch);
   CudaDevice &dev = cudaDevice(ctx);
   cudaStream_t s = dev.stream();
+  bool tune = outputIsScratchAtBind(op, {a, b}, c);
   if (batches == 0 || m == 0 || n == 0)
     return noopKernel();
   if (k == 0)
@@ -413,7 +545,7 @@ StatusOr<KernelFn> bindBatchMatmul(const OpView &op, BindContext &ctx) {
   // A shared right-hand side and a full left-hand side: one tall GEMM.
   if (bCount == 1 && aCount == batches && !ta)
     return bindGemm(dev, a, Shape2{batches * m, k}, false, b, mb, tb, c,
-                    FloatIn{}, "batch_matmul");
+                    FloatIn{}, tune, "batch_matmul");
   int64_t aMat = m * k, bMat = k * n, cMat = m * n;
   // Both operands batched alike, or one of them shared: one strided batched
   // GEMM (a shared operand has stride 0). Should cuBLASLt refuse a stride
@@ -427,14 +559,18 @@ StatusOr<KernelFn> bindBatchMatmul(const OpView &op, BindContext &ctx) {
         bindPaddedGemm(dev, a,
                        GemmMatrix{aCount, ma.rows, ma.cols, elemBytes(a.e)}, b,
                        GemmMatrix{bCount, mb.rows, mb.cols, elemBytes(b.e)}, c,
-                       GemmMatrix{batches, m, n, elemBytes(c.e)}, sh, k,
-                       FloatIn{}, "batch_matmul"));
+                       GemmMatrix{batches, m, n, elemBytes(c.e)}, sh, FloatIn{},
+                       tune, "batch_matmul"));
     if (padded)
       return padded;
     StatusOr<std::shared_ptr<LtGemm>> g =
         prepareGemm(dev, a, b, c, sh, false, "batch_matmul");
     if (g.isOk()) {
       std::shared_ptr<LtGemm> gemm = std::move(g).value();
+      LOOM_ASSIGN_OR_RETURN(double tuneFlops, tuneMinFlops());
+      if (tune && 2.0 * double(batches) * double(m) * double(n) * double(k) >=
+                      tuneFlops)
+        tuneGemm(dev, *gemm, a.p, b.p, c.p, false);
       CudaDevice *d = &dev;
       return KernelFn([=](const StepContext &) {
         return runGemm(*d, *gemm, a.p, b.p, c.p, false);

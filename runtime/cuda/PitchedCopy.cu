@@ -1,17 +1,22 @@
-//===- PitchedCopy.cu - Row copies between leading dimensions ----*- CUDA
+//===- PitchedCopy.cu - Copies between a matrix and its padded copy -*- CUDA
 //-*-===//
 //
-// Copies a matrix between two row pitches: the padded-GEMM path of
-// Matmul.cpp moves operands whose rows are not 16-byte aligned (GPT-2's
-// 50257-wide logits, rows of 100514 bytes) into a workspace with padded
-// rows and a padded output back. One side's rows start only 2- (bf16) or
-// 4-byte (f32) aligned, so accesses are element-sized; consecutive threads
-// take consecutive elements of a row (each warp instruction 64 or 128
-// contiguous bytes), and each thread loads its 8 elements before storing
-// any, so that about 32 KiB per SM are in flight, enough to keep HBM busy.
-// Blocks span 2048 elements of one row (grid y) and stride over rows
-// (grid x): the only 64-bit index math is one multiply per row. Blocks
-// are `kThreads` wide (the emulation test launches them so too).
+// The padded-GEMM path of Matmul.cpp moves operands into a workspace where
+// their dimensions are rounded up (GPT-2's vocabulary of 50257 becomes
+// 50304) and a padded output back. One kernel does both directions: it
+// writes every element of a dense `[count][dstRows][dstCols]` destination,
+// taking the source `[count][srcRows][srcCols]` element where one exists
+// and zero elsewhere, so the copy into the workspace zero-fills the pad
+// columns and pad rows in the same pass, and the copy back (a destination
+// no larger than the source) drops them. One side's rows start only 2-
+// (bf16) or 4-byte (f32) aligned, so accesses are element-sized;
+// consecutive threads take consecutive elements of a row (each warp
+// instruction 64 or 128 contiguous bytes), and each thread loads its 8
+// elements before storing any, so that about 32 KiB per SM are in flight,
+// enough to keep HBM busy. Blocks span 2048 elements of one destination
+// row (grid y) and stride over rows (grid x): the only 64-bit index math is
+// one division and two multiplies per row. Blocks are `kThreads` wide (the
+// emulation test launches them so too).
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,22 +28,27 @@ namespace {
 
 constexpr int kCopyUnroll = 8;
 
-/// `dst[r * dstPitch + c] = src[r * srcPitch + c]` for `rows` x `cols`
-/// elements (pitches in elements); `T` only carries the element size.
+/// `dst[e][r][c] = r < srcRows && c < srcCols ? src[e][r][c] : 0` for every
+/// element of `count` dense `[dstRows, dstCols]` matrices; `T` only carries
+/// the element size.
 template <typename T>
-__global__ void pitchedCopyKernel(T *__restrict__ dst, int64_t dstPitch,
-                                  const T *__restrict__ src, int64_t srcPitch,
-                                  int64_t cols, int64_t rows) {
+__global__ void paddedCopyKernel(T *__restrict__ dst, int64_t dstCols,
+                                 int64_t dstRows, const T *__restrict__ src,
+                                 int64_t srcCols, int64_t srcRows,
+                                 int64_t count) {
   // Within a row 32-bit offsets suffice (the launcher caps a row at 65535
   // blocks of 2048 elements), and a compile-time block width makes the
   // unrolled accesses one base address plus constant offsets.
-  int left =
-      static_cast<int>(cols) -
-      static_cast<int>(blockIdx.y * kThreads * kCopyUnroll + threadIdx.x);
-  int64_t col0 = int64_t(blockIdx.y) * kThreads * kCopyUnroll + threadIdx.x;
+  int col = static_cast<int>(blockIdx.y * kThreads * kCopyUnroll + threadIdx.x);
+  int dstLeft = static_cast<int>(dstCols) - col;
+  int srcLeft = static_cast<int>(srcCols) - col;
+  int64_t rows = count * dstRows;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const T *s = src + r * srcPitch + col0;
-    T *d = dst + r * dstPitch + col0;
+    int64_t e = r / dstRows, rr = r - e * dstRows;
+    // A pad row reads nothing: every element is zero.
+    int left = rr < srcRows ? srcLeft : 0;
+    const T *s = src + (left > 0 ? (e * srcRows + rr) * srcCols : 0) + col;
+    T *d = dst + r * dstCols + col;
     T v[kCopyUnroll] = {};
 #pragma unroll
     for (int u = 0; u < kCopyUnroll; ++u)
@@ -46,7 +56,7 @@ __global__ void pitchedCopyKernel(T *__restrict__ dst, int64_t dstPitch,
         v[u] = s[u * kThreads];
 #pragma unroll
     for (int u = 0; u < kCopyUnroll; ++u)
-      if (u * kThreads < left)
+      if (u * kThreads < dstLeft)
         d[u * kThreads] = v[u];
   }
 }
@@ -55,29 +65,30 @@ __global__ void pitchedCopyKernel(T *__restrict__ dst, int64_t dstPitch,
 
 #ifndef LOOM_CUDA_HOST_EMULATION // (test/unit/cuda/CudaHostEmulation.h)
 
-Status launchPitchedCopy(void *dst, int64_t dstPitch, const void *src,
-                         int64_t srcPitch, int64_t cols, int64_t rows,
-                         int64_t elemBytes, cudaStream_t stream) {
-  if (cols == 0 || rows == 0)
+Status launchPaddedCopy(void *dst, int64_t dstCols, int64_t dstRows,
+                        const void *src, int64_t srcCols, int64_t srcRows,
+                        int64_t count, int64_t elemBytes, cudaStream_t stream) {
+  if (dstCols == 0 || dstRows == 0 || count == 0)
     return Status::ok();
   int64_t chunks =
-      (cols + kThreads * kCopyUnroll - 1) / (kThreads * kCopyUnroll);
+      (dstCols + kThreads * kCopyUnroll - 1) / (kThreads * kCopyUnroll);
   if (chunks > kMaxBlocks)
-    return makeError("a pitched copy of rows of %lld elements is not "
+    return makeError("a padded copy of rows of %lld elements is not "
                      "supported on CUDA",
-                     (long long)cols);
+                     (long long)dstCols);
   // Enough row blocks to fill every SM many times; the rest stride.
+  int64_t rows = count * dstRows;
   dim3 grid(static_cast<unsigned>(rows < (1 << 20) ? rows : (1 << 20)),
             static_cast<unsigned>(chunks));
   if (elemBytes == 2)
-    pitchedCopyKernel<<<grid, kThreads, 0, stream>>>(
-        static_cast<uint16_t *>(dst), dstPitch / 2,
-        static_cast<const uint16_t *>(src), srcPitch / 2, cols, rows);
+    paddedCopyKernel<<<grid, kThreads, 0, stream>>>(
+        static_cast<uint16_t *>(dst), dstCols, dstRows,
+        static_cast<const uint16_t *>(src), srcCols, srcRows, count);
   else
-    pitchedCopyKernel<<<grid, kThreads, 0, stream>>>(
-        static_cast<uint32_t *>(dst), dstPitch / 4,
-        static_cast<const uint32_t *>(src), srcPitch / 4, cols, rows);
-  return launchCheck("pitched copy kernel");
+    paddedCopyKernel<<<grid, kThreads, 0, stream>>>(
+        static_cast<uint32_t *>(dst), dstCols, dstRows,
+        static_cast<const uint32_t *>(src), srcCols, srcRows, count);
+  return launchCheck("padded copy kernel");
 }
 
 #endif // LOOM_CUDA_HOST_EMULATION

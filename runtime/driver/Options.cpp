@@ -80,6 +80,15 @@ environment:
   LOOM_CUDA_ATTENTION_WORKSPACE_MB
                           auto's limit for the GEMM path's workspace
                           (default 4096)
+  LOOM_CUDA_GEMM_PAD_MIN_FLOPS
+                          smallest GEMM with rows that are not a multiple of
+                          16 bytes run on copies padded to dimensions of a
+                          multiple of 64 (default 1e9; 0: all)
+  LOOM_CUDA_GEMM_PAD_COPY kernel (default) | memcpy2d: how those copies are
+                          made
+  LOOM_CUDA_GEMM_TUNE_MIN_FLOPS
+                          smallest GEMM whose cuBLASLt algorithm is timed at
+                          start-up (default 1e9; 0: all)
 
 Errors are printed once as 'loom-run: error: ...' and exit with status 1.
 )";

@@ -1552,33 +1552,42 @@ TEST(CudaEmulation, PackedCrossEntropyBadTarget) {
 // --- pitched copy (padded GEMMs)
 // ----------------------------------------------
 
-/// `rows` rows of `cols` elements from pitch `sp` to pitch `dp` (elements)
-/// with `gridRows` row blocks (fewer than `rows`: blocks stride over rows);
-/// the destination's pad elements keep their value.
+/// `count` dense `[sr, sc]` matrices into dense `[dr, dc]` ones with
+/// `gridRows` row blocks (fewer than the rows: blocks stride over rows):
+/// every destination element is written, the source's where it has one and
+/// zero in the pad.
 template <typename T>
-bool pitchedCopyTest(int64_t rows, int64_t cols, int64_t sp, int64_t dp,
-                     unsigned gridRows) {
-  std::vector<T> src(rows * sp), dst(rows * dp, T(0xABCD));
+bool paddedCopyTest(int64_t count, int64_t sr, int64_t sc, int64_t dr,
+                    int64_t dc, unsigned gridRows) {
+  std::vector<T> src(count * sr * sc), dst(count * dr * dc, T(0xABCD));
   for (size_t i = 0; i < src.size(); ++i)
     src[i] = static_cast<T>(i * 2654435761u + 1);
-  unsigned chunks = static_cast<unsigned>((cols + kThreads * kCopyUnroll - 1) /
+  unsigned chunks = static_cast<unsigned>((dc + kThreads * kCopyUnroll - 1) /
                                           (kThreads * kCopyUnroll));
   emu::launch(dim3(gridRows, chunks), dim3(kThreads), 0, [&] {
-    pitchedCopyKernel<T>(dst.data(), dp, src.data(), sp, cols, rows);
+    paddedCopyKernel<T>(dst.data(), dc, dr, src.data(), sc, sr, count);
   });
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < dp; ++c)
-      if (dst[r * dp + c] != (c < cols ? src[r * sp + c] : T(0xABCD)))
-        return false;
+  for (int64_t e = 0; e < count; ++e)
+    for (int64_t r = 0; r < dr; ++r)
+      for (int64_t c = 0; c < dc; ++c) {
+        T want = r < sr && c < sc ? src[(e * sr + r) * sc + c] : T(0);
+        if (dst[(e * dr + r) * dc + c] != want)
+          return false;
+      }
   return true;
 }
 
-TEST(CudaEmulation, PitchedCopyBetweenLeadingDimensions) {
-  // bf16 rows of 7 into rows of 8; rows of 2051 out of rows of 2056 (two
-  // column blocks, blocks striding over rows); f32 rows of 4099 into 4100.
-  EXPECT_TRUE(pitchedCopyTest<uint16_t>(5, 7, 7, 8, 5));
-  EXPECT_TRUE(pitchedCopyTest<uint16_t>(6, 2051, 2056, 2051, 4));
-  EXPECT_TRUE(pitchedCopyTest<uint32_t>(3, 4099, 4099, 4100, 2));
+TEST(CudaEmulation, PaddedCopyZeroFillsThePad) {
+  // bf16 rows of 7 into rows of 64 (pad columns); rows of 2051 into 2112
+  // (two column blocks, blocks striding over rows); f32 [3, 4099] into
+  // [5, 4160] (pad rows too); two matrices with pad rows each; and back out
+  // (the destination smaller: the pad is dropped).
+  EXPECT_TRUE(paddedCopyTest<uint16_t>(1, 5, 7, 5, 64, 5));
+  EXPECT_TRUE(paddedCopyTest<uint16_t>(1, 6, 2051, 6, 2112, 4));
+  EXPECT_TRUE(paddedCopyTest<uint32_t>(1, 3, 4099, 5, 4160, 2));
+  EXPECT_TRUE(paddedCopyTest<uint32_t>(2, 3, 9, 64, 64, 7));
+  EXPECT_TRUE(paddedCopyTest<uint16_t>(2, 64, 64, 3, 9, 5));
+  EXPECT_TRUE(paddedCopyTest<uint16_t>(1, 6, 2112, 6, 2051, 3));
 }
 
 TEST(CudaEmulation, PackedRowKernelsPropagateNan) {

@@ -81,29 +81,57 @@ plan::Program logitsProgram(int64_t batch) {
   return p;
 }
 
-TEST(Workspace, PaddedCopiesOfRowsThatAreNot16ByteAligned) {
-  GemmMatrix bf16{1, 768, 50257, 2}, f32{1, 768, 50257, 4};
-  EXPECT_EQ(gemmPaddedCols(bf16), 50264);
-  EXPECT_EQ(gemmPaddedCols(f32), 50260);
-  EXPECT_EQ(gemmPaddedBytes(bf16), 768 * 50264 * 2);
-  EXPECT_EQ(gemmPaddedBytes(GemmMatrix{1, 768, 768, 2}), 0); // aligned
-  EXPECT_EQ(gemmPaddedBytes(GemmMatrix{3, 5, 7, 4}), 512);   // 480, rounded
-  // Only misaligned matrices are copied; small GEMMs are not padded.
+TEST(Workspace, PaddedGemmRoundsTheMisalignedDimensionsTo64) {
+  // bf16 [2048, 1024] x [1024, 1001]: n (a row of b and of c) becomes 1024;
+  // a is aligned and keeps its shape, so it is used in place.
   GemmMatrix a{1, 2048, 1024, 2}, b{1, 1024, 1001, 2}, c{1, 2048, 1001, 2};
-  EXPECT_EQ(gemmPadWorkspaceBytes(a, b, c, 1024),
-            gemmPaddedBytes(b) + gemmPaddedBytes(c));
-  EXPECT_EQ(gemmPadWorkspaceBytes(a, b, c, 1024, 1e10), 0);
-  EXPECT_EQ(gemmPadWorkspaceBytes(a, GemmMatrix{1, 1024, 1024, 2},
-                                  GemmMatrix{1, 2048, 1024, 2}, 1024),
+  GemmPadPlan p = planGemmPad(a, false, b, false, c);
+  EXPECT_EQ(p.m, 2048);
+  EXPECT_EQ(p.n, 1024);
+  EXPECT_EQ(p.k, 1024);
+  EXPECT_FALSE(p.copyA);
+  EXPECT_TRUE(p.copyB && p.copyC);
+  EXPECT_EQ(p.offB, 0);
+  EXPECT_EQ(p.offC, 1024 * 1024 * 2);
+  EXPECT_EQ(p.bytes, 1024 * 1024 * 2 + 2048 * 1024 * 2);
+  // Too small, or every row aligned: no padded path.
+  EXPECT_EQ(planGemmPad(a, false, b, false, c, 1e10).bytes, 0);
+  EXPECT_EQ(planGemmPad(a, false, GemmMatrix{1, 1024, 1024, 2}, false,
+                        GemmMatrix{1, 2048, 1024, 2})
+                .bytes,
             0);
+  // dx = dy w^T (GPT-2 logits): k padded, both operands copied (w with
+  // aligned rows would be too: its padded dimension is its row count).
+  GemmMatrix dy{1, 4096, 50257, 2}, w{1, 768, 50257, 2}, dx{1, 4096, 768, 2};
+  p = planGemmPad(dy, false, w, true, dx);
+  EXPECT_EQ(p.k, 50304);
+  EXPECT_TRUE(p.copyA && p.copyB && !p.copyC);
+  EXPECT_EQ(p.bytes, 4096 * 50304 * 2 + 768 * 50304 * 2);
+  GemmMatrix wt{1, 50257, 768, 2}; // dx = dy w, w stored [50257, 768]
+  p = planGemmPad(dy, false, wt, false, dx);
+  EXPECT_TRUE(p.copyA && p.copyB && !p.copyC);
+  EXPECT_EQ(p.b.rows, 50304);
+  EXPECT_EQ(p.b.cols, 768);
+  // m padded through a transposed a: c gains pad rows. f32 [7, 3] rows of
+  // 12 bytes, 3 -> 64.
+  p = planGemmPad(GemmMatrix{2, 7, 3, 4}, true, GemmMatrix{2, 7, 8, 4}, false,
+                  GemmMatrix{2, 3, 8, 4}, 0);
+  EXPECT_EQ(p.m, 64);
+  EXPECT_TRUE(p.copyA && !p.copyB && p.copyC);
+  EXPECT_EQ(p.a.rows, 7);
+  EXPECT_EQ(p.a.cols, 64);
+  EXPECT_EQ(p.offC, 2 * 7 * 64 * 4); // 3584, a multiple of 256
+  EXPECT_EQ(p.bytes, p.offC + 2 * 64 * 8 * 4);
 }
 
 TEST(Workspace, LargestPaddedGemmOfGpt2Logits) {
   // Batch 32: the weight gradient's GEMM copies dlogits [32768, 50257] bf16
-  // in and its f32 [768, 50257] output out (the forward and dX GEMMs copy
-  // the same dlogits-sized matrix and the smaller bf16 weight).
-  int64_t dlogits = int64_t(32768) * 50264 * 2, dw = int64_t(768) * 50260 * 4;
+  // into [32768, 50304] and writes its f32 [768, 50304] output there (the
+  // forward and dX GEMMs take the same dlogits-sized matrix and the smaller
+  // bf16 weight).
+  int64_t dlogits = int64_t(32768) * 50304 * 2, dw = int64_t(768) * 50304 * 4;
   EXPECT_EQ(largestGemmPadWorkspaceBytes(logitsProgram(32)), dlogits + dw);
+  EXPECT_EQ(dlogits + dw, 3451256832);
   EXPECT_EQ(estimateCudaWorkspaceBytes(logitsProgram(32)),
             kCudaGemmWorkspaceBytes + dlogits + dw);
   // Batch 128: 13 GB of copies is over the limit, the GEMMs stay unpadded.
@@ -112,14 +140,16 @@ TEST(Workspace, LargestPaddedGemmOfGpt2Logits) {
 
 TEST(Workspace, PaddedBatchMatmulCountsBatchedAndSharedOperands) {
   plan::Program p;
-  // f32 [8, 1000, 1001] x [1001, 1000]: a shared rhs, one tall GEMM, only
-  // a padded. Then [8, 1001, 1000]^T x [8, 1001, 1003]: a strided batch,
-  // the rhs and the output padded (the rhs's 32160128 bytes rounded to 256).
+  // f32 [8, 1000, 1001] x [1001, 1000]: a shared rhs, one tall GEMM; k
+  // becomes 1024, so a gains pad columns and the rhs pad rows.
   int32_t a = addBuffer(p, "a", plan::TEMPORARY, {8, 1000, 1001});
   int32_t b = addBuffer(p, "b", plan::TEMPORARY, {1001, 1000});
   int32_t c = addBuffer(p, "c", plan::TEMPORARY, {8, 1000, 1000});
   addInst(p, "batch_matmul", {a, b}, {c});
-  EXPECT_EQ(largestGemmPadWorkspaceBytes(p), 8 * 1000 * 1004 * 4);
+  EXPECT_EQ(largestGemmPadWorkspaceBytes(p),
+            8 * 1000 * 1024 * 4 + 1024 * 1000 * 4);
+  // [8, 1001, 1000]^T x [8, 1001, 1003]: a strided batch, n becomes 1024 in
+  // the rhs and the output.
   int32_t x = addBuffer(p, "x", plan::TEMPORARY, {8, 1001, 1000});
   int32_t y = addBuffer(p, "y", plan::TEMPORARY, {8, 1001, 1003});
   int32_t z = addBuffer(p, "z", plan::TEMPORARY, {8, 1000, 1003});
@@ -127,7 +157,8 @@ TEST(Workspace, PaddedBatchMatmulCountsBatchedAndSharedOperands) {
   one.set_i(1);
   (*addInst(p, "batch_matmul", {x, y}, {z}).mutable_attrs())["transpose_lhs"] =
       one;
-  EXPECT_EQ(largestGemmPadWorkspaceBytes(p), 32160256 + 8 * 1000 * 1004 * 4);
+  EXPECT_EQ(largestGemmPadWorkspaceBytes(p),
+            8 * 1001 * 1024 * 4 + 8 * 1000 * 1024 * 4);
 }
 
 TEST(Workspace, NoAttentionOnlyTheGemmWorkspace) {
