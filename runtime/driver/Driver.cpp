@@ -115,8 +115,9 @@ bool readsModel(const RunOptions &opts, const plan::Plan &plan) {
 }
 
 /// Points the plan at its ONNX model where it is now: --model, else the path
-/// loomc recorded, else the file of that name next to the plan (plans travel
-/// with their model to machines with other paths).
+/// loomc recorded (a relative one taken from the plan's folder), else the
+/// file of that name next to the plan (plans travel with their model to
+/// machines with other paths).
 Status locateModel(const RunOptions &opts, plan::Plan &plan) {
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -125,10 +126,19 @@ Status locateModel(const RunOptions &opts, plan::Plan &plan) {
     return Status::ok();
   }
   const std::string recorded = plan.model_path();
-  if (recorded.empty() || fs::exists(recorded, ec))
+  if (recorded.empty())
     return Status::ok();
-  fs::path beside =
-      fs::path(opts.planPath).parent_path() / fs::path(recorded).filename();
+  // loomc records an absolute path; a relative one (a hand-written plan)
+  // is relative to the plan, not to where loom-run happens to run.
+  fs::path planDir = fs::path(opts.planPath).parent_path();
+  fs::path where = fs::path(recorded).is_absolute()
+                       ? fs::path(recorded)
+                       : planDir / fs::path(recorded);
+  if (fs::exists(where, ec)) {
+    plan.set_model_path(where.string());
+    return Status::ok();
+  }
+  fs::path beside = planDir / fs::path(recorded).filename();
   if (fs::exists(beside, ec)) {
     plan.set_model_path(beside.string());
     return Status::ok();
