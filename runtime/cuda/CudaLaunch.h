@@ -197,7 +197,7 @@ Status launchZero(void *p, int64_t bytes, cudaStream_t stream);
 /// `elemBytes`-byte (2 or 4) elements at `dst` from `count` dense
 /// `[srcRows, srcCols]` ones at `src`: each element the source has, zero
 /// elsewhere (a padded copy with a zeroed pad, or the real region of one;
-/// PitchedCopy.cu).
+/// PaddedCopy.cu).
 Status launchPaddedCopy(void *dst, int64_t dstCols, int64_t dstRows,
                         const void *src, int64_t srcCols, int64_t srcRows,
                         int64_t count, int64_t elemBytes, cudaStream_t stream);

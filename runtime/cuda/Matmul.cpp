@@ -311,7 +311,7 @@ bool outputIsScratchAtBind(const OpView &op, std::initializer_list<FloatIn> ins,
 }
 
 /// How the padded path copies (`LOOM_CUDA_GEMM_PAD_COPY`, read at bind):
-/// `kernel` (default, PitchedCopy.cu) or `memcpy2d` (`cudaMemcpy2DAsync`).
+/// `kernel` (default, PaddedCopy.cu) or `memcpy2d` (`cudaMemcpy2DAsync`).
 StatusOr<bool> padCopyByMemcpy2d() {
   const char *v = std::getenv("LOOM_CUDA_GEMM_PAD_COPY");
   std::string mode = v && *v ? v : "kernel";

@@ -25,7 +25,7 @@
 #include "runtime/cuda/LayoutPlan.h"
 #include "runtime/cuda/Loss.cu"
 #include "runtime/cuda/Norm.cu"
-#include "runtime/cuda/PitchedCopy.cu"
+#include "runtime/cuda/PaddedCopy.cu"
 #include "runtime/cuda/Reduce.cu"
 #include "runtime/cuda/Softmax.cu"
 
@@ -1549,7 +1549,7 @@ TEST(CudaEmulation, PackedCrossEntropyBadTarget) {
   EXPECT_EQ(rowLoss[1], 0.0f);
 }
 
-// --- pitched copy (padded GEMMs)
+// --- padded copy (padded GEMMs)
 // ----------------------------------------------
 
 /// `count` dense `[sr, sc]` matrices into dense `[dr, dc]` ones with

@@ -1,4 +1,4 @@
-//===- PitchedCopy.cu - Copies between a matrix and its padded copy -*- CUDA
+//===- PaddedCopy.cu - Copies between a matrix and its padded copy -*- CUDA
 //-*-===//
 //
 // The padded-GEMM path of Matmul.cpp moves operands into a workspace where
