@@ -1,4 +1,5 @@
-//===- FoldSliceGrads.cpp - Sums of slice gradients as one concat -*- C++ -*-===//
+//===- FoldSliceGrads.cpp - Sums of slice gradients as one concat -*- C++
+//-*-===//
 //
 // A value split into pieces along one axis (the fused q/k/v projection of a
 // transformer, read by three `loom.slice`s) gets its gradient from autodiff
@@ -16,9 +17,7 @@
 
 #include "ir/LoomOps.h"
 #include "passes/Passes.h"
-
-#include "mlir/Rewrite/FrozenRewritePatternSet.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "passes/PatternPass.h"
 
 #include <algorithm>
 
@@ -104,23 +103,7 @@ struct FoldSliceGradSum : OpRewritePattern<AddOp> {
   }
 };
 
-struct FoldSliceGradsPass
-    : public loom::impl::LoomFoldSliceGradsPassBase<FoldSliceGradsPass> {
-  using LoomFoldSliceGradsPassBase::LoomFoldSliceGradsPassBase;
-
-  LogicalResult initialize(MLIRContext *ctx) override {
-    RewritePatternSet set(ctx);
-    set.add<FoldSliceGradSum>(ctx);
-    patterns = std::move(set);
-    return success();
-  }
-
-  void runOnOperation() override {
-    if (failed(applyPatternsGreedily(getOperation(), patterns)))
-      signalPassFailure();
-  }
-
-  FrozenRewritePatternSet patterns;
-};
-
 } // namespace
+
+template class mlir::loom::PatternPass<loom::impl::LoomFoldSliceGradsPassBase,
+                                       FoldSliceGradSum>;

@@ -13,10 +13,10 @@
 
 #include "ir/LoomOps.h"
 #include "passes/Passes.h"
+#include "passes/PatternPass.h"
 
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::loom {
 #define GEN_PASS_DEF_LOOMRAISEATTENTIONPASS
@@ -52,8 +52,7 @@ MaskKind classifyMask(Value mask, int64_t sq, int64_t sk, bool additive) {
     mask = def->getOperand(0);
   }
   DenseElementsAttr attr;
-  if (!matchPattern(mask, m_Constant(&attr)) ||
-      !attr.getElementType().isF32())
+  if (!matchPattern(mask, m_Constant(&attr)) || !attr.getElementType().isF32())
     return MaskKind::Unknown;
   auto shape = cast<ShapedType>(attr.getType()).getShape();
   if (shape.size() < 2)
@@ -94,7 +93,8 @@ struct RaiseAttention : public OpRewritePattern<BatchMatmulOp> {
     auto sType = softmax.getInput().getType();
     if (softmax.getAxis() != sType.getRank() - 1)
       return rewriter.notifyMatchFailure(pv, "softmax is not over keys");
-    int64_t sq = sType.getDimSize(sType.getRank() - 2), sk = sType.getShape().back();
+    int64_t sq = sType.getDimSize(sType.getRank() - 2),
+            sk = sType.getShape().back();
 
     // The mask.
     Value scores = softmax.getInput();
@@ -188,14 +188,7 @@ struct RaiseAttention : public OpRewritePattern<BatchMatmulOp> {
   }
 };
 
-struct RaiseAttentionPass
-    : public loom::impl::LoomRaiseAttentionPassBase<RaiseAttentionPass> {
-  void runOnOperation() override {
-    RewritePatternSet patterns(&getContext());
-    patterns.add<RaiseAttention>(&getContext());
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
-      return signalPassFailure();
-  }
-};
-
 } // namespace
+
+template class mlir::loom::PatternPass<loom::impl::LoomRaiseAttentionPassBase,
+                                       RaiseAttention>;

@@ -10,10 +10,8 @@
 
 #include "ir/LoomOps.h"
 #include "passes/Passes.h"
+#include "passes/PatternPass.h"
 #include "passes/RaiseUtils.h"
-
-#include "mlir/Rewrite/FrozenRewritePatternSet.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::loom {
 #define GEN_PASS_DEF_LOOMRAISEGELUPASS
@@ -167,22 +165,7 @@ struct RaiseGeluPattern : OpRewritePattern<MulOp> {
   }
 };
 
-struct RaiseGeluPass : public loom::impl::LoomRaiseGeluPassBase<RaiseGeluPass> {
-  using LoomRaiseGeluPassBase::LoomRaiseGeluPassBase;
-
-  LogicalResult initialize(MLIRContext *ctx) override {
-    RewritePatternSet set(ctx);
-    set.add<RaiseGeluPattern>(ctx);
-    patterns = std::move(set);
-    return success();
-  }
-
-  void runOnOperation() override {
-    if (failed(applyPatternsGreedily(getOperation(), patterns)))
-      signalPassFailure();
-  }
-
-  FrozenRewritePatternSet patterns;
-};
-
 } // namespace
+
+template class mlir::loom::PatternPass<loom::impl::LoomRaiseGeluPassBase,
+                                       RaiseGeluPattern>;

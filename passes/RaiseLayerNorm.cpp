@@ -13,10 +13,8 @@
 
 #include "ir/LoomOps.h"
 #include "passes/Passes.h"
+#include "passes/PatternPass.h"
 #include "passes/RaiseUtils.h"
-
-#include "mlir/Rewrite/FrozenRewritePatternSet.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::loom {
 #define GEN_PASS_DEF_LOOMRAISELAYERNORMPASS
@@ -167,24 +165,8 @@ struct FoldBias : OpRewritePattern<AddOp> {
   }
 };
 
-struct RaiseLayerNormPass
-    : public loom::impl::LoomRaiseLayerNormPassBase<RaiseLayerNormPass> {
-  using LoomRaiseLayerNormPassBase::LoomRaiseLayerNormPassBase;
-
-  LogicalResult initialize(MLIRContext *ctx) override {
-    RewritePatternSet set(ctx);
-    set.add<RaiseNormalization<DivOp>, RaiseNormalization<MulOp>, FoldScale,
-            FoldBias>(ctx);
-    patterns = std::move(set);
-    return success();
-  }
-
-  void runOnOperation() override {
-    if (failed(applyPatternsGreedily(getOperation(), patterns)))
-      signalPassFailure();
-  }
-
-  FrozenRewritePatternSet patterns;
-};
-
 } // namespace
+
+template class mlir::loom::PatternPass<
+    loom::impl::LoomRaiseLayerNormPassBase, RaiseNormalization<DivOp>,
+    RaiseNormalization<MulOp>, FoldScale, FoldBias>;

@@ -8,10 +8,8 @@
 
 #include "ir/LoomOps.h"
 #include "passes/Passes.h"
+#include "passes/PatternPass.h"
 #include "passes/RaiseUtils.h"
-
-#include "mlir/Rewrite/FrozenRewritePatternSet.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::loom {
 #define GEN_PASS_DEF_LOOMRAISELINEARPASS
@@ -72,23 +70,7 @@ struct RaiseLinearPattern : OpRewritePattern<AddOp> {
   }
 };
 
-struct RaiseLinearPass
-    : public loom::impl::LoomRaiseLinearPassBase<RaiseLinearPass> {
-  using LoomRaiseLinearPassBase::LoomRaiseLinearPassBase;
-
-  LogicalResult initialize(MLIRContext *ctx) override {
-    RewritePatternSet set(ctx);
-    set.add<RaiseLinearPattern>(ctx);
-    patterns = std::move(set);
-    return success();
-  }
-
-  void runOnOperation() override {
-    if (failed(applyPatternsGreedily(getOperation(), patterns)))
-      signalPassFailure();
-  }
-
-  FrozenRewritePatternSet patterns;
-};
-
 } // namespace
+
+template class mlir::loom::PatternPass<loom::impl::LoomRaiseLinearPassBase,
+                                       RaiseLinearPattern>;

@@ -11,10 +11,8 @@
 
 #include "ir/LoomOps.h"
 #include "passes/Passes.h"
+#include "passes/PatternPass.h"
 #include "passes/RaiseUtils.h"
-
-#include "mlir/Rewrite/FrozenRewritePatternSet.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::loom {
 #define GEN_PASS_DEF_LOOMRAISERMSNORMPASS
@@ -110,24 +108,8 @@ struct FoldScale : OpRewritePattern<MulOp> {
   }
 };
 
-struct RaiseRmsNormPass
-    : public loom::impl::LoomRaiseRmsNormPassBase<RaiseRmsNormPass> {
-  using LoomRaiseRmsNormPassBase::LoomRaiseRmsNormPassBase;
-
-  LogicalResult initialize(MLIRContext *ctx) override {
-    RewritePatternSet set(ctx);
-    set.add<RaiseNormalization<DivOp>, RaiseNormalization<MulOp>, FoldScale>(
-        ctx);
-    patterns = std::move(set);
-    return success();
-  }
-
-  void runOnOperation() override {
-    if (failed(applyPatternsGreedily(getOperation(), patterns)))
-      signalPassFailure();
-  }
-
-  FrozenRewritePatternSet patterns;
-};
-
 } // namespace
+
+template class mlir::loom::PatternPass<loom::impl::LoomRaiseRmsNormPassBase,
+                                       RaiseNormalization<DivOp>,
+                                       RaiseNormalization<MulOp>, FoldScale>;
