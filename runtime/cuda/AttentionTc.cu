@@ -148,12 +148,6 @@ __device__ __forceinline__ float fastExp2(float x) {
 
 namespace emu = ::loom::runtime::test::emu;
 
-inline float bf16Bits(uint32_t bits) {
-  uint32_t x = (bits & 0xffffu) << 16;
-  float f;
-  std::memcpy(&f, &x, sizeof f);
-  return f;
-}
 inline uint32_t bitsOf(const bf16 &x) {
   uint16_t b;
   std::memcpy(&b, &x, sizeof b);
@@ -172,12 +166,12 @@ inline void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
   // A(row, k): lane 4 (row % 8) + (k % 8) / 2, register (row / 8) + 2 (k / 8)
   // B(k, n): lane 4 n + (k % 8) / 2, register k / 8; half k % 2 for both.
   auto aAt = [&](int row, int k) {
-    return bf16Bits(
-        sa[warp0 + 4 * (row % 8) + (k % 8) / 2][row / 8 + 2 * (k / 8)] >>
-        (16 * (k % 2)));
+    return bf16Half(
+        sa[warp0 + 4 * (row % 8) + (k % 8) / 2][row / 8 + 2 * (k / 8)],
+        k % 2 == 1);
   };
   auto bAt = [&](int k, int n) {
-    return bf16Bits(sb[warp0 + 4 * n + (k % 8) / 2][k / 8] >> (16 * (k % 2)));
+    return bf16Half(sb[warp0 + 4 * n + (k % 8) / 2][k / 8], k % 2 == 1);
   };
   int g = lane >> 2, t = lane & 3;
   for (int e = 0; e < 4; ++e) {
@@ -220,12 +214,6 @@ inline float fastExp2(float x) { return std::exp2(x); }
 
 #endif // LOOM_CUDA_HOST_EMULATION
 
-/// Two floats as bf16, `lo` in the low half.
-__device__ __forceinline__ uint32_t pack(float lo, float hi) {
-  __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<uint32_t *>(&v);
-}
-
 /// The A fragment of the 16 x 16 block at `tile` (row-major, pitch `p`):
 /// matrices (rows 0-7, cols 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15)
 /// are a[0..3].
@@ -258,10 +246,10 @@ __device__ __forceinline__ void loadBk(uint32_t (&b)[4], const bf16 *tile,
 /// adjacent n8 tiles: columns 0-7 from `c0`, 8-15 from `c1`.
 __device__ __forceinline__ void accToA(uint32_t (&a)[4], const float (&c0)[4],
                                        const float (&c1)[4]) {
-  a[0] = pack(c0[0], c0[1]);
-  a[1] = pack(c0[2], c0[3]);
-  a[2] = pack(c1[0], c1[1]);
-  a[3] = pack(c1[2], c1[3]);
+  a[0] = bf16Pair(c0[0], c0[1]);
+  a[1] = bf16Pair(c0[2], c0[3]);
+  a[2] = bf16Pair(c1[0], c1[1]);
+  a[3] = bf16Pair(c1[2], c1[3]);
 }
 
 /// Maximum / sum over the four threads of a quad (one accumulator row).
@@ -443,7 +431,7 @@ __global__ void __launch_bounds__(kTcThreads)
 #pragma unroll
       for (int n = 0; n < D / 8; ++n)
         *reinterpret_cast<uint32_t *>(out + n * 8) =
-            pack(acc[n][2 * i] * inv[i], acc[n][2 * i + 1] * inv[i]);
+            bf16Pair(acc[n][2 * i] * inv[i], acc[n][2 * i + 1] * inv[i]);
     }
   } else {
     float dd[2] = {0.0f, 0.0f};
@@ -591,7 +579,7 @@ __global__ void __launch_bounds__(kTcThreads)
 #pragma unroll
     for (int n = 0; n < D / 8; ++n)
       *reinterpret_cast<uint32_t *>(out + n * 8) =
-          pack(acc[n][2 * i] * a.scale, acc[n][2 * i + 1] * a.scale);
+          bf16Pair(acc[n][2 * i] * a.scale, acc[n][2 * i + 1] * a.scale);
   }
 }
 
@@ -728,9 +716,9 @@ __global__ void __launch_bounds__(kTcThreads)
 #pragma unroll
     for (int n = 0; n < D / 8; ++n) {
       *reinterpret_cast<uint32_t *>(outK + n * 8) =
-          pack(accK[n][2 * i] * a.scale, accK[n][2 * i + 1] * a.scale);
+          bf16Pair(accK[n][2 * i] * a.scale, accK[n][2 * i + 1] * a.scale);
       *reinterpret_cast<uint32_t *>(outV + n * 8) =
-          pack(accV[n][2 * i], accV[n][2 * i + 1]);
+          bf16Pair(accV[n][2 * i], accV[n][2 * i + 1]);
     }
   }
 }
