@@ -17,8 +17,10 @@ int64_t attentionGemmWorkspaceBytes(int64_t batch, int64_t sq, int64_t sk,
   return attentionProbsOffset(batch, sq, sk) + batch * sq * sk * elemBytes;
 }
 
-bool attentionTakesTensorCorePath(plan::DType dtype, int64_t d, int64_t dv) {
-  return dtype == plan::BF16 && d == dv && (d == 64 || d == 128);
+bool attentionTakesTensorCorePath(plan::DType dtype, int64_t sq, int64_t sk,
+                                  int64_t d, int64_t dv, bool causal) {
+  return dtype == plan::BF16 && d == dv && (d == 64 || d == 128) &&
+         (!causal || sq == sk);
 }
 
 GemmPadPlan planGemmPad(const GemmMatrix &a, bool ta, const GemmMatrix &b,
@@ -174,7 +176,8 @@ int64_t estimateCudaWorkspaceBytes(const plan::Program &program) {
     int64_t sq = qs[r - 2], sk = ks[r - 2], d = qs[r - 1], dv = vs[r - 1];
     plan::DType dtype = byId.at(inst.inputs(q))->dtype();
     int64_t gemm = attentionGemmWorkspaceBytes(batch, sq, sk, dtypeSize(dtype));
-    if (attentionTakesTensorCorePath(dtype, d, dv)) {
+    if (attentionTakesTensorCorePath(dtype, sq, sk, d, dv,
+                                     flag(inst, "causal"))) {
       if (grad) // the row statistics, as the flash path's
         flashStats += 2 * batch * sq * int64_t(sizeof(float));
     } else if (d > 0 && dv > 0 && gemm <= (kDefaultAttentionWorkspaceMiB << 20))

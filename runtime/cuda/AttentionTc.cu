@@ -616,11 +616,6 @@ Status backward(const bf16 *dO, const bf16 *q, const bf16 *k, const bf16 *v,
 
 } // namespace
 
-bool tcAttentionSupports(Elem e, const AttentionDims &a) {
-  return e == Elem::BF16 && a.d == a.dv && (a.d == 64 || a.d == 128) &&
-         (!a.causal || a.sq == a.sk);
-}
-
 Status prepareTcAttentionKernels(const AttentionDims &a) {
   return a.d == 64 ? allowSmem<64>() : allowSmem<128>();
 }
