@@ -2,6 +2,7 @@
 
 #include "runtime/Workspace.h"
 #include "runtime/Plan.h"
+#include "runtime/kernels/cpu/KernelUtil.h"
 
 #include <algorithm>
 #include <unordered_map>
@@ -17,8 +18,10 @@ int64_t attentionGemmWorkspaceBytes(int64_t batch, int64_t sq, int64_t sk,
   return attentionProbsOffset(batch, sq, sk) + batch * sq * sk * elemBytes;
 }
 
-bool attentionTakesTensorCorePath(plan::DType dtype, int64_t d, int64_t dv) {
-  return dtype == plan::BF16 && d == dv && (d == 64 || d == 128);
+bool attentionTakesTensorCorePath(plan::DType dtype, int64_t sq, int64_t sk,
+                                  int64_t d, int64_t dv, bool causal) {
+  return dtype == plan::BF16 && d == dv && (d == 64 || d == 128) &&
+         (!causal || sq == sk);
 }
 
 GemmPadPlan planGemmPad(const GemmMatrix &a, bool ta, const GemmMatrix &b,
@@ -66,19 +69,15 @@ GemmPadPlan planGemmPad(const GemmMatrix &a, bool ta, const GemmMatrix &b,
 
 namespace {
 
-bool flag(const plan::Instruction &inst, const char *name) {
-  auto it = inst.attrs().find(name);
-  if (it == inst.attrs().end())
-    return false;
-  return it->second.has_f() ? it->second.f() == 1 : it->second.i() == 1;
-}
+using cpu::product;
 
-int64_t product(const google::protobuf::RepeatedField<int64_t> &s, int from,
-                int to) {
-  int64_t n = 1;
-  for (int i = from; i < to; ++i)
-    n *= s[i];
-  return n;
+/// A unit attribute as the kernels read it (`cpu::flagAttr`); one they
+/// would reject counts as unset. Only the instruction's attributes are
+/// read, so the view needs no plan and no operands.
+bool flag(const plan::Instruction &inst, const char *name) {
+  StatusOr<bool> f =
+      cpu::flagAttr(OpView{plan::Plan::default_instance(), inst, {}, {}}, name);
+  return f.isOk() && *f;
 }
 
 /// The padded-GEMM workspace of one instruction, shaped as its CUDA bind
@@ -87,7 +86,8 @@ int64_t product(const google::protobuf::RepeatedField<int64_t> &s, int from,
 int64_t gemmPadWorkspaceBytes(const plan::Instruction &inst,
                               const plan::Buffer &x, const plan::Buffer &w,
                               const plan::Buffer &y) {
-  const auto &as = x.shape(), &bs = w.shape(), &cs = y.shape();
+  std::vector<int64_t> as = bufferShape(x), bs = bufferShape(w),
+                       cs = bufferShape(y);
   int64_t ea = dtypeSize(x.dtype()), eb = dtypeSize(w.dtype()),
           ec = dtypeSize(y.dtype());
   // Row-major [rows, cols] views of all but the last dimension.
@@ -160,21 +160,19 @@ int64_t estimateCudaWorkspaceBytes(const plan::Program &program) {
     size_t q = grad ? 1 : 0; // attention_grad reads dO first
     if (inst.inputs_size() < static_cast<int>(q + 3))
       continue;
-    auto shape =
-        [&](size_t i) -> const google::protobuf::RepeatedField<int64_t> & {
-      return byId.at(inst.inputs(i))->shape();
+    auto shape = [&](size_t i) {
+      return bufferShape(*byId.at(inst.inputs(i)));
     };
-    const auto &qs = shape(q), &ks = shape(q + 1), &vs = shape(q + 2);
-    int r = qs.size();
+    std::vector<int64_t> qs = shape(q), ks = shape(q + 1), vs = shape(q + 2);
+    size_t r = qs.size();
     if (r < 2 || ks.size() != r || vs.size() != r)
       continue;
-    int64_t batch = 1;
-    for (int d = 0; d + 2 < r; ++d)
-      batch *= qs[d];
+    int64_t batch = product(qs, 0, r - 2);
     int64_t sq = qs[r - 2], sk = ks[r - 2], d = qs[r - 1], dv = vs[r - 1];
     plan::DType dtype = byId.at(inst.inputs(q))->dtype();
     int64_t gemm = attentionGemmWorkspaceBytes(batch, sq, sk, dtypeSize(dtype));
-    if (attentionTakesTensorCorePath(dtype, d, dv)) {
+    if (attentionTakesTensorCorePath(dtype, sq, sk, d, dv,
+                                     flag(inst, "causal"))) {
       if (grad) // the row statistics, as the flash path's
         flashStats += 2 * batch * sq * int64_t(sizeof(float));
     } else if (d > 0 && dv > 0 && gemm <= (kDefaultAttentionWorkspaceMiB << 20))

@@ -35,10 +35,12 @@ int64_t attentionGemmWorkspaceBytes(int64_t batch, int64_t sq, int64_t sk,
                                     int64_t elemBytes);
 
 /// Whether the CUDA backend's default (`auto`) attention takes the
-/// tensor-core path, which keeps no scores: bf16 storage, D = Dv = 64 or 128
-/// (runtime/cuda/AttentionTc.cu's `tcAttentionSupports`; arena operands are
-/// always 16-byte aligned).
-bool attentionTakesTensorCorePath(plan::DType dtype, int64_t d, int64_t dv);
+/// tensor-core path, which keeps no scores: bf16 storage, D = Dv = 64 or
+/// 128, and Sq = Sk when causal. The one copy of this rule: the CUDA bind
+/// (runtime/cuda/AttentionKernels.cpp) adds only that every operand be
+/// 16-byte aligned, which arena operands always are.
+bool attentionTakesTensorCorePath(plan::DType dtype, int64_t sq, int64_t sk,
+                                  int64_t d, int64_t dv, bool causal);
 
 /// Default of `LOOM_CUDA_GEMM_PAD_MIN_FLOPS`: the smallest GEMM (2 m n k per
 /// batch entry) that the CUDA backend runs on padded copies when a row of

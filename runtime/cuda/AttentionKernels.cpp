@@ -124,6 +124,8 @@ StatusOr<int64_t> envCount(const char *name, int64_t fallback) {
 /// The algorithm of one attention instruction, from `LOOM_CUDA_ATTENTION`
 /// and `LOOM_CUDA_ATTENTION_WORKSPACE_MB` (read at bind); `aligned` says
 /// whether every operand is 16-byte aligned (the tc kernels' vector loads).
+/// Where tc applies is runtime/Workspace.h's rule, which loomc's memory
+/// proof uses too, plus that alignment.
 StatusOr<Choice> chooseAlgorithm(const AttentionDims &a, Elem e, bool aligned) {
   const char *env = std::getenv("LOOM_CUDA_ATTENTION");
   std::string mode = env && *env ? env : "auto";
@@ -131,7 +133,9 @@ StatusOr<Choice> chooseAlgorithm(const AttentionDims &a, Elem e, bool aligned) {
     return makeError("LOOM_CUDA_ATTENTION must be auto, tc, gemm or flash, "
                      "got '%s'",
                      mode.c_str());
-  if ((mode == "auto" || mode == "tc") && aligned && tcAttentionSupports(e, a))
+  plan::DType dtype = e == Elem::BF16 ? plan::BF16 : plan::F32;
+  if ((mode == "auto" || mode == "tc") && aligned &&
+      attentionTakesTensorCorePath(dtype, a.sq, a.sk, a.d, a.dv, a.causal))
     return Choice{Algorithm::Tc, false};
   if (mode == "tc") // not supported here: as auto
     mode = "auto";

@@ -28,11 +28,12 @@
 //
 // Operands reach the tensor cores through ldmatrix from shared-memory
 // tiles whose rows are padded by 8 elements (16 bytes), so the eight 16-byte
-// rows of each 8x8 matrix fall into distinct bank groups. The fragment
-// layouts of the PTX ISA (m16n8k16, bf16) are written down once below, next
-// to the helpers that depend on them. Causal grids start with their longest
-// tiles, so the short ones fill the tail. P and dS are rounded to bf16 as
-// mma operands (as the gemm path's P and dS); every sum is f32.
+// rows of each 8x8 matrix fall into distinct bank groups. The instructions
+// and the fragment layouts of the PTX ISA (m16n8k16, bf16) are in
+// MmaBf16.cuh, next to the helpers that depend on them. Causal grids start
+// with their longest tiles, so the short ones fill the tail. P and dS are
+// rounded to bf16 as mma operands (as the gemm path's P and dS); every sum
+// is f32.
 //
 // Per warp and tile at D = 64: forward 64 mma and 36 ldmatrix.x4, dK/dV 128
 // and 72, dQ 96 and 56. With every warp reading whole K/V (or Q/dO) tiles,
@@ -41,16 +42,15 @@
 //
 // Under LOOM_CUDA_HOST_EMULATION (test/unit/cuda/CudaEmulationTest.cpp)
 // mma.sync, ldmatrix and cp.async are host functions with the same fragment
-// semantics, so the emulation checks the fragment indexing, tiling, masking
-// and softmax; the launchers are left out.
+// semantics (MmaBf16.cuh), so the emulation checks the fragment indexing,
+// tiling, masking and softmax; the launchers are left out.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cuda/CudaElem.cuh"
+#include "runtime/cuda/MmaBf16.cuh"
 
 #include <cuda_bf16.h>
-
-#include <cstring>
 
 namespace loom::runtime::cuda {
 
@@ -71,208 +71,6 @@ struct TcArgs {
   float scaleLog2; // scale * log2(e), for the base-2 softmax
   bool causal;
 };
-
-// --- Fragments of mma.m16n8k16 with bf16 operands -------------------------
-//
-// With lane = 4 g + t (g = lane / 4 in 0..7, t = lane % 4):
-//  - A (16 x 16, row): a[0] = A[g][2t, 2t+1], a[1] = A[g+8][2t, 2t+1],
-//    a[2] = A[g][2t+8, 2t+9], a[3] = A[g+8][2t+8, 2t+9];
-//  - B (16 x 8, "col"): b[0] = B[2t, 2t+1][g], b[1] = B[2t+8, 2t+9][g];
-//  - C (16 x 8, f32): c[0], c[1] = C[g][2t, 2t+1], c[2], c[3] =
-//    C[g+8][2t, 2t+1].
-// Each 32-bit register holds two bf16, the lower column (or k) in the low
-// half. So a thread holds rows g and g + 8 of every accumulator tile, and
-// the four threads of a quad (same g) together hold a whole row.
-
-#ifndef LOOM_CUDA_HOST_EMULATION
-
-__device__ __forceinline__ uint32_t smemAddr(const void *p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-/// C += A B on one m16n8k16 tile.
-__device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4],
-                                    uint32_t b0, uint32_t b1) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-               "{%0, %1, %2, %3};\n"
-               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-/// ldmatrix of four 8x8 matrices: lanes 8i..8i+7 give the row addresses of
-/// matrix i, and lane 4g + t receives row g, elements 2t and 2t+1, of each
-/// (with `.trans`: elements [2t][g] and [2t+1][g]).
-__device__ __forceinline__ void ldsm4(uint32_t (&r)[4], const bf16 *p) {
-  asm volatile(
-      "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-      : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-      : "r"(smemAddr(p)));
-}
-__device__ __forceinline__ void ldsm4T(uint32_t (&r)[4], const bf16 *p) {
-  asm volatile(
-      "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, "
-      "[%4];\n"
-      : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-      : "r"(smemAddr(p)));
-}
-
-/// Starts a 16-byte cp.async to shared memory; zeros when not `in`.
-__device__ __forceinline__ void copyAsync16(bf16 *dst, const bf16 *src,
-                                            bool in) {
-  asm volatile(
-      "cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smemAddr(dst)),
-      "l"(src), "r"(in ? 16 : 0));
-}
-__device__ __forceinline__ void commitAsync() {
-  asm volatile("cp.async.commit_group;\n" ::);
-}
-/// Waits until at most `N` of this thread's groups are still in flight.
-template <int N> __device__ __forceinline__ void waitAsync() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-}
-
-/// 2^x on the special-function unit, denormal results flushed to zero
-/// (exp2f adds a denormal fix-up around the same instruction).
-__device__ __forceinline__ float fastExp2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
-
-#else // LOOM_CUDA_HOST_EMULATION (test/unit/cuda/CudaHostEmulation.h)
-
-// The warp-wide instructions for the host emulation, with the semantics
-// written above: lanes exchange operands through per-thread slots between
-// two warp barriers (one block runs at a time, so function statics serve).
-
-namespace emu = ::loom::runtime::test::emu;
-
-inline float bf16Bits(uint32_t bits) {
-  uint32_t x = (bits & 0xffffu) << 16;
-  float f;
-  std::memcpy(&f, &x, sizeof f);
-  return f;
-}
-inline uint32_t bitsOf(const bf16 &x) {
-  uint16_t b;
-  std::memcpy(&b, &x, sizeof b);
-  return b;
-}
-
-inline void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
-                uint32_t b1) {
-  static uint32_t sa[1024][4], sb[1024][2];
-  int tid = emu::flatThread(), warp0 = tid & ~31, lane = tid & 31;
-  for (int i = 0; i < 4; ++i)
-    sa[tid][i] = a[i];
-  sb[tid][0] = b0;
-  sb[tid][1] = b1;
-  emu::warpSync();
-  // A(row, k): lane 4 (row % 8) + (k % 8) / 2, register (row / 8) + 2 (k / 8)
-  // B(k, n): lane 4 n + (k % 8) / 2, register k / 8; half k % 2 for both.
-  auto aAt = [&](int row, int k) {
-    return bf16Bits(
-        sa[warp0 + 4 * (row % 8) + (k % 8) / 2][row / 8 + 2 * (k / 8)] >>
-        (16 * (k % 2)));
-  };
-  auto bAt = [&](int k, int n) {
-    return bf16Bits(sb[warp0 + 4 * n + (k % 8) / 2][k / 8] >> (16 * (k % 2)));
-  };
-  int g = lane >> 2, t = lane & 3;
-  for (int e = 0; e < 4; ++e) {
-    int row = g + 8 * (e >> 1), col = 2 * t + (e & 1);
-    float sum = c[e];
-    for (int k = 0; k < 16; ++k)
-      sum += aAt(row, k) * bAt(k, col);
-    c[e] = sum;
-  }
-  emu::warpSync();
-}
-
-inline void ldsmEmu(uint32_t (&r)[4], const bf16 *p, bool trans) {
-  static const bf16 *rows[1024];
-  int tid = emu::flatThread(), warp0 = tid & ~31, lane = tid & 31;
-  int g = lane >> 2, t = lane & 3;
-  rows[tid] = p;
-  emu::warpSync();
-  for (int i = 0; i < 4; ++i) {
-    const bf16 *const *m = rows + warp0 + 8 * i;
-    uint32_t lo = trans ? bitsOf(m[2 * t][g]) : bitsOf(m[g][2 * t]);
-    uint32_t hi = trans ? bitsOf(m[2 * t + 1][g]) : bitsOf(m[g][2 * t + 1]);
-    r[i] = lo | hi << 16;
-  }
-  emu::warpSync();
-}
-inline void ldsm4(uint32_t (&r)[4], const bf16 *p) { ldsmEmu(r, p, false); }
-inline void ldsm4T(uint32_t (&r)[4], const bf16 *p) { ldsmEmu(r, p, true); }
-
-/// cp.async of 16 bytes (or zeros), done at once.
-inline void copyAsync16(bf16 *dst, const bf16 *src, bool in) {
-  if (in)
-    std::memcpy(dst, src, 16);
-  else
-    std::memset(dst, 0, 16);
-}
-inline void commitAsync() {}
-template <int N> inline void waitAsync() {}
-inline float fastExp2(float x) { return std::exp2(x); }
-
-#endif // LOOM_CUDA_HOST_EMULATION
-
-/// Two floats as bf16, `lo` in the low half.
-__device__ __forceinline__ uint32_t pack(float lo, float hi) {
-  __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<uint32_t *>(&v);
-}
-
-/// The A fragment of the 16 x 16 block at `tile` (row-major, pitch `p`):
-/// matrices (rows 0-7, cols 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15)
-/// are a[0..3].
-__device__ __forceinline__ void loadA(uint32_t (&a)[4], const bf16 *tile,
-                                      int p) {
-  int lane = threadIdx.x & 31;
-  ldsm4(a, tile + (lane & 15) * p + (lane >> 4) * 8);
-}
-
-/// B fragments of two n8 tiles (n 0-7: b[0], b[1]; n 8-15: b[2], b[3]) of
-/// a k16 step, where element (k, n) is stored at `tile[n * p + k]` (K rows
-/// for S = Q K^T: n is the key, k the head dim). Matrix i holds rows
-/// n = 8 (i / 2) .. +7, columns k = 8 (i % 2) .. +7.
-__device__ __forceinline__ void loadBn(uint32_t (&b)[4], const bf16 *tile,
-                                       int p) {
-  int lane = threadIdx.x & 31, m = lane >> 3, r = lane & 7;
-  ldsm4(b, tile + ((m >> 1) * 8 + r) * p + (m & 1) * 8);
-}
-
-/// The same where element (k, n) is stored at `tile[k * p + n]` (V rows for
-/// O = P V: k is the key, n the head dim), through the transposing load.
-/// Matrix i holds stored rows k = 8 (i % 2) .. +7, columns n = 8 (i / 2).
-__device__ __forceinline__ void loadBk(uint32_t (&b)[4], const bf16 *tile,
-                                       int p) {
-  int lane = threadIdx.x & 31, m = lane >> 3, r = lane & 7;
-  ldsm4T(b, tile + ((m & 1) * 8 + r) * p + (m >> 1) * 8);
-}
-
-/// The A fragment (16 x 16, bf16) made of the f32 accumulators of two
-/// adjacent n8 tiles: columns 0-7 from `c0`, 8-15 from `c1`.
-__device__ __forceinline__ void accToA(uint32_t (&a)[4], const float (&c0)[4],
-                                       const float (&c1)[4]) {
-  a[0] = pack(c0[0], c0[1]);
-  a[1] = pack(c0[2], c0[3]);
-  a[2] = pack(c1[0], c1[1]);
-  a[3] = pack(c1[2], c1[3]);
-}
-
-/// Maximum / sum over the four threads of a quad (one accumulator row).
-__device__ __forceinline__ float quadMax(float v) {
-  v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
-  return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
-}
-__device__ __forceinline__ float quadSum(float v) {
-  v += __shfl_xor_sync(0xffffffffu, v, 1);
-  return v + __shfl_xor_sync(0xffffffffu, v, 2);
-}
 
 // --- Tiles through cp.async -----------------------------------------------
 
@@ -443,7 +241,7 @@ __global__ void __launch_bounds__(kTcThreads)
 #pragma unroll
       for (int n = 0; n < D / 8; ++n)
         *reinterpret_cast<uint32_t *>(out + n * 8) =
-            pack(acc[n][2 * i] * inv[i], acc[n][2 * i + 1] * inv[i]);
+            bf16Pair(acc[n][2 * i] * inv[i], acc[n][2 * i + 1] * inv[i]);
     }
   } else {
     float dd[2] = {0.0f, 0.0f};
@@ -591,7 +389,7 @@ __global__ void __launch_bounds__(kTcThreads)
 #pragma unroll
     for (int n = 0; n < D / 8; ++n)
       *reinterpret_cast<uint32_t *>(out + n * 8) =
-          pack(acc[n][2 * i] * a.scale, acc[n][2 * i + 1] * a.scale);
+          bf16Pair(acc[n][2 * i] * a.scale, acc[n][2 * i + 1] * a.scale);
   }
 }
 
@@ -728,9 +526,9 @@ __global__ void __launch_bounds__(kTcThreads)
 #pragma unroll
     for (int n = 0; n < D / 8; ++n) {
       *reinterpret_cast<uint32_t *>(outK + n * 8) =
-          pack(accK[n][2 * i] * a.scale, accK[n][2 * i + 1] * a.scale);
+          bf16Pair(accK[n][2 * i] * a.scale, accK[n][2 * i + 1] * a.scale);
       *reinterpret_cast<uint32_t *>(outV + n * 8) =
-          pack(accV[n][2 * i], accV[n][2 * i + 1]);
+          bf16Pair(accV[n][2 * i], accV[n][2 * i + 1]);
     }
   }
 }
@@ -817,11 +615,6 @@ Status backward(const bf16 *dO, const bf16 *q, const bf16 *k, const bf16 *v,
 }
 
 } // namespace
-
-bool tcAttentionSupports(Elem e, const AttentionDims &a) {
-  return e == Elem::BF16 && a.d == a.dv && (a.d == 64 || a.d == 128) &&
-         (!a.causal || a.sq == a.sk);
-}
 
 Status prepareTcAttentionKernels(const AttentionDims &a) {
   return a.d == 64 ? allowSmem<64>() : allowSmem<128>();

@@ -268,17 +268,14 @@ Status launchAttentionGrad(Elem e, const void *dO, const void *q, const void *k,
 // --- AttentionTc.cu
 // -------------------------------------------------------------
 
-/// Whether the tensor-core kernels take `a` with storage `e`: bf16,
-/// D = Dv = 64 or 128 (and Sq = Sk when causal). The operands must also be
-/// 16-byte aligned (checked by the bind).
-bool tcAttentionSupports(Elem e, const AttentionDims &a);
 /// Allows the tensor-core kernels of `a`'s head dim their dynamic shared
 /// memory; once at bind, before the launches below.
 Status prepareTcAttentionKernels(const AttentionDims &a);
 /// Floats of workspace `launchTcAttentionGrad` needs (row statistics).
 int64_t tcAttentionGradWorkspace(const AttentionDims &a);
 /// `launchAttention` on the tensor cores (mma.sync, bf16 operands, f32
-/// accumulation); `a` must satisfy `tcAttentionSupports`.
+/// accumulation); `a` must satisfy runtime/Workspace.h's
+/// `attentionTakesTensorCorePath` and every operand be 16-byte aligned.
 Status launchTcAttention(const void *q, const void *k, const void *v, void *o,
                          const AttentionDims &a, cudaStream_t stream);
 /// `launchAttentionGrad` on the tensor cores, deterministic: statistics

@@ -39,6 +39,22 @@ TEST(Workspace, TensorCorePathKeepsRowStatistics) {
       kCudaGemmWorkspaceBytes + 2 * int64_t(6) * 100 * 4);
 }
 
+TEST(Workspace, TensorCorePathRule) {
+  // The one copy of the rule, for the CUDA bind (runtime/cuda/
+  // AttentionKernels.cpp adds only operand alignment) and the memory proof:
+  // bf16, D = Dv = 64 or 128, Sq = Sk when causal.
+  EXPECT_TRUE(attentionTakesTensorCorePath(plan::BF16, 1024, 1024, 64, 64,
+                                           /*causal=*/true));
+  EXPECT_TRUE(attentionTakesTensorCorePath(plan::BF16, 70, 70, 128, 128, true));
+  EXPECT_TRUE(attentionTakesTensorCorePath(plan::BF16, 17, 100, 64, 64, false));
+  EXPECT_FALSE(attentionTakesTensorCorePath(plan::BF16, 17, 100, 64, 64, true));
+  EXPECT_FALSE(attentionTakesTensorCorePath(plan::F32, 64, 64, 64, 64, false));
+  EXPECT_FALSE(attentionTakesTensorCorePath(plan::BF16, 64, 64, 32, 32, false));
+  EXPECT_FALSE(attentionTakesTensorCorePath(plan::BF16, 64, 64, 96, 96, false));
+  EXPECT_FALSE(
+      attentionTakesTensorCorePath(plan::BF16, 64, 64, 64, 128, false));
+}
+
 TEST(Workspace, GemmPathScoresOfTheLargestAttention) {
   // Head dim 32 in bf16 (not the tensor-core kernels'): f32 scores and bf16
   // probabilities of 32 x 12 heads x 1024 x 1024, shared by both
