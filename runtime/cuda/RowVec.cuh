@@ -118,8 +118,13 @@ __device__ __forceinline__ void addMaxSum(MaxSum &a, const float (&v)[V]) {
 #pragma unroll
     for (int j = 0; j < V; ++j)
       a.s += expf(v[j] - a.m);
-  } else if (isnan(bm)) { // `fmaxf` drops NaN unless all are: keep it
-    a.s = NAN;
+  } else {
+    // No finite value yet, and `fmaxf` drops a NaN beside -inf values: look
+    // at each, so a finite pack later cannot hide it.
+#pragma unroll
+    for (int j = 0; j < V; ++j)
+      if (isnan(v[j]))
+        a.s = NAN;
   }
 }
 
