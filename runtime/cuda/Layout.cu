@@ -444,7 +444,7 @@ Status launchConvert(const int64_t *xI64, FloatIn x, FloatOut y, int64_t n,
                      cudaStream_t stream) {
   if (n == 0)
     return Status::ok();
-  bool pack = !xI64 && x.e != y.e && aligned16(x.p) && aligned16(y.p);
+  bool pack = !xI64 && x.e != y.e && alignedTo(x.p, 16) && alignedTo(y.p, 16);
   if (pack && x.e == Elem::F32)
     convertPackKernel<<<blocksFor(n / kPack > 0 ? n / kPack : n), kThreads, 0,
                         stream>>>(static_cast<const float *>(x.p),

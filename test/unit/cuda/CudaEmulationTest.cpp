@@ -620,6 +620,11 @@ TEST(CudaEmulation, Reductions) {
 
 using Bf16 = __nv_bfloat16;
 
+/// The `Elem` tag of a storage type.
+template <typename T> constexpr Elem elemOf() {
+  return sizeof(T) == 2 ? Elem::BF16 : Elem::F32;
+}
+
 float roundBf16(float v) { return toFloat(fromFloat<Bf16>(v)); }
 
 std::vector<Bf16> bf16Of(std::vector<float> &v) {
