@@ -46,6 +46,12 @@ inline unsigned capBlocks(int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n);    \
        i += int64_t(gridDim.x) * blockDim.x)
 
+/// The element range `[first, n)` of a pack kernel's tail, one element per
+/// thread of the grid.
+#define LOOM_PACK_TAIL(i, first, n)                                            \
+  for (int64_t i = (first) + blockIdx.x * int64_t(blockDim.x) + threadIdx.x;   \
+       i < (n); i += int64_t(gridDim.x) * blockDim.x)
+
 __device__ __forceinline__ float load(FloatIn x, int64_t i) {
   if (x.e == Elem::BF16)
     return __bfloat162float(static_cast<const __nv_bfloat16 *>(x.p)[i]);
@@ -75,6 +81,12 @@ __device__ __forceinline__ __nv_bfloat16 fromFloat<__nv_bfloat16>(float v) {
 
 /// Elements per pack: one 16-byte access in bf16, two in f32.
 constexpr int kPack = 8;
+
+/// Blocks of a kernel with one pack of `kPack` elements per thread (or one
+/// element, below a pack), at most `kMaxBlocks`.
+inline unsigned packBlocks(int64_t n) {
+  return blocksFor(n / kPack > 0 ? n / kPack : n);
+}
 
 /// Whether `p` is a multiple of `bytes` (a power of two): 16 for the
 /// 16-byte vector accesses.

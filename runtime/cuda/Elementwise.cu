@@ -99,12 +99,6 @@ __device__ __forceinline__ float loadArg1(const T *p, int64_t i, int64_t cols) {
     return toFloat(p[0]);
 }
 
-/// The element range `[first, n)` of a pack kernel's tail, one element per
-/// thread of the grid.
-#define LOOM_PACK_TAIL(i, first, n)                                            \
-  for (int64_t i = (first) + blockIdx.x * int64_t(blockDim.x) + threadIdx.x;   \
-       i < (n); i += int64_t(gridDim.x) * blockDim.x)
-
 /// `c = a op b` over `n` elements, all of storage `T`, 16-byte aligned;
 /// `cols` is the row length of a `Row` operand.
 template <BinaryOp Op, typename T, Arg KA, Arg KB>
@@ -355,11 +349,6 @@ inline BinaryPack planBinaryPack(BroadcastMode mode, FloatIn a, FloatIn b,
     }
   }
   return p;
-}
-
-/// Pack kernels' blocks: one pack per thread, at most `kMaxBlocks`.
-inline unsigned packBlocks(int64_t n) {
-  return blocksFor(n / kPack > 0 ? n / kPack : n);
 }
 
 } // namespace
