@@ -162,10 +162,12 @@ template <typename F> inline void byStorage(Elem e, F &&f) {
 /// partial per column and chunk; a second kernel adds the chunks in order.
 constexpr int kSlabCols = 32, kSlabRows = 8;
 
-/// Row chunks of such a column sum over `rows` rows of `cols` columns:
-/// about 1024 blocks of the first kernel (8 per SM, over 132 SMs), at least
-/// 128 rows a chunk (16 a row lane), so the partials stay a small fraction
-/// of the input.
+/// Row chunks of such a column sum over `rows` rows of `cols` columns: at
+/// least 128 rows a chunk (16 a row lane), so the partials stay a small
+/// fraction of the input, and about 1024 blocks of the first kernel (8 per
+/// SM, over 132 SMs) counting slabs of `kSlabCols * 8` columns, as bf16
+/// packs make them. f32 packs (4 wide) make the real grid about twice that,
+/// unpacked slabs (1 wide) about 8 times, where the rows allow.
 inline int64_t slabRowChunks(int64_t rows, int64_t cols) {
   int64_t slabs = (cols + kSlabCols * 8 - 1) / (kSlabCols * 8);
   int64_t byBlocks = (1024 + slabs - 1) / slabs;

@@ -296,6 +296,9 @@ TEST_F(CudaBf16, SumToDenseRowsSlabs) {
                        1e-3);
   expectBf16MatchesCpu("sum_to", {rand({1, 2, 24})}, {B}, {{24}}, {F}, {}, 1e-4,
                        1e-3);
+  // Nothing reduced: a conversion (8 packs and a scalar tail), exact.
+  expectBf16MatchesCpu("sum_to", {rand({1, 5, 13})}, {B}, {{5, 13}}, {F}, {}, 0,
+                       0);
 }
 
 TEST_F(CudaBf16, NormWarpRows) {
