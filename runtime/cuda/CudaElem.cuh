@@ -139,51 +139,62 @@ struct alignas(sizeof(T) * V < 16 ? sizeof(T) * V : 16) Pack {
   T v[V];
 };
 
-/// Widens the `V` elements at `p` (aligned for `Pack<T, V>`) to floats, in
-/// 16-byte pieces.
-template <typename T, int V>
-__device__ __forceinline__ void loadPack(const T *p, float (&out)[V]) {
-  constexpr int W = V < kVec<T> ? V : kVec<T>;
+/// One 16-byte (or smaller) piece of a pack: `W` elements at `p` widened
+/// into `out[j, j + W)`, or stored from there.
+template <typename T, int W, int V>
+__device__ __forceinline__ void loadPiece(const T *p, float (&out)[V], int j) {
+  // f32 pieces as `float4`: nvcc then unrolls the callers' grid-stride loops,
+  // as it does not around a `Pack` copy.
+  if constexpr (std::is_same_v<T, float> && W == 4) {
+    float4 k = loadVec<float4>(p);
+    out[j] = k.x, out[j + 1] = k.y, out[j + 2] = k.z, out[j + 3] = k.w;
+  } else {
+    Pack<T, W> k = loadVec<Pack<T, W>>(p);
 #pragma unroll
-  for (int j = 0; j < V; j += W) {
-    // f32 pieces as `float4`: nvcc then unrolls the callers' grid-stride
-    // loops as it does not around a `Pack` copy.
-    if constexpr (std::is_same_v<T, float> && W == 4) {
-      float4 k = loadVec<float4>(p + j);
-      out[j] = k.x, out[j + 1] = k.y, out[j + 2] = k.z, out[j + 3] = k.w;
-    } else {
-      Pack<T, W> k = loadVec<Pack<T, W>>(p + j);
+    for (int i = 0; i < W; ++i)
+      out[j + i] = toFloat(k.v[i]);
+  }
+}
+template <typename T, int W, int V>
+__device__ __forceinline__ void storePiece(T *p, const float (&in)[V], int j) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16> && W % 2 == 0) {
+    Pack<uint32_t, W / 2> k;
 #pragma unroll
-      for (int i = 0; i < W; ++i)
-        out[j + i] = toFloat(k.v[i]);
-    }
+    for (int i = 0; i < W / 2; ++i)
+      k.v[i] = bf16Pair(in[j + 2 * i], in[j + 2 * i + 1]);
+    storeVec(p, k);
+  } else if constexpr (std::is_same_v<T, float> && W == 4) {
+    storeVec(p, make_float4(in[j], in[j + 1], in[j + 2], in[j + 3]));
+  } else {
+    Pack<T, W> k;
+#pragma unroll
+    for (int i = 0; i < W; ++i)
+      k.v[i] = fromFloat<T>(in[j + i]);
+    storeVec(p, k);
   }
 }
 
-/// Stores `V` floats at `p` (aligned for `Pack<T, V>`) in 16-byte pieces,
-/// rounded as `fromFloat`; bf16 pairs take one paired conversion
-/// (`bf16Pair`).
+/// Widens the `V` elements at `p` (aligned for `Pack<T, V>`) to floats, in
+/// at most two 16-byte pieces.
+template <typename T, int V>
+__device__ __forceinline__ void loadPack(const T *p, float (&out)[V]) {
+  constexpr int W = V < kVec<T> ? V : kVec<T>;
+  static_assert(V == W || V == 2 * W, "a pack is one or two pieces");
+  loadPiece<T, W>(p, out, 0);
+  if constexpr (V > W)
+    loadPiece<T, W>(p + W, out, W);
+}
+
+/// Stores `V` floats at `p` (aligned for `Pack<T, V>`) in at most two
+/// 16-byte pieces, rounded as `fromFloat`; bf16 pairs take one paired
+/// conversion (`bf16Pair`).
 template <typename T, int V>
 __device__ __forceinline__ void storePack(T *p, const float (&in)[V]) {
   constexpr int W = V < kVec<T> ? V : kVec<T>;
-#pragma unroll
-  for (int j = 0; j < V; j += W) {
-    if constexpr (std::is_same_v<T, __nv_bfloat16> && W % 2 == 0) {
-      Pack<uint32_t, W / 2> k;
-#pragma unroll
-      for (int i = 0; i < W / 2; ++i)
-        k.v[i] = bf16Pair(in[j + 2 * i], in[j + 2 * i + 1]);
-      storeVec(p + j, k);
-    } else if constexpr (std::is_same_v<T, float> && W == 4) {
-      storeVec(p + j, make_float4(in[j], in[j + 1], in[j + 2], in[j + 3]));
-    } else {
-      Pack<T, W> k;
-#pragma unroll
-      for (int i = 0; i < W; ++i)
-        k.v[i] = fromFloat<T>(in[j + i]);
-      storeVec(p + j, k);
-    }
-  }
+  static_assert(V == W || V == 2 * W, "a pack is one or two pieces");
+  storePiece<T, W>(p, in, 0);
+  if constexpr (V > W)
+    storePiece<T, W>(p + W, in, W);
 }
 
 /// Unsigned division of `n < 2^31` by a divisor fixed at launch, as a
