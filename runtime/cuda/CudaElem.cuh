@@ -2,10 +2,11 @@
 //-*-===//
 //
 // Loads and stores of fp32 / bf16 operands (math in fp32, bf16 stores round
-// to nearest even), per element or as packs of 8 through 16-byte vector
-// accesses, grid sizes and the grid-stride loop, warp and block reductions,
-// a division by a launch-invariant divisor, and the device-side data check
-// record.
+// to nearest even), per element or as packs of `V` elements through 16-byte
+// vector accesses (`loadPack` / `storePack`, one family for every kernel;
+// the host emulation goes through `memcpy`), grid sizes and the grid-stride
+// loop, warp and block reductions, a division by a launch-invariant divisor,
+// and the device-side data check record.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +19,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 namespace loom::runtime::cuda {
 
@@ -43,6 +45,12 @@ inline unsigned capBlocks(int64_t n) {
 #define LOOM_GRID_STRIDE(i, n)                                                 \
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n);    \
        i += int64_t(gridDim.x) * blockDim.x)
+
+/// The element range `[first, n)` of a pack kernel's tail, one element per
+/// thread of the grid.
+#define LOOM_PACK_TAIL(i, first, n)                                            \
+  for (int64_t i = (first) + blockIdx.x * int64_t(blockDim.x) + threadIdx.x;   \
+       i < (n); i += int64_t(gridDim.x) * blockDim.x)
 
 __device__ __forceinline__ float load(FloatIn x, int64_t i) {
   if (x.e == Elem::BF16)
@@ -71,17 +79,19 @@ __device__ __forceinline__ __nv_bfloat16 fromFloat<__nv_bfloat16>(float v) {
   return __float2bfloat16_rn(v);
 }
 
-/// The `Elem` tag of a storage type.
-template <typename T> constexpr Elem elemOf() {
-  return sizeof(T) == 2 ? Elem::BF16 : Elem::F32;
-}
-
 /// Elements per pack: one 16-byte access in bf16, two in f32.
 constexpr int kPack = 8;
 
-/// Whether `p` may be read or written as 16-byte vectors.
-inline bool aligned16(const void *p) {
-  return reinterpret_cast<uintptr_t>(p) % 16 == 0;
+/// Blocks of a kernel with one pack of `kPack` elements per thread (or one
+/// element, below a pack), at most `kMaxBlocks`.
+inline unsigned packBlocks(int64_t n) {
+  return blocksFor(n / kPack > 0 ? n / kPack : n);
+}
+
+/// Whether `p` is a multiple of `bytes` (a power of two): 16 for the
+/// 16-byte vector accesses.
+inline __host__ __device__ bool alignedTo(const void *p, int64_t bytes) {
+  return (reinterpret_cast<uintptr_t>(p) & uintptr_t(bytes - 1)) == 0;
 }
 
 /// A vector of type `V` at `p` (aligned for `V`). The host emulation goes
@@ -119,30 +129,72 @@ __device__ __forceinline__ uint32_t bf16Pair(float lo, float hi) {
   return uint32_t(r.x) | (uint32_t(r.y) << 16);
 }
 
-/// Widens the 8 elements at `p` (16-byte aligned) to floats.
-__device__ __forceinline__ void loadPack(const float *p, float (&v)[kPack]) {
-  float4 lo = loadVec<float4>(p), hi = loadVec<float4>(p + 4);
-  v[0] = lo.x, v[1] = lo.y, v[2] = lo.z, v[3] = lo.w;
-  v[4] = hi.x, v[5] = hi.y, v[6] = hi.z, v[7] = hi.w;
-}
-__device__ __forceinline__ void loadPack(const __nv_bfloat16 *p,
-                                         float (&v)[kPack]) {
-  uint4 raw = loadVec<uint4>(p);
-  uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
+/// Elements of `T` in 16 bytes: the width of a vector load.
+template <typename T> constexpr int kVec = 16 / int(sizeof(T));
+
+/// `V` elements of `T` loaded or stored at once (16-byte pieces at most; the
+/// alignment a pack needs is `min(16, sizeof(T) * V)` bytes).
+template <typename T, int V>
+struct alignas(sizeof(T) * V < 16 ? sizeof(T) * V : 16) Pack {
+  T v[V];
+};
+
+/// One 16-byte (or smaller) piece of a pack: `W` elements at `p` widened
+/// into `out[j, j + W)`, or stored from there.
+template <typename T, int W, int V>
+__device__ __forceinline__ void loadPiece(const T *p, float (&out)[V], int j) {
+  // f32 pieces as `float4`: nvcc then unrolls the callers' grid-stride loops,
+  // as it does not around a `Pack` copy.
+  if constexpr (std::is_same_v<T, float> && W == 4) {
+    float4 k = loadVec<float4>(p);
+    out[j] = k.x, out[j + 1] = k.y, out[j + 2] = k.z, out[j + 3] = k.w;
+  } else {
+    Pack<T, W> k = loadVec<Pack<T, W>>(p);
 #pragma unroll
-  for (int k = 0; k < kPack; ++k)
-    v[k] = bf16Half(w[k / 2], k % 2 == 1);
+    for (int i = 0; i < W; ++i)
+      out[j + i] = toFloat(k.v[i]);
+  }
+}
+template <typename T, int W, int V>
+__device__ __forceinline__ void storePiece(T *p, const float (&in)[V], int j) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16> && W % 2 == 0) {
+    Pack<uint32_t, W / 2> k;
+#pragma unroll
+    for (int i = 0; i < W / 2; ++i)
+      k.v[i] = bf16Pair(in[j + 2 * i], in[j + 2 * i + 1]);
+    storeVec(p, k);
+  } else if constexpr (std::is_same_v<T, float> && W == 4) {
+    storeVec(p, make_float4(in[j], in[j + 1], in[j + 2], in[j + 3]));
+  } else {
+    Pack<T, W> k;
+#pragma unroll
+    for (int i = 0; i < W; ++i)
+      k.v[i] = fromFloat<T>(in[j + i]);
+    storeVec(p, k);
+  }
 }
 
-/// Stores 8 floats at `p` (16-byte aligned), rounded as `fromFloat`.
-__device__ __forceinline__ void storePack(float *p, const float (&v)[kPack]) {
-  storeVec(p, make_float4(v[0], v[1], v[2], v[3]));
-  storeVec(p + 4, make_float4(v[4], v[5], v[6], v[7]));
+/// Widens the `V` elements at `p` (aligned for `Pack<T, V>`) to floats, in
+/// at most two 16-byte pieces.
+template <typename T, int V>
+__device__ __forceinline__ void loadPack(const T *p, float (&out)[V]) {
+  constexpr int W = V < kVec<T> ? V : kVec<T>;
+  static_assert(V == W || V == 2 * W, "a pack is one or two pieces");
+  loadPiece<T, W>(p, out, 0);
+  if constexpr (V > W)
+    loadPiece<T, W>(p + W, out, W);
 }
-__device__ __forceinline__ void storePack(__nv_bfloat16 *p,
-                                          const float (&v)[kPack]) {
-  storeVec(p, make_uint4(bf16Pair(v[0], v[1]), bf16Pair(v[2], v[3]),
-                         bf16Pair(v[4], v[5]), bf16Pair(v[6], v[7])));
+
+/// Stores `V` floats at `p` (aligned for `Pack<T, V>`) in at most two
+/// 16-byte pieces, rounded as `fromFloat`; bf16 pairs take one paired
+/// conversion (`bf16Pair`).
+template <typename T, int V>
+__device__ __forceinline__ void storePack(T *p, const float (&in)[V]) {
+  constexpr int W = V < kVec<T> ? V : kVec<T>;
+  static_assert(V == W || V == 2 * W, "a pack is one or two pieces");
+  storePiece<T, W>(p, in, 0);
+  if constexpr (V > W)
+    storePiece<T, W>(p + W, in, W);
 }
 
 /// Unsigned division of `n < 2^31` by a divisor fixed at launch, as a
@@ -170,9 +222,12 @@ struct FastDiv {
   }
 };
 
+/// Sum over the warp that every lane receives (a butterfly: each lane adds
+/// the same pairs, so all lanes get the same bits, and lane 0 the bits of a
+/// `__shfl_down_sync` tree).
 template <typename T> __device__ __forceinline__ T warpSum(T v) {
   for (int o = 16; o > 0; o >>= 1)
-    v += __shfl_down_sync(0xffffffffu, v, o);
+    v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
 }
 

@@ -268,9 +268,10 @@ StatusOr<KernelFn> bindSumTo(const OpView &op, BindContext &ctx) {
   if (ny == 0)
     return noopKernel();
   if (nx == ny) {
-    if (x.e != y.e) // a conversion
-      return KernelFn(
-          [=](const StepContext &) { return launchScale(x, y, nx, 1.0f, s); });
+    if (x.e != y.e) // a conversion (16-byte packs where aligned)
+      return KernelFn([=](const StepContext &) {
+        return launchConvert(nullptr, x, y, nx, s);
+      });
     return KernelFn([=](const StepContext &) {
       return x.p == y.p
                  ? Status::ok()

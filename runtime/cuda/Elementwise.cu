@@ -99,12 +99,6 @@ __device__ __forceinline__ float loadArg1(const T *p, int64_t i, int64_t cols) {
     return toFloat(p[0]);
 }
 
-/// The element range `[first, n)` of a pack kernel's tail, one element per
-/// thread of the grid.
-#define LOOM_PACK_TAIL(i, first, n)                                            \
-  for (int64_t i = (first) + blockIdx.x * int64_t(blockDim.x) + threadIdx.x;   \
-       i < (n); i += int64_t(gridDim.x) * blockDim.x)
-
 /// `c = a op b` over `n` elements, all of storage `T`, 16-byte aligned;
 /// `cols` is the row length of a `Row` operand.
 template <BinaryOp Op, typename T, Arg KA, Arg KB>
@@ -333,8 +327,8 @@ inline BinaryPack planBinaryPack(BroadcastMode mode, FloatIn a, FloatIn b,
                                  FloatOut c, int64_t n,
                                  const BroadcastIndex &index) {
   BinaryPack p;
-  if (a.e != c.e || b.e != c.e || !aligned16(a.p) || !aligned16(b.p) ||
-      !aligned16(c.p))
+  if (a.e != c.e || b.e != c.e || !alignedTo(a.p, 16) || !alignedTo(b.p, 16) ||
+      !alignedTo(c.p, 16))
     return p;
   p.ok = true;
   if (mode == BroadcastMode::ScalarB) {
@@ -355,11 +349,6 @@ inline BinaryPack planBinaryPack(BroadcastMode mode, FloatIn a, FloatIn b,
     }
   }
   return p;
-}
-
-/// Pack kernels' blocks: one pack per thread, at most `kMaxBlocks`.
-inline unsigned packBlocks(int64_t n) {
-  return blocksFor(n / kPack > 0 ? n / kPack : n);
 }
 
 } // namespace
@@ -406,7 +395,7 @@ void launchBinaryOp(BroadcastMode mode, FloatIn a, FloatIn b, FloatOut c,
 
 template <UnaryOp Op>
 void launchUnaryOp(FloatIn x, FloatOut y, int64_t n, cudaStream_t stream) {
-  bool pack = x.e == y.e && aligned16(x.p) && aligned16(y.p);
+  bool pack = x.e == y.e && alignedTo(x.p, 16) && alignedTo(y.p, 16);
   if (!pack)
     unaryKernel<Op><<<blocksFor(n), kThreads, 0, stream>>>(x, y, n);
   else if (y.e == Elem::BF16)
@@ -421,8 +410,8 @@ void launchUnaryOp(FloatIn x, FloatOut y, int64_t n, cudaStream_t stream) {
 template <UnaryGradOp Op>
 void launchUnaryGradOp(FloatIn dy, FloatIn v, FloatOut dx, int64_t n,
                        cudaStream_t stream) {
-  bool pack = dy.e == dx.e && v.e == dx.e && aligned16(dy.p) &&
-              aligned16(v.p) && aligned16(dx.p);
+  bool pack = dy.e == dx.e && v.e == dx.e && alignedTo(dy.p, 16) &&
+              alignedTo(v.p, 16) && alignedTo(dx.p, 16);
   if (!pack)
     unaryGradKernel<Op><<<blocksFor(n), kThreads, 0, stream>>>(dy, v, dx, n);
   else if (dx.e == Elem::BF16)
@@ -509,7 +498,7 @@ Status launchScale(FloatIn x, FloatOut y, int64_t n, float factor,
                    cudaStream_t stream) {
   if (n == 0)
     return Status::ok();
-  bool pack = x.e == y.e && aligned16(x.p) && aligned16(y.p);
+  bool pack = x.e == y.e && alignedTo(x.p, 16) && alignedTo(y.p, 16);
   if (!pack)
     scaleKernel<<<blocksFor(n), kThreads, 0, stream>>>(x, y, n, factor);
   else if (y.e == Elem::BF16)
@@ -527,7 +516,7 @@ Status launchFillRows(FloatOut c, FloatIn row, int64_t rows, int64_t cols,
   int64_t n = rows * cols;
   if (n == 0)
     return Status::ok();
-  if (cols % kPack != 0 || !aligned16(c.p) || !aligned16(row.p)) {
+  if (cols % kPack != 0 || !alignedTo(c.p, 16) || !alignedTo(row.p, 16)) {
     fillRowsKernel<<<blocksFor(n), kThreads, 0, stream>>>(c, row, n, cols);
     return launchCheck("bias fill kernel");
   }

@@ -1,26 +1,26 @@
 //===- Layout.cu - Kernels that move elements --------------------*- CUDA
 //-*-===//
 //
-// One strided copy serves transpose, expand, slice, slice_grad and concat:
-// each output element's source and destination offsets come from per-dim
-// strides. When source and destination share a storage, the copy moves
-// bytes (`chunkCopyKernel`): size-1 dims dropped, adjacent dims merged, and
-// where the innermost dim is contiguous on both sides (a `[0, 2, 1, 3]`
-// head transpose, a q/k/v slice, a concat) its runs move as the widest
-// chunks (16, 8, 4 or 2 bytes) that the run length, the strides and both
-// pointers allow; the offsets of a chunk come from 32-bit divisions by
-// launch-invariant divisors (`FastDiv`), one per outer dim. Otherwise (a
-// storage change, offsets past 2^31 chunks) the element kernel
-// (`stridedCopyKernel`) does the index math per element, in 32 bits when
-// the sizes allow, 64 otherwise. A transpose that moves the innermost dim
-// goes through 32x32 shared-memory tiles instead. slice_grad of a window
-// of whole rows (the q/k/v split's gradient) writes its zeros and its
-// window in one chunked pass (`padRowsKernel`). Also select, convert
-// (16-byte packs between f32 and bf16) and gather (gather_grad is in
-// Gather.cu).
+// One strided copy serves transpose, expand, slice, slice_grad and concat: each
+// output element's source and destination offsets come from per-dim strides.
+// When source and destination share a storage, the copy moves bytes
+// (`chunkCopyKernel`): size-1 dims dropped, adjacent dims merged (CopyMerge.h,
+// also slice_grad's bind), and where the innermost dim is contiguous on both
+// sides (a `[0, 2, 1, 3]` head transpose, a q/k/v slice, a concat) its runs
+// move as the widest chunks (16, 8, 4 or 2 bytes) that the run length, the
+// strides and both pointers allow; the offsets of a chunk come from 32-bit
+// divisions by launch-invariant divisors (`FastDiv`), one per outer dim.
+// Otherwise (a storage change, offsets past 2^31 chunks) the element kernel
+// (`stridedCopyKernel`) does the index math per element, in 32 bits when the
+// sizes allow, 64 otherwise. A transpose that moves the innermost dim goes
+// through 32x32 shared-memory tiles instead. slice_grad of a window of whole
+// rows (the q/k/v split's gradient) writes its zeros and its window in one
+// chunked pass (`padRowsKernel`). Also select, convert (16-byte packs between
+// f32 and bf16) and gather (gather_grad is in Gather.cu).
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/cuda/CopyMerge.h"
 #include "runtime/cuda/CudaElem.cuh"
 
 #include <cstdint>
@@ -183,10 +183,7 @@ __global__ void convertPackKernel(const X *__restrict__ x, Y *__restrict__ y,
     loadPack(x + p * kPack, v);
     storePack(y + p * kPack, v);
   }
-  for (int64_t i =
-           packs * kPack + blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-       i < n; i += int64_t(gridDim.x) * blockDim.x)
-    y[i] = fromFloat<Y>(toFloat(x[i]));
+  LOOM_PACK_TAIL(i, packs * kPack, n) { y[i] = fromFloat<Y>(toFloat(x[i])); }
 }
 
 /// One thread per output element; each (pre, index) row of `post` elements
@@ -209,28 +206,42 @@ __global__ void gatherKernel(FloatIn data, const int64_t *__restrict__ indices,
   }
 }
 
+/// The widest chunk of 16, 8, 4 or 2 bytes (at least `bytes`, the element
+/// size) that divides `common`, the OR of every address and byte offset a
+/// chunk must divide.
+inline int64_t widestChunk(uintptr_t common, int64_t bytes) {
+  for (int64_t c = 16; c > bytes; c /= 2)
+    if (common % c == 0)
+      return c;
+  return bytes;
+}
+
+/// Calls `f(C{})` with `C` the type of a chunk of `bytes` bytes (16, 8, 4 or
+/// 2): the element type of the chunk kernels.
+template <typename F> inline void byChunk(int bytes, F &&f) {
+  switch (bytes) {
+  case 16:
+    f(uint4{});
+    break;
+  case 8:
+    f(uint2{});
+    break;
+  case 4:
+    f(uint32_t{});
+    break;
+  default:
+    f(uint16_t{});
+    break;
+  }
+}
+
 /// The byte-chunk form of a copy of `n` elements of `bytes` bytes between
 /// `src` and `dst` over `index`; false when an offset reaches 2^31 chunks.
 inline bool planChunkCopy(const void *src, const void *dst, int64_t bytes,
                           int64_t n, const CopyIndex &index, ChunkCopy &out) {
-  // Size-1 dims dropped, then dims that stay adjacent on both sides merged.
-  int64_t dims[kMaxDims], ss[kMaxDims], ds[kMaxDims];
-  int r = 0;
-  for (int k = 0; k < index.rank; ++k) {
-    if (index.dims[k] == 1)
-      continue;
-    if (r > 0 && ss[r - 1] == index.srcStride[k] * index.dims[k] &&
-        ds[r - 1] == index.dstStride[k] * index.dims[k]) {
-      dims[r - 1] *= index.dims[k];
-      ss[r - 1] = index.srcStride[k];
-      ds[r - 1] = index.dstStride[k];
-      continue;
-    }
-    dims[r] = index.dims[k];
-    ss[r] = index.srcStride[k];
-    ds[r] = index.dstStride[k];
-    ++r;
-  }
+  CopyIndex m = mergedCopyIndex(index);
+  int64_t *dims = m.dims, *ss = m.srcStride, *ds = m.dstStride;
+  int r = m.rank;
   if (r == 0) { // a single element
     dims[0] = 1;
     ss[0] = ds[0] = 0;
@@ -245,11 +256,7 @@ inline bool planChunkCopy(const void *src, const void *dst, int64_t bytes,
                        uintptr_t(dims[r - 1] * bytes);
     for (int k = 0; k < r - 1; ++k)
       common |= uintptr_t(ss[k] * bytes) | uintptr_t(ds[k] * bytes);
-    for (int64_t c = 16; c > bytes; c /= 2)
-      if (common % c == 0) {
-        chunk = c;
-        break;
-      }
+    chunk = widestChunk(common, bytes);
   }
   int64_t per = chunk / bytes; // elements a chunk
   const int64_t limit = int64_t(1) << 31;
@@ -282,12 +289,7 @@ inline bool planPadRows(const void *dy, const void *dx, int64_t bytes,
                      reinterpret_cast<uintptr_t>(dx) |
                      uintptr_t(rowLen * bytes) | uintptr_t(start * bytes) |
                      uintptr_t(len * bytes);
-  int64_t chunk = bytes;
-  for (int64_t c = 16; c > bytes; c /= 2)
-    if (common % c == 0) {
-      chunk = c;
-      break;
-    }
+  int64_t chunk = widestChunk(common, bytes);
   int64_t per = chunk / bytes, n = rows * rowLen / per;
   if (n >= (int64_t(1) << 31))
     return false;
@@ -311,28 +313,11 @@ Status launchStridedCopy(FloatIn src, FloatOut dst, int64_t n,
   if (src.e == dst.e &&
       planChunkCopy(src.p, dst.p, elemBytes(src.e), n, index, chunks)) {
     unsigned g = blocksFor(chunks.n);
-    switch (chunks.chunkBytes) {
-    case 16:
+    byChunk(chunks.chunkBytes, [&](auto c) {
+      using C = decltype(c);
       chunkCopyKernel<<<g, kThreads, 0, stream>>>(
-          static_cast<const uint4 *>(src.p), static_cast<uint4 *>(dst.p),
-          chunks);
-      break;
-    case 8:
-      chunkCopyKernel<<<g, kThreads, 0, stream>>>(
-          static_cast<const uint2 *>(src.p), static_cast<uint2 *>(dst.p),
-          chunks);
-      break;
-    case 4:
-      chunkCopyKernel<<<g, kThreads, 0, stream>>>(
-          static_cast<const uint32_t *>(src.p), static_cast<uint32_t *>(dst.p),
-          chunks);
-      break;
-    default:
-      chunkCopyKernel<<<g, kThreads, 0, stream>>>(
-          static_cast<const uint16_t *>(src.p), static_cast<uint16_t *>(dst.p),
-          chunks);
-      break;
-    }
+          static_cast<const C *>(src.p), static_cast<C *>(dst.p), chunks);
+    });
     return launchCheck("strided copy kernel");
   }
   // 32-bit index math when every offset fits (divisions are much cheaper).
@@ -398,24 +383,11 @@ Status launchPadRows(FloatIn dy, FloatOut dx, int64_t rows, int64_t rowLen,
     return launchStridedCopy(dy, at, rows * len, ix, stream);
   }
   unsigned g = blocksFor(p.n);
-  switch (p.chunkBytes) {
-  case 16:
-    padRowsKernel<<<g, kThreads, 0, stream>>>(static_cast<const uint4 *>(dy.p),
-                                              static_cast<uint4 *>(dx.p), p);
-    break;
-  case 8:
-    padRowsKernel<<<g, kThreads, 0, stream>>>(static_cast<const uint2 *>(dy.p),
-                                              static_cast<uint2 *>(dx.p), p);
-    break;
-  case 4:
-    padRowsKernel<<<g, kThreads, 0, stream>>>(
-        static_cast<const uint32_t *>(dy.p), static_cast<uint32_t *>(dx.p), p);
-    break;
-  default:
-    padRowsKernel<<<g, kThreads, 0, stream>>>(
-        static_cast<const uint16_t *>(dy.p), static_cast<uint16_t *>(dx.p), p);
-    break;
-  }
+  byChunk(p.chunkBytes, [&](auto c) {
+    using C = decltype(c);
+    padRowsKernel<<<g, kThreads, 0, stream>>>(static_cast<const C *>(dy.p),
+                                              static_cast<C *>(dx.p), p);
+  });
   return launchCheck("slice_grad kernel");
 }
 
@@ -444,15 +416,13 @@ Status launchConvert(const int64_t *xI64, FloatIn x, FloatOut y, int64_t n,
                      cudaStream_t stream) {
   if (n == 0)
     return Status::ok();
-  bool pack = !xI64 && x.e != y.e && aligned16(x.p) && aligned16(y.p);
+  bool pack = !xI64 && x.e != y.e && alignedTo(x.p, 16) && alignedTo(y.p, 16);
   if (pack && x.e == Elem::F32)
-    convertPackKernel<<<blocksFor(n / kPack > 0 ? n / kPack : n), kThreads, 0,
-                        stream>>>(static_cast<const float *>(x.p),
-                                  static_cast<__nv_bfloat16 *>(y.p), n);
+    convertPackKernel<<<packBlocks(n), kThreads, 0, stream>>>(
+        static_cast<const float *>(x.p), static_cast<__nv_bfloat16 *>(y.p), n);
   else if (pack)
-    convertPackKernel<<<blocksFor(n / kPack > 0 ? n / kPack : n), kThreads, 0,
-                        stream>>>(static_cast<const __nv_bfloat16 *>(x.p),
-                                  static_cast<float *>(y.p), n);
+    convertPackKernel<<<packBlocks(n), kThreads, 0, stream>>>(
+        static_cast<const __nv_bfloat16 *>(x.p), static_cast<float *>(y.p), n);
   else
     convertKernel<<<blocksFor(n), kThreads, 0, stream>>>(xI64, x, y, n);
   return launchCheck("convert kernel");

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/cuda/CopyMerge.h"
 #include "runtime/cuda/CudaBind.h"
 #include "runtime/cuda/CudaKernels.h"
 #include "runtime/cuda/LayoutPlan.h"
@@ -107,21 +108,6 @@ StatusOr<cpu::SliceView> sliceView(const OpView &op,
   return v;
 }
 
-/// `dims` with each dim merged into the one outside it where the two stay
-/// adjacent (outer stride = inner stride x inner size).
-std::vector<Dim> mergedDims(const std::vector<Dim> &dims) {
-  std::vector<Dim> m;
-  for (const Dim &d : dims) {
-    if (!m.empty() && m.back().stride == d.stride * d.size) {
-      m.back().size *= d.size;
-      m.back().stride = d.stride;
-    } else {
-      m.push_back(d);
-    }
-  }
-  return m;
-}
-
 } // namespace
 
 StatusOr<KernelFn> bindSlice(const OpView &op, BindContext &ctx) {
@@ -135,16 +121,18 @@ StatusOr<KernelFn> bindSlice(const OpView &op, BindContext &ctx) {
   cudaStream_t s = cudaDevice(ctx).stream();
   if (grad && n > 0) {
     // A window of whole rows (the q/k/v split): zeros and window in one pass.
-    std::vector<Dim> m = mergedDims(v.dims);
+    // The index's destination is dense, so its source strides alone decide
+    // which dims merge.
+    CopyIndex m = mergedCopyIndex(index);
     int64_t rows = 1, rowLen = nFull, len = 1;
     bool padRows = false;
-    if (m.empty() || (m.size() == 1 && m[0].stride == 1)) {
-      len = m.empty() ? 1 : m[0].size;
+    if (m.rank == 0 || (m.rank == 1 && m.srcStride[0] == 1)) {
+      len = m.rank == 0 ? 1 : m.dims[0];
       padRows = true;
-    } else if (m.size() == 2 && m[1].stride == 1) {
-      rows = m[0].size;
-      rowLen = m[0].stride;
-      len = m[1].size;
+    } else if (m.rank == 2 && m.srcStride[1] == 1) {
+      rows = m.dims[0];
+      rowLen = m.srcStride[0];
+      len = m.dims[1];
       padRows = rows * rowLen == nFull && v.base + len <= rowLen;
     }
     if (padRows) {

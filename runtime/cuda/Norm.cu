@@ -37,7 +37,7 @@ warpRowStats(const float (&v)[M][V], int lane, int packs, int64_t cols,
 #pragma unroll
         for (int j = 0; j < V; ++j)
           s += v[k][j];
-    m = warpAllSum(s) / cols;
+    m = warpSum(s) / cols;
   }
   double q = 0;
 #pragma unroll
@@ -48,7 +48,7 @@ warpRowStats(const float (&v)[M][V], int lane, int packs, int64_t cols,
         double d = v[k][j] - m;
         q += d * d;
       }
-  q = warpAllSum(q) / cols;
+  q = warpSum(q) / cols;
   *mean = static_cast<float>(m);
   *rstd = static_cast<float>(1.0 / sqrt(q + eps));
 }
@@ -135,8 +135,8 @@ layerNormGradWarpKernel(const T *__restrict__ dy, const T *__restrict__ x,
           sumGX += g[k][j] * v[k][j];
         }
       }
-    sumG = warpAllSum(sumG);
-    sumGX = warpAllSum(sumGX);
+    sumG = warpSum(sumG);
+    sumGX = warpSum(sumGX);
     float a = static_cast<float>(sumGX / cols);
     float b = rms ? 0.0f : static_cast<float>(sumG / cols);
 #pragma unroll

@@ -1,10 +1,10 @@
-//===- RowVec.cuh - Vector loads and row helpers of the reduce kernels -*-===//
+//===- RowVec.cuh - Row helpers of the reduce, norm and loss kernels ---*-===//
 //
-// Typed 16-byte loads and stores of packs of `V` elements (math in fp32),
-// the unaligned head of a row that starts off a 16-byte boundary, a warp sum
-// every lane receives, and the online (max, sum of exp) pair of softmax-like
-// rows. Used by Reduce.cu, Norm.cu, Loss.cu and Softmax.cu, whose kernels are
-// templated on the storage type so no load branches on it.
+// Over CudaElem.cuh's packs: the unaligned head of a row that starts off a
+// 16-byte boundary, the online (max, sum of exp) pair of softmax-like rows,
+// and the column sums over rows. Used by Reduce.cu, Norm.cu, Loss.cu and
+// Softmax.cu, whose kernels are templated on the storage type so no load
+// branches on it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,33 +16,6 @@
 #include <cstdint>
 
 namespace loom::runtime::cuda {
-
-/// Elements of `T` in 16 bytes: the width of a vector load.
-template <typename T> constexpr int kVec = 16 / int(sizeof(T));
-
-/// `V` elements of `T` loaded or stored at once (16-byte pieces at most; the
-/// alignment a pack needs is `min(16, sizeof(T) * V)` bytes).
-template <typename T, int V>
-struct alignas(sizeof(T) * V < 16 ? sizeof(T) * V : 16) Pack {
-  T v[V];
-};
-
-template <typename T, int V>
-__device__ __forceinline__ void loadPack(const T *p, float (&out)[V]) {
-  Pack<T, V> k = *reinterpret_cast<const Pack<T, V> *>(p);
-#pragma unroll
-  for (int i = 0; i < V; ++i)
-    out[i] = toFloat(k.v[i]);
-}
-
-template <typename T, int V>
-__device__ __forceinline__ void storePack(T *p, const float (&in)[V]) {
-  Pack<T, V> k;
-#pragma unroll
-  for (int i = 0; i < V; ++i)
-    k.v[i] = fromFloat<T>(in[i]);
-  *reinterpret_cast<Pack<T, V> *>(p) = k;
-}
 
 /// Threads of a block that walks rows of `n` elements of `T`: about two
 /// packs a thread, 32 to 512.
@@ -61,11 +34,6 @@ inline unsigned rereadBlocks(int64_t rows, int64_t rowBytes) {
   return capBlocks(rows < b ? rows : b);
 }
 
-/// Whether `p` is a multiple of `bytes` (a power of two).
-inline __host__ __device__ bool alignedTo(const void *p, int64_t bytes) {
-  return (reinterpret_cast<uintptr_t>(p) & uintptr_t(bytes - 1)) == 0;
-}
-
 /// Whether `a` and `b` have the same offset from a 16-byte boundary (their
 /// rows of one storage then split into the same packs).
 inline bool sameAlignment(const void *a, const void *b) {
@@ -80,14 +48,6 @@ __device__ __forceinline__ int64_t headElems(const T *row, int64_t n) {
   int64_t off = int64_t(reinterpret_cast<uintptr_t>(row) & 15u);
   int64_t h = off == 0 ? 0 : (16 - off) / int64_t(sizeof(T));
   return h < n ? h : n;
-}
-
-/// Sum over the warp that every lane receives (a butterfly: each lane adds
-/// the same pairs, so all lanes get the same bits).
-template <typename T> __device__ __forceinline__ T warpAllSum(T v) {
-  for (int o = 16; o > 0; o >>= 1)
-    v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
 }
 
 /// The running maximum `m` of a row and `s = sum(exp(x - m))` so far.
@@ -118,8 +78,13 @@ __device__ __forceinline__ void addMaxSum(MaxSum &a, const float (&v)[V]) {
 #pragma unroll
     for (int j = 0; j < V; ++j)
       a.s += expf(v[j] - a.m);
-  } else if (isnan(bm)) { // `fmaxf` drops NaN unless all are: keep it
-    a.s = NAN;
+  } else {
+    // No finite value yet, and `fmaxf` drops a NaN beside -inf values: look
+    // at each, so a finite pack later cannot hide it.
+#pragma unroll
+    for (int j = 0; j < V; ++j)
+      if (isnan(v[j]))
+        a.s = NAN;
   }
 }
 
@@ -197,10 +162,12 @@ template <typename F> inline void byStorage(Elem e, F &&f) {
 /// partial per column and chunk; a second kernel adds the chunks in order.
 constexpr int kSlabCols = 32, kSlabRows = 8;
 
-/// Row chunks of such a column sum over `rows` rows of `cols` columns:
-/// about 1024 blocks of the first kernel (8 per SM, over 132 SMs), at least
-/// 128 rows a chunk (16 a row lane), so the partials stay a small fraction
-/// of the input.
+/// Row chunks of such a column sum over `rows` rows of `cols` columns: at
+/// least 128 rows a chunk (16 a row lane), so the partials stay a small
+/// fraction of the input, and about 1024 blocks of the first kernel (8 per
+/// SM, over 132 SMs) counting slabs of `kSlabCols * 8` columns, as bf16
+/// packs make them. f32 packs (4 wide) make the real grid about twice that,
+/// unpacked slabs (1 wide) about 8 times, where the rows allow.
 inline int64_t slabRowChunks(int64_t rows, int64_t cols) {
   int64_t slabs = (cols + kSlabCols * 8 - 1) / (kSlabCols * 8);
   int64_t byBlocks = (1024 + slabs - 1) / slabs;

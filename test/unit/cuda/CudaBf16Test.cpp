@@ -296,6 +296,9 @@ TEST_F(CudaBf16, SumToDenseRowsSlabs) {
                        1e-3);
   expectBf16MatchesCpu("sum_to", {rand({1, 2, 24})}, {B}, {{24}}, {F}, {}, 1e-4,
                        1e-3);
+  // Nothing reduced: a conversion (8 packs and a scalar tail), exact.
+  expectBf16MatchesCpu("sum_to", {rand({1, 5, 13})}, {B}, {{5, 13}}, {F}, {}, 0,
+                       0);
 }
 
 TEST_F(CudaBf16, NormWarpRows) {
@@ -341,6 +344,30 @@ TEST_F(CudaBf16, CrossEntropyAndSoftmaxLongOddRows) {
                          {rand({rows, classes}), rand({rows, classes}, 0, 1)},
                          {B, B}, {{rows, classes}}, {B}, axis1);
   }
+}
+
+TEST_F(CudaBf16, CrossEntropyAndSoftmaxKeepNanBesideNegativeInfinity) {
+  // Row 0: -inf up to half the row but a NaN at column 7 (the last lane of
+  // the first 16-byte pack in bf16, of the second in f32), finite after; a
+  // block's first threads meet that pack before any finite value. The CPU
+  // gives the whole row NaN; row 1 stays finite. f32 and bf16 storage.
+  const int64_t rows = 2, classes = 1024;
+  HostTensor logits = rand({rows, classes}, -4, 4);
+  std::vector<float> v = logits.toF32();
+  for (int64_t c = 0; c < classes / 2; ++c)
+    v[c] = c == 7 ? NAN : -INFINITY;
+  logits = f32({rows, classes}, v);
+  HostTensor target = i64({rows}, {classes - 1, 5});
+  auto axis1 = [](plan::Instruction &i) { setI(i, "axis", 1); };
+  expectSameOnCuda("cross_entropy", {logits, target}, {{}});
+  expectSameOnCuda("cross_entropy_grad", {logits, target}, {{rows, classes}},
+                   {}, {}, 1, 1e-6, 1e-4);
+  expectSameOnCuda("softmax", {logits}, {{rows, classes}}, axis1);
+  expectBf16MatchesCpu("cross_entropy", {logits, target}, {B, I}, {{}}, {F}, {},
+                       1e-5, 1e-4);
+  expectBf16MatchesCpu("cross_entropy_grad", {logits, target}, {B, I},
+                       {{rows, classes}}, {B}, {}, 1e-4, 1e-2);
+  expectBf16MatchesCpu("softmax", {logits}, {B}, {{rows, classes}}, {B}, axis1);
 }
 
 } // namespace

@@ -620,6 +620,11 @@ TEST(CudaEmulation, Reductions) {
 
 using Bf16 = __nv_bfloat16;
 
+/// The `Elem` tag of a storage type.
+template <typename T> constexpr Elem elemOf() {
+  return sizeof(T) == 2 ? Elem::BF16 : Elem::F32;
+}
+
 float roundBf16(float v) { return toFloat(fromFloat<Bf16>(v)); }
 
 std::vector<Bf16> bf16Of(std::vector<float> &v) {
@@ -1615,6 +1620,45 @@ TEST(CudaEmulation, PackedRowKernelsPropagateNan) {
   }
   EXPECT_FALSE(std::isnan(rowLoss[3]));
   EXPECT_FALSE(std::isnan(y.at(3 * classes + 5)));
+}
+
+/// Row 0 holds a pack `{-inf x (V-1), NaN}` that thread 0 meets before any
+/// finite value, then a finite pack (the second half of the row); row 1 is
+/// finite. The NaN must survive the finite values that follow it.
+template <typename T> void nanBesideNegInfCheck() {
+  constexpr int V = kVec<T>;
+  const int64_t rows = 2, classes = 64 * V; // thread 0: packs 0 and 32
+  std::vector<float> x = randomValues(rows * classes, -1, 1, 13);
+  for (int64_t c = 0; c < classes / 2; ++c)
+    x[c] = c == V - 1 ? NAN : -INFINITY;
+  Stored<T> xs(x), y(rows * classes), g(rows * classes);
+  std::vector<int64_t> target{classes - 1, 3};
+  std::vector<float> rowLoss(rows);
+  DataCheckRecord rec{};
+  emu::launch(unsigned(rows), 32, 0, [&] {
+    crossEntropyRowsVecKernel<T>(xs.p, target.data(), rowLoss.data(), rows,
+                                 classes, 1, &rec);
+  });
+  emu::launch(unsigned(rows), 32, 0, [&] {
+    crossEntropyGradVecKernel<T>(xs.p, target.data(), g.p, rows, classes, 1,
+                                 &rec);
+  });
+  emu::launch(unsigned(rows), 32, 0,
+              [&] { softmaxRowVecKernel<T>(xs.p, y.p, rows, classes); });
+  EXPECT_EQ(rec.check, 0);
+  EXPECT_TRUE(std::isnan(rowLoss[0]));
+  EXPECT_FALSE(std::isnan(rowLoss[1]));
+  for (int64_t c : {int64_t(0), classes / 2, classes - 1}) {
+    EXPECT_TRUE(std::isnan(y.at(c))) << c;
+    EXPECT_TRUE(std::isnan(g.at(c))) << c;
+    EXPECT_FALSE(std::isnan(y.at(classes + c))) << c;
+    EXPECT_FALSE(std::isnan(g.at(classes + c))) << c;
+  }
+}
+
+TEST(CudaEmulation, PackedRowKernelsKeepNanBesideNegativeInfinity) {
+  nanBesideNegInfCheck<Bf16>();
+  nanBesideNegInfCheck<float>();
 }
 
 } // namespace
