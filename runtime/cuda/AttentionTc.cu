@@ -40,7 +40,7 @@
 // shared-memory bandwidth (512 bytes an ldmatrix.x4) rather than the tensor
 // cores is the expected limit.
 //
-// Under LOOM_CUDA_HOST_EMULATION (test/unit/cuda/CudaEmulationTest.cpp)
+// Under LOOM_CUDA_HOST_EMULATION (test/unit/cuda/CudaEmulation*Test.cpp)
 // mma.sync, ldmatrix and cp.async are host functions with the same fragment
 // semantics (MmaBf16.cuh), so the emulation checks the fragment indexing,
 // tiling, masking and softmax; the launchers are left out.

@@ -4,7 +4,7 @@
 // Internal to `LoomRuntimeCuda`: how a transpose (and the strided copies
 // of the other layout ops) turns into the `CopyIndex` of
 // runtime/cuda/CudaLaunch.h. Header-only and free of CUDA calls, so the
-// host emulation tests (test/unit/cuda/CudaEmulationTest.cpp) run the same
+// host emulation tests (test/unit/cuda/CudaEmulation*Test.cpp) run the same
 // planning as the binds.
 //
 //===----------------------------------------------------------------------===//

@@ -17,7 +17,7 @@
 // half. So a thread holds rows g and g + 8 of every accumulator tile, and
 // the four threads of a quad (same g) together hold a whole row.
 //
-// Under LOOM_CUDA_HOST_EMULATION (test/unit/cuda/CudaEmulationTest.cpp)
+// Under LOOM_CUDA_HOST_EMULATION (test/unit/cuda/CudaEmulation*Test.cpp)
 // mma.sync, ldmatrix and cp.async are host functions with the same fragment
 // semantics, so the emulation checks the callers' fragment indexing.
 //
