@@ -13,6 +13,10 @@ int64_t attentionProbsOffset(int64_t batch, int64_t sq, int64_t sk) {
   return (batch * sq * sk * int64_t(sizeof(float)) + 255) / 256 * 256;
 }
 
+int64_t attentionRowStatsBytes(int64_t batch, int64_t sq) {
+  return 2 * batch * sq * int64_t(sizeof(float));
+}
+
 int64_t attentionGemmWorkspaceBytes(int64_t batch, int64_t sq, int64_t sk,
                                     int64_t elemBytes) {
   return attentionProbsOffset(batch, sq, sk) + batch * sq * sk * elemBytes;
@@ -110,7 +114,7 @@ int64_t gemmPadWorkspaceBytes(const plan::Instruction &inst,
     return 0;
   bool ta = flag(inst, "transpose_lhs"), tb = flag(inst, "transpose_rhs");
   int ra = as.size(), rb = bs.size(), rc = cs.size();
-  int64_t m = ta ? as[ra - 1] : as[ra - 2], k = as[ra - 1];
+  int64_t m = ta ? as[ra - 1] : as[ra - 2], k = ta ? as[ra - 2] : as[ra - 1];
   int64_t n = tb ? bs[rb - 2] : bs[rb - 1];
   int64_t batches = product(cs, 0, rc - 2), aCount = product(as, 0, ra - 2),
           bCount = product(bs, 0, rb - 2);
@@ -174,11 +178,11 @@ int64_t estimateCudaWorkspaceBytes(const plan::Program &program) {
     if (attentionTakesTensorCorePath(dtype, sq, sk, d, dv,
                                      flag(inst, "causal"))) {
       if (grad) // the row statistics, as the flash path's
-        flashStats += 2 * batch * sq * int64_t(sizeof(float));
+        flashStats += attentionRowStatsBytes(batch, sq);
     } else if (d > 0 && dv > 0 && gemm <= (kDefaultAttentionWorkspaceMiB << 20))
       scores = std::max(scores, gemm);
     else if (grad)
-      flashStats += 2 * batch * sq * int64_t(sizeof(float));
+      flashStats += attentionRowStatsBytes(batch, sq);
   }
   return kCudaGemmWorkspaceBytes + scores + flashStats +
          largestGemmPadWorkspaceBytes(program);

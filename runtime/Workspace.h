@@ -34,6 +34,11 @@ int64_t attentionProbsOffset(int64_t batch, int64_t sq, int64_t sk);
 int64_t attentionGemmWorkspaceBytes(int64_t batch, int64_t sq, int64_t sk,
                                     int64_t elemBytes);
 
+/// Bytes of the row statistics the flash and tensor-core attention
+/// gradients keep per instruction: the logsumexp and rowsum(dO * O) of each
+/// of the `batch * sq` query rows, in f32.
+int64_t attentionRowStatsBytes(int64_t batch, int64_t sq);
+
 /// Whether the CUDA backend's default (`auto`) attention takes the
 /// tensor-core path, which keeps no scores: bf16 storage, D = Dv = 64 or
 /// 128, and Sq = Sk when causal. The one copy of this rule: the CUDA bind

@@ -444,10 +444,6 @@ Status prepareAttentionKernels(Elem e, const AttentionDims &a) {
   return small ? allowSmem<float, 64>() : allowSmem<float, 128>();
 }
 
-int64_t attentionGradWorkspace(const AttentionDims &a) {
-  return 2 * a.batch * a.sq;
-}
-
 Status launchAttentionGrad(Elem e, const void *dO, const void *q, const void *k,
                            const void *v, void *dq, void *dk, void *dv,
                            const AttentionDims &a, float *workspace,

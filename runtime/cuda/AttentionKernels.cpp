@@ -349,10 +349,9 @@ StatusOr<KernelFn> bindAttentionGrad(const OpView &op, BindContext &ctx) {
   CudaDevice &dev = cudaDevice(ctx);
   if (choice.algorithm == Algorithm::Tc) {
     LOOM_RETURN_IF_ERROR(prepareTcAttentionKernels(a));
-    int64_t floats = tcAttentionGradWorkspace(a);
-    LOOM_ASSIGN_OR_RETURN(
-        DeviceBuffer ws,
-        dev.allocateWorkspace(std::max<int64_t>(floats * sizeof(float), 1)));
+    LOOM_ASSIGN_OR_RETURN(DeviceBuffer ws,
+                          dev.allocateWorkspace(std::max<int64_t>(
+                              attentionRowStatsBytes(a.batch, a.sq), 1)));
     cudaStream_t s = dev.stream();
     return KernelFn([=](const StepContext &) {
       return launchTcAttentionGrad(x.dO, x.q, x.k, x.v, x.dq, x.dk, x.dv, a,
@@ -365,10 +364,9 @@ StatusOr<KernelFn> bindAttentionGrad(const OpView &op, BindContext &ctx) {
       return fn;
   }
   LOOM_RETURN_IF_ERROR(prepareAttentionKernels(e, a));
-  int64_t floats = attentionGradWorkspace(a);
-  LOOM_ASSIGN_OR_RETURN(
-      DeviceBuffer ws,
-      dev.allocateWorkspace(std::max<int64_t>(floats * sizeof(float), 1)));
+  LOOM_ASSIGN_OR_RETURN(DeviceBuffer ws,
+                        dev.allocateWorkspace(std::max<int64_t>(
+                            attentionRowStatsBytes(a.batch, a.sq), 1)));
   cudaStream_t s = dev.stream();
   return KernelFn([=](const StepContext &) {
     return launchAttentionGrad(e, x.dO, x.q, x.k, x.v, x.dq, x.dk, x.dv, a,

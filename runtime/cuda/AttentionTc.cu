@@ -620,10 +620,6 @@ Status prepareTcAttentionKernels(const AttentionDims &a) {
   return a.d == 64 ? allowSmem<64>() : allowSmem<128>();
 }
 
-int64_t tcAttentionGradWorkspace(const AttentionDims &a) {
-  return 2 * a.batch * a.sq;
-}
-
 Status launchTcAttention(const void *q, const void *k, const void *v, void *o,
                          const AttentionDims &a, cudaStream_t stream) {
   if (a.batch * a.sq == 0)

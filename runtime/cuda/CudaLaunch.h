@@ -255,8 +255,6 @@ Status launchAttention(Elem e, const void *q, const void *k, const void *v,
 /// Allows the flash kernels that `a` selects their dynamic shared memory;
 /// once at bind, before `launchAttention` / `launchAttentionGrad`.
 Status prepareAttentionKernels(Elem e, const AttentionDims &a);
-/// Floats of workspace `launchAttentionGrad` needs (row statistics).
-int64_t attentionGradWorkspace(const AttentionDims &a);
 /// dq, dk, dv from do, q, k, v: a first pass recomputes each query row's
 /// logsumexp and `rowsum(dO * O)`, then one kernel accumulates dK/dV per
 /// key tile and one dQ per query tile (deterministic, no atomics).
@@ -271,8 +269,6 @@ Status launchAttentionGrad(Elem e, const void *dO, const void *q, const void *k,
 /// Allows the tensor-core kernels of `a`'s head dim their dynamic shared
 /// memory; once at bind, before the launches below.
 Status prepareTcAttentionKernels(const AttentionDims &a);
-/// Floats of workspace `launchTcAttentionGrad` needs (row statistics).
-int64_t tcAttentionGradWorkspace(const AttentionDims &a);
 /// `launchAttention` on the tensor cores (mma.sync, bf16 operands, f32
 /// accumulation); `a` must satisfy runtime/Workspace.h's
 /// `attentionTakesTensorCorePath` and every operand be 16-byte aligned.

@@ -122,6 +122,8 @@ Status locateModel(const RunOptions &opts, plan::Plan &plan) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!opts.modelPath.empty()) {
+    if (!fs::is_regular_file(opts.modelPath, ec))
+      return makeError("--model '%s': no such file", opts.modelPath.c_str());
     plan.set_model_path(opts.modelPath);
     return Status::ok();
   }

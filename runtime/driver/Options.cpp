@@ -51,11 +51,12 @@ training options:
   --device cpu|cuda       where the program runs (default cpu). cuda: one
                           GPU per rank (the node-local rank picks it), NCCL
                           between ranks; needs a loom-run built with CUDA
-  --model MODEL.onnx      the plan's ONNX model (its initializers and
-                          external data; --export-onnx rewrites it) where it
-                          is now. Default: the path loomc recorded, else the
-                          file of that name next to the plan (a plan moved
-                          to another machine together with its model)
+  --model MODEL.onnx      where the plan's ONNX model is now: its
+                          initializers and external data are read from it,
+                          and --export-onnx writes a copy of it with the
+                          trained weights. Default: the path loomc
+                          recorded, else the file of that name next to the
+                          plan (a plan moved with its model)
 
 forward options:
   --forward MODEL.onnx    compile MODEL with loomc --forward-only (loomc is

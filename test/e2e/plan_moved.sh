@@ -20,7 +20,9 @@ train moved/p.loomplan beside.jsonl
 mv moved/model.onnx elsewhere/
 expect_error "pass --model MODEL.onnx" train moved/p.loomplan x.jsonl
 train moved/p.loomplan flag.jsonl --model elsewhere/model.onnx
-expect_error "cannot open ONNX model 'nowhere.onnx'" train moved/p.loomplan x.jsonl --model nowhere.onnx
+expect_error "--model 'nowhere.onnx': no such file" train moved/p.loomplan x.jsonl --model nowhere.onnx
+expect_error "--model 'nowhere.onnx': no such file" train moved/p.loomplan x.jsonl \
+  --model nowhere.onnx --init random:3
 # Random init reads no model.
 train moved/p.loomplan random.jsonl --init random:3
 
