@@ -2,7 +2,8 @@
 # The one-shot GPU check, ON THE LENT GPU MACHINE (one call, a few minutes).
 # Made by bench/gpu/prepare.sh on a machine with MLIR; see docs/cuda.md.
 #   usage: bash bench/gpu/run.sh BUNDLE.tar.xz
-# Steps (each prints PASS/FAIL/SKIP; the summary is the last lines):
+# Steps (each prints PASS/FAIL/SKIP; the summary is the last lines; the
+# exit status is 1 when a step failed):
 #   1. the machine: nvidia-smi, where libcublasLt / libnccl come from
 #   2. the carried binaries load (ldd finds every library)
 #   3. LoomCudaTests: every CUDA kernel against the CPU kernel, and a hand-
@@ -30,7 +31,7 @@ RESULTS=${OUT:-$PWD/gpu-out}
 mkdir -p "$RESULTS"
 OUTDIR=$(mktemp -d)
 WORK=$(mktemp -d)
-tar -xJf "$BUNDLE" -C "$WORK"
+tar -xJf "$BUNDLE" -C "$WORK" || { echo "run.sh: cannot unpack $BUNDLE" >&2; exit 1; }
 B=$WORK/gpu-bundle
 declare -a SUMMARY
 record() {
@@ -193,3 +194,6 @@ echo
 echo "== summary (${SECONDS}s)"
 for line in "${SUMMARY[@]}"; do echo "  $line"; done
 rm -rf "$WORK" "$OUTDIR"
+# Exit status 1 when any step failed.
+! printf '%s\n' "${SUMMARY[@]}" | grep -q ': FAIL'
+
