@@ -187,7 +187,7 @@ elif timeout 150 python3 torch_gpt2.py --device cuda --precision bf16 --compile 
     >"$OUTDIR/torch_compiled.log" 2>&1; then
   record "PyTorch compiled" "$(python3 -c "import json,sys; t=json.load(open(sys.argv[1])); l=json.load(open(sys.argv[2]))['sides'][0]; print('%.1f ms/step, %.1f TFLOP/s; Loom/PyTorch-compiled step time %.2f' % (1e3*t['step_s'], t['tflops'], l['step_s']/t['step_s']))" "$OUTDIR/torch_compiled.json" "$OUTDIR/gpt2_124m_bf16.json")"
 else
-  record "PyTorch compiled" "FAIL or timeout (gpu-logs:torch_compiled.log)"
+  record "PyTorch compiled" "not measured: torch.compile failed or timed out (gpu-logs:torch_compiled.log)"
 fi
 
 echo
