@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Prepares the one-shot GPU check, ON THIS (non-GPU) MACHINE: the lent GPU
+# Prepares the one-shot GPU check, ON A BUILD MACHINE WITH MLIR: the GPU
 # machine has no MLIR (so no loomc), no protobuf/ONNX/OpenBLAS/MPI
-# development files and no network, so everything it needs is made here and
+# development files and no network, so everything it needs is made on the
+# build machine and
 # carried as one tarball:
 #   bin/loom-run, bin/LoomCudaTests   built with -DLOOM_ENABLE_CUDA=ON, sm_90
 #   lib/                               their shared libraries except glibc and
@@ -22,9 +23,9 @@
 #                                      and the benchmark scripts
 #
 #   usage: bench/gpu/prepare.sh [BUILD_DIR]     (default build-cuda)
-# then, with the device tool (carry names the bundle; it is git-ignored):
-#   run(command="bash bench/gpu/run.sh build-cuda/gpu-bundle.tar.xz",
-#       carry=["build-cuda/gpu-bundle.tar.xz"], timeout_s=480)
+# then, in the repository root on the GPU machine, with the (git-ignored)
+# bundle copied to the same path:
+#   bash bench/gpu/run.sh build-cuda/gpu-bundle.tar.xz
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=$(cd "${1:-$SRC/build-cuda}" && pwd)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The one-shot GPU check, ON THE LENT GPU MACHINE (one call, a few minutes).
+# The one-shot GPU check, ON THE GPU MACHINE (a few minutes).
 # Made by bench/gpu/prepare.sh on a machine with MLIR; see docs/cuda.md.
 #   usage: bash bench/gpu/run.sh BUNDLE.tar.xz
 # Steps (each prints PASS/FAIL/SKIP; the summary is the last lines; the
@@ -24,7 +24,7 @@
 #      torch.compile, and the step-time ratio of Loom to it
 # Logs and metrics are written to a scratch folder and packed after every
 # step into gpu-logs.tar.gz, with the summary in summary.txt, under $OUT
-# (when the device tool sets it; it takes back only a few files) or ./gpu-out.
+# (when the job runner sets it; only a few files come back) or ./gpu-out.
 set -uo pipefail
 BUNDLE=${1:?usage: run.sh BUNDLE.tar.xz}
 RESULTS=${OUT:-$PWD/gpu-out}
