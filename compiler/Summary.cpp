@@ -14,9 +14,50 @@ static int64_t numElements(const plan::Buffer &b) {
   return n;
 }
 
-static int64_t attrInt(const plan::Instruction &inst, const char *name) {
+/// Whether the 0/1 attribute `name` is set (stored as an int or a float).
+static bool attrFlag(const plan::Instruction &inst, const char *name) {
   auto it = inst.attrs().find(name);
-  return it == inst.attrs().end() ? 0 : it->second.i();
+  if (it == inst.attrs().end())
+    return false;
+  return it->second.has_f() ? it->second.f() == 1 : it->second.i() == 1;
+}
+
+static int64_t dimFromEnd(const plan::Buffer &b, int k) {
+  return b.shape_size() >= k ? b.shape(b.shape_size() - k) : 1;
+}
+
+/// The multiply-add FLOPs `inst` executes when it is a GEMM or attention,
+/// else none: 2 per multiply-add of the output's contraction; attention
+/// counts S = Q K^T and P V (forward) or the five products of its gradient
+/// (S recomputed, dV, dP, dQ, dK), halved for causal masks as the CUDA
+/// kernels skip the masked tiles.
+static double gemmFlops(const plan::Program &prog,
+                        const plan::Instruction &inst) {
+  auto in = [&](int i) -> const plan::Buffer & {
+    return prog.buffers(inst.inputs(i));
+  };
+  const plan::Buffer &out = prog.buffers(inst.outputs(0));
+  const std::string &op = inst.op();
+  if (op == "matmul" || op == "linear" || op == "batch_matmul") {
+    bool transposed = attrFlag(inst, op == "matmul"         ? "transpose_a"
+                                     : op == "batch_matmul" ? "transpose_lhs"
+                                                            : "");
+    int64_t k = dimFromEnd(in(0), transposed ? 2 : 1);
+    if (op == "matmul" && transposed) // the lhs is [K, M] flattened
+      k = dimFromEnd(in(0), 1) ? numElements(in(0)) / dimFromEnd(in(0), 1) : 0;
+    return 2.0 * numElements(out) * k;
+  }
+  bool grad = op == "attention_grad";
+  if (!grad && op != "attention")
+    return 0;
+  int q = grad ? 1 : 0; // attention_grad reads dO first
+  const plan::Buffer &qb = in(q);
+  double rows = static_cast<double>(numElements(qb)) / dimFromEnd(qb, 1);
+  double pairs = rows * dimFromEnd(in(q + 1), 2); // batch * Sq * Sk
+  if (attrFlag(inst, "causal"))
+    pairs /= 2;
+  double d = dimFromEnd(qb, 1), dv = dimFromEnd(in(q + 2), 1);
+  return 2.0 * pairs * (grad ? 3 * d + 2 * dv : d + dv);
 }
 
 /// "bf16" for mixed-precision plans, "fp32" otherwise (also for plans that
@@ -44,12 +85,8 @@ Prediction mlir::loom::predictStep(const plan::Plan &plan,
                                                   : cluster.interNode;
   for (const plan::Instruction &inst : prog.instructions()) {
     const plan::Buffer &out = prog.buffers(inst.outputs(0));
-    if (inst.op() == "matmul") {
-      const plan::Buffer &a = prog.buffers(inst.inputs(0));
-      int64_t last = a.shape_size() ? a.shape(a.shape_size() - 1) : 1;
-      int64_t rows = last ? numElements(a) / last : 0;
-      int64_t k = attrInt(inst, "transpose_a") ? rows : last;
-      p.flopsPerDevice += 2.0 * numElements(out) * k;
+    if (double flops = gemmFlops(prog, inst)) {
+      p.flopsPerDevice += flops;
     } else if (inst.op() == "all_reduce") {
       if (dp > 1) {
         double bytes = out.size_bytes();

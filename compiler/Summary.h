@@ -12,10 +12,10 @@
 
 namespace mlir::loom {
 
-/// First-order prediction of one step of a plan on a cluster: matmul FLOPs
-/// at the device's peak, element-wise traffic at its memory bandwidth, and
-/// all-reduces with the ring cost 2(n-1)/n bytes over the slowest link the
-/// group spans.
+/// First-order prediction of one step of a plan on a cluster: the FLOPs of
+/// the GEMMs and attention (causal at half) at the device's peak, the other
+/// instructions' traffic at its memory bandwidth, and all-reduces with the
+/// ring cost 2(n-1)/n bytes over the slowest link the group spans.
 struct Prediction {
   double flopsPerDevice = 0;
   double computeSeconds = 0, memorySeconds = 0, commSeconds = 0;
