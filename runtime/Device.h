@@ -55,6 +55,11 @@ public:
   /// device (asynchronous launch errors, data checks such as cross-entropy
   /// targets outside the class range) as an error.
   virtual Status synchronize() = 0;
+
+  /// Bytes of device memory the kernels hold besides the arenas: the
+  /// workspaces and scratch buffers they take at bind (loomc's memory proof
+  /// counts the same, runtime/Workspace.h).
+  virtual int64_t workspaceBytes() const = 0;
 };
 
 } // namespace loom::runtime

@@ -167,15 +167,22 @@ Status CudaDevice::synchronize() {
 
 StatusOr<DeviceBuffer> CudaDevice::allocateWorkspace(int64_t bytes) {
   void *p = nullptr;
-  LOOM_RETURN_IF_ERROR(
-      cudaCheck(cudaMalloc(&p, static_cast<size_t>(bytes > 0 ? bytes : 1)),
-                "cudaMalloc (kernel workspace)"));
+  int64_t n = bytes > 0 ? bytes : 1;
+  LOOM_RETURN_IF_ERROR(cudaCheck(cudaMalloc(&p, static_cast<size_t>(n)),
+                                 "cudaMalloc (kernel workspace)"));
+  scratchBytes += n;
   cudaStream_t s = theStream;
   // Drop it only after queued kernels that may use it have finished.
-  return DeviceBuffer(p, [s](void *q) {
+  return DeviceBuffer(p, [this, s, n](void *q) {
     cudaStreamSynchronize(s);
     cudaFree(q);
+    scratchBytes -= n;
   });
+}
+
+int64_t CudaDevice::workspaceBytes() const {
+  return static_cast<int64_t>(kGemmWorkspaceBytes) + attn.bytes +
+         gemmPad.bytes + scratchBytes.load();
 }
 
 Status CudaDevice::reserveAttentionWorkspace(int64_t bytes) {

@@ -15,6 +15,7 @@
 #include "runtime/cuda/CudaStatus.h"
 
 #include <memory>
+#include <atomic>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -48,6 +49,7 @@ public:
   Status download(uint8_t *hostDst, const uint8_t *deviceSrc,
                   int64_t bytes) override;
   Status synchronize() override;
+  int64_t workspaceBytes() const override;
 
   int ordinal() const { return theOrdinal; }
   cudaStream_t stream() const { return theStream; }
@@ -101,6 +103,7 @@ private:
   };
   Status reserve(SharedWorkspace &w, int64_t bytes, const char *what);
   SharedWorkspace attn, gemmPad;
+  std::atomic<int64_t> scratchBytes{0}; // held by allocateWorkspace's buffers
   DataCheckRecord *record = nullptr;
   std::mutex checksMutex;
   std::vector<std::string> checkFormats;

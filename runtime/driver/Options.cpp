@@ -42,7 +42,8 @@ training options:
                           random without one; data is not shuffled
   --metrics FILE.jsonl    rank 0 writes one JSON object per step: step, loss,
                           step_time_s, tokens_per_s, samples_per_s,
-                          peak_memory_bytes
+                          peak_memory_bytes (the arena, plus the kernels'
+                          workspace on a GPU)
   --export-onnx FILE      rank 0 writes the plan's ONNX model with the trained
                           parameters (raw_data, external data inlined)
   --log-every N           print every N-th step's loss (and the last);
