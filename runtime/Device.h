@@ -58,7 +58,8 @@ public:
 
   /// Bytes of device memory the kernels hold besides the arenas: the
   /// workspaces and scratch buffers they take at bind (loomc's memory proof
-  /// counts the same, runtime/Workspace.h).
+  /// counts the large ones, runtime/Workspace.h; small per-instruction
+  /// partial sums are extra).
   virtual int64_t workspaceBytes() const = 0;
 };
 
