@@ -170,6 +170,20 @@ LogicalResult SliceGradOp::inferReturnTypes(
   return success();
 }
 
+LogicalResult SliceGradOp::verify() {
+  std::string why;
+  auto shape = slicedShape(getLike().getType().getShape(), getAxes(),
+                           getStarts(), getEnds(), getSteps(), why);
+  if (failed(shape))
+    return emitOpError(why);
+  if (getGrad().getType().getShape() != ArrayRef<int64_t>(*shape))
+    return emitOpError("grad of shape ")
+           << llvm::interleaved(getGrad().getType().getShape(), "x")
+           << " is not the slice's shape "
+           << llvm::interleaved(*shape, "x");
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // ConcatOp
 //===----------------------------------------------------------------------===//

@@ -80,6 +80,7 @@ def Loom_SliceGradOp : Loom_Op<"slice_grad", [Pure, Loom_SameFloatOperands,
                        DenseI64ArrayAttr:$axes, DenseI64ArrayAttr:$starts,
                        DenseI64ArrayAttr:$ends, DenseI64ArrayAttr:$steps);
   let results = (outs Loom_FloatTensor:$result);
+  let hasVerifier = 1;
   let assemblyFormat = [{
     $grad `,` $like `axes` $axes `starts` $starts `ends` $ends `steps` $steps attr-dict `:` `(` type($grad) `,` type($like) `)` `->` type($result)
   }];

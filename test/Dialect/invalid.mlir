@@ -154,3 +154,19 @@ func.func @convert_to_integer(%a: tensor<2x3xf32>) {
   %0 = loom.convert %a to i64 : tensor<2x3xf32> -> tensor<2x3xi64>
   return
 }
+
+// -----
+
+func.func @slice_grad_piece_not_window(%a: tensor<2x3xf32>, %like: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  // expected-error @+1 {{'loom.slice_grad' op grad of shape 2x3 is not the slice's shape 2x4}}
+  %0 = loom.slice_grad %a, %like axes [1] starts [0] ends [4] steps [1] : (tensor<2x3xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
+}
+
+// -----
+
+func.func @slice_grad_axis_out_of_range(%a: tensor<2x4xf32>, %like: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  // expected-error @+1 {{'loom.slice_grad' op axis 5 is out of range}}
+  %0 = loom.slice_grad %a, %like axes [5] starts [0] ends [4] steps [1] : (tensor<2x4xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
+}

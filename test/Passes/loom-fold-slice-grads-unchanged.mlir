@@ -51,30 +51,3 @@ func.func @strided(%a: tensor<2xf32>, %b: tensor<2xf32>, %like: tensor<4xf32>) -
   %2 = loom.add %0, %1 : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   return %2 : tensor<4xf32>
 }
-
-// -----
-
-// A piece whose shape is not its window (slice_grad has no verifier, so
-// foreign IR may hold one) is left alone.
-// CHECK-LABEL: func.func @piece_not_window(
-// CHECK-NOT:     loom.concat
-// CHECK:         loom.add
-func.func @piece_not_window(%a: tensor<2x3xf32>, %b: tensor<2x4xf32>, %like: tensor<2x8xf32>) -> tensor<2x8xf32> {
-  %0 = loom.slice_grad %a, %like axes [1] starts [0] ends [4] steps [1] : (tensor<2x3xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
-  %1 = loom.slice_grad %b, %like axes [1] starts [4] ends [8] steps [1] : (tensor<2x4xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
-  %2 = loom.add %0, %1 : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
-  return %2 : tensor<2x8xf32>
-}
-
-// -----
-
-// An axis past the rank is left alone.
-// CHECK-LABEL: func.func @axis_out_of_range(
-// CHECK-NOT:     loom.concat
-// CHECK:         loom.add
-func.func @axis_out_of_range(%a: tensor<2x4xf32>, %b: tensor<2x4xf32>, %like: tensor<2x8xf32>) -> tensor<2x8xf32> {
-  %0 = loom.slice_grad %a, %like axes [5] starts [0] ends [4] steps [1] : (tensor<2x4xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
-  %1 = loom.slice_grad %b, %like axes [5] starts [4] ends [8] steps [1] : (tensor<2x4xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
-  %2 = loom.add %0, %1 : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
-  return %2 : tensor<2x8xf32>
-}
