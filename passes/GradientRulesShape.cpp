@@ -54,11 +54,10 @@ LogicalResult GradientBuilder::backwardShape(Operation *op, Value dy) {
       })
       .Case<ConvertOp>([&](ConvertOp c) {
         // Integer inputs (token ids, masks) have no gradient; a float input
-        // gets the gradient back in its own precision (under mixed
-        // precision: bf16 activations' gradients reach f32 parameters).
-        Type from = c.getInput().getType().getElementType();
-        if (isa<FloatType>(from))
-          accumulate(c.getInput(), ConvertOp::create(b, loc, dy, from), loc);
+        // gets the gradient back in its own precision (`accumulate`
+        // converts: bf16 activations' gradients reach f32 parameters).
+        if (isa<FloatType>(c.getInput().getType().getElementType()))
+          accumulate(c.getInput(), dy, loc);
         return success();
       })
       .Default([](Operation *) { return failure(); });
