@@ -449,11 +449,11 @@ int run(Options &o) {
   plan->set_summary(summary);
 
   for (const plan::Program &prog : plan->programs())
-    if (prog.arena_bytes() + memory.workspace > cluster->memoryBytes())
+    if (memory.perDevice(prog.arena_bytes()) > cluster->memoryBytes())
       return fail(llvm::formatv("the plan needs {0:F2} GiB per device but {1} "
                                 "has {2:F1} GiB; use more devices or a "
                                 "smaller batch",
-                                (prog.arena_bytes() + memory.workspace) /
+                                memory.perDevice(prog.arena_bytes()) /
                                     (1024.0 * 1024 * 1024),
                                 cluster->deviceName, cluster->memoryGiB)
                       .str());

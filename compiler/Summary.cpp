@@ -60,10 +60,10 @@ static double gemmFlops(const plan::Program &prog,
   return 2.0 * pairs * (grad ? 3 * d + 2 * dv : d + dv);
 }
 
-/// "bf16" for mixed-precision plans, "fp32" otherwise (also for plans that
-/// predate the field).
-static std::string precisionOf(const plan::Plan &plan) {
-  return plan.training().precision() == "bf16" ? "bf16" : "fp32";
+/// Whether the plan is mixed precision (plans that predate the field are
+/// fp32).
+static bool isBf16(const plan::Plan &plan) {
+  return plan.training().precision() == "bf16";
 }
 
 static int64_t meshSize(const plan::Plan &plan, llvm::StringRef axis) {
@@ -102,7 +102,7 @@ Prediction mlir::loom::predictStep(const plan::Plan &plan,
     }
   }
   // Mixed-precision GEMMs run at the device's bf16 rate.
-  double peak = (precisionOf(plan) == "bf16" ? cluster.peakTflopsBf16
+  double peak = (isBf16(plan) ? cluster.peakTflopsBf16
                                              : cluster.peakTflopsFp32) *
                 1e12;
   p.computeSeconds = peak > 0 ? p.flopsPerDevice / peak : 0;
@@ -128,7 +128,7 @@ llvm::json::Object mlir::loom::summaryJson(const plan::Plan &plan,
   for (const plan::Program &prog : plan.programs())
     for (int32_t rank : prog.ranks())
       if (rank >= 0 && rank < plan.world_size())
-        perRank[rank] = prog.arena_bytes() + memory.workspace;
+        perRank[rank] = memory.perDevice(prog.arena_bytes());
   llvm::json::Array peaks;
   for (int64_t bytes : perRank)
     peaks.push_back(bytes);
@@ -142,7 +142,7 @@ llvm::json::Object mlir::loom::summaryJson(const plan::Plan &plan,
       {"schedule", "none"},
       {"zero_stage", 0},
       {"remat", "none"},
-      {"precision", precisionOf(plan)},
+      {"precision", isBf16(plan) ? "bf16" : "fp32"},
       {"predicted",
        llvm::json::Object{
            {"step_time_s", prediction.stepSeconds},
@@ -188,14 +188,14 @@ std::string mlir::loom::summaryText(const plan::Plan &plan,
     os << "  training    loss " << t.loss() << ", optimizer " << t.optimizer()
        << llvm::format(" (lr %g, weight decay %g", t.lr(), t.weight_decay())
        << "), zero 0, remat none\n";
-  if (precisionOf(plan) == "bf16")
+  if (isBf16(plan))
     os << "  precision   bf16 activations and activation gradients, f32 "
           "parameters, gradients and optimizer state\n";
   else
     os << "  precision   fp32\n";
   os << "  parameters  " << memory.numParameters << " ("
      << mib(memory.parameters) << ")\n";
-  os << "  memory      " << mib(memory.arena + memory.workspace)
+  os << "  memory      " << mib(memory.perDevice(memory.arena))
      << " per rank (parameters " << mib(memory.parameters) << ", gradients "
      << mib(memory.gradients) << ", optimizer state "
      << mib(memory.optimizerState) << ", activations "

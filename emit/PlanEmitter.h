@@ -37,6 +37,9 @@ struct MemoryBreakdown {
   /// set by the driver for GPU clusters, runtime/Workspace.h).
   int64_t workspace = 0;
   int64_t numParameters = 0; // elements
+
+  /// What one device holds: a program's arena and the kernels' workspace.
+  int64_t perDevice(int64_t arenaBytes) const { return arenaBytes + workspace; }
 };
 
 /// Emits the plan of a lowered module: `@main` is one rank's program (a
