@@ -63,16 +63,6 @@ __device__ void loadTile(float *dst, int pitch, const T *__restrict__ src,
   }
 }
 
-/// Sum / maximum over the four threads of a tile row.
-__device__ __forceinline__ float rowSum4(float v) {
-  v += __shfl_xor_sync(0xffffffffu, v, 1);
-  return v + __shfl_xor_sync(0xffffffffu, v, 2);
-}
-__device__ __forceinline__ float rowMax4(float v) {
-  v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
-  return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
-}
-
 /// `out[j] = dot(a, b + (c + 4 j) * pitch)` over `n` columns: one row of `a`
 /// against this thread's rows of a tile.
 __device__ __forceinline__ void dotRows(const float *a, const float *b,
@@ -137,7 +127,7 @@ __global__ void __launch_bounds__(kAttnThreads)
       s[j] = masked(a, row, k0 + c + 4 * j) ? -INFINITY : s[j] * a.scale;
       mx = fmaxf(mx, s[j]);
     }
-    float mNew = fmaxf(m, rowMax4(mx));
+    float mNew = fmaxf(m, quadMax(mx));
     // A row that has seen no visible key yet keeps everything at zero.
     float ref = mNew == -INFINITY ? 0.0f : mNew;
     float alpha = expf(m - ref), sum = 0.0f;
@@ -147,7 +137,7 @@ __global__ void __launch_bounds__(kAttnThreads)
       sP[r * pp + c + 4 * j] = p;
       sum += p;
     }
-    l = l * alpha + rowSum4(sum);
+    l = l * alpha + quadSum(sum);
     m = mNew;
     __syncwarp(); // the row's probabilities are written by its own warp
 #pragma unroll
@@ -179,7 +169,7 @@ __global__ void __launch_bounds__(kAttnThreads)
     for (int x = 0; x < kMaxD / 4; ++x)
       if (c + 4 * x < a.dv)
         dd += toFloat(dO[at + c + 4 * x]) * (acc[x] * inv);
-  dd = rowSum4(dd); // all four threads of the row take part
+  dd = quadSum(dd); // all four threads of the row take part
   if (row < a.sq && c == 0) {
     lse[bh * a.sq + row] = m + logf(l);
     delta[bh * a.sq + row] = dd;

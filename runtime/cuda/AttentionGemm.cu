@@ -33,17 +33,6 @@ struct RowArgs {
   bool causal;
 };
 
-__device__ __forceinline__ float laneSum(float v) {
-  for (int o = 16; o > 0; o >>= 1)
-    v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-__device__ __forceinline__ float laneMax(float v) {
-  for (int o = 16; o > 0; o >>= 1)
-    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
-
 /// Elements `[j, j + 4)` of `row` (length `n`) as floats; one vector load
 /// when `vec` (row length a multiple of 4, so the group is whole and
 /// aligned), else element by element, with 0 past `n`.
@@ -137,7 +126,7 @@ __global__ void __launch_bounds__(kRowThreads)
       if (j + t < n)
         mx = fmaxf(mx, x[t]);
   }
-  mx = laneMax(mx);
+  mx = warpMax(mx);
   float sum = 0.0f;
   for (int64_t j = kGroup * lane; j < n; j += step) {
     loadGroup(sr, j, a.sk, vec, x);
@@ -146,7 +135,7 @@ __global__ void __launch_bounds__(kRowThreads)
       if (j + t < n)
         sum += expf(x[t] - mx);
   }
-  const float inv = 1.0f / laneSum(sum);
+  const float inv = 1.0f / warpSum(sum);
   for (int64_t j = kGroup * lane; j < a.sk; j += step) {
     if (j < n)
       loadGroup(sr, j, a.sk, vec, x);
@@ -182,7 +171,7 @@ __global__ void __launch_bounds__(kRowThreads)
       if (j + t < n)
         dot += x[t] * y[t];
   }
-  dot = laneSum(dot);
+  dot = warpSum(dot);
   for (int64_t j = kGroup * lane; j < a.sk; j += step) {
     if (j < n) {
       loadGroup(pr, j, a.sk, vec, x);

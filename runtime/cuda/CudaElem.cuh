@@ -231,10 +231,22 @@ template <typename T> __device__ __forceinline__ T warpSum(T v) {
   return v;
 }
 
+/// Maximum over the warp (butterfly: every lane gets it).
 __device__ __forceinline__ float warpMax(float v) {
   for (int o = 16; o > 0; o >>= 1)
-    v = fmaxf(v, __shfl_down_sync(0xffffffffu, v, o));
+    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
+}
+
+/// Sum / maximum over the four lanes of a quad (lanes 4g .. 4g+3: a tile
+/// row of the attention kernels); every lane of the quad gets it.
+__device__ __forceinline__ float quadSum(float v) {
+  v += __shfl_xor_sync(0xffffffffu, v, 1);
+  return v + __shfl_xor_sync(0xffffffffu, v, 2);
+}
+__device__ __forceinline__ float quadMax(float v) {
+  v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
+  return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
 }
 
 /// Sum over the block; every thread gets the result. Needs `blockDim.x` a

@@ -210,16 +210,6 @@ __device__ __forceinline__ void accToA(uint32_t (&a)[4], const float (&c0)[4],
   a[3] = bf16Pair(c1[2], c1[3]);
 }
 
-/// Maximum / sum over the four threads of a quad (one accumulator row).
-__device__ __forceinline__ float quadMax(float v) {
-  v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
-  return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
-}
-__device__ __forceinline__ float quadSum(float v) {
-  v += __shfl_xor_sync(0xffffffffu, v, 1);
-  return v + __shfl_xor_sync(0xffffffffu, v, 2);
-}
-
 } // namespace loom::runtime::cuda
 
 #endif // LOOM_RUNTIME_CUDA_MMABF16_CUH
