@@ -57,13 +57,17 @@ $PY "$SRC/test/models/mlp.py" --out . --sizes 784,512,512,10 --batch 32 \
   --samples 2048 --seed 3 >/dev/null
 "$BUILD/bin/loomc" model.onnx --cluster cpu:1 --global-batch 64 \
   --loss cross_entropy --optimizer adamw --lr 1e-3 -o mlp.loomplan --quiet
-cp "$SRC/test/models/compare.py" .
+cp "$SRC/test/models/compare.py" "$SRC/test/models/tolerance.py" .
+# 1e-7-perturbed copies: the CPU run on them is the sensitivity of each
+# cpu-vs-cuda comparison (compare.py --sensitivity).
+$PY "$SRC/test/models/perturb.py" --out pert model.onnx x.npy >/dev/null
 
 # A small GPT-2 with stored weights: every GPT-2 op on both backends, fp32 and
 # bf16 (attention, embedding gather, slices, transposes, layer norm, GELU).
 cd "$STAGE/gpt2s"
 $PY "$SRC/test/models/hf_models.py" --model gpt2 --out . --batch 8 --samples 160 >/dev/null
 rm -f config.json ops.txt
+$PY "$SRC/test/models/perturb.py" --out pert model.onnx >/dev/null
 for prec in fp32 bf16; do
   "$LOOMC" model.onnx --cluster cpu:1 --global-batch 8 --loss cross_entropy \
     --optimizer adamw --lr 1e-3 --precision $prec -o $prec.loomplan --quiet

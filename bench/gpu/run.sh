@@ -98,8 +98,13 @@ for dev in cpu cuda; do
     ok=0
   fi
 done
+# The CPU run on 1e-7-perturbed weights and data: the comparison's sensitivity.
+timeout 90 "$B/bin/loom-run" mlp.loomplan --model pert/model.onnx --data x=pert/x.npy \
+  --data target=target.npy --steps 20 --device cpu --metrics "$OUTDIR/mlp_cpu_pert.jsonl" \
+  > "$OUTDIR/mlp_cpu_pert.log" 2>&1 || ok=0
 if [ $ok = 1 ] && python3 compare.py --metrics "$OUTDIR/mlp_cuda.jsonl" \
-     --metrics2 "$OUTDIR/mlp_cpu.jsonl" --rtol 1e-4 2>&1 | tee "$OUTDIR/mlp_compare.log"; then
+     --metrics2 "$OUTDIR/mlp_cpu.jsonl" --rtol 1e-4 --sensitivity "$OUTDIR/mlp_cpu_pert.jsonl" \
+     2>&1 | tee "$OUTDIR/mlp_compare.log"; then
   ms=$(python3 -c "import json,sys; r=[json.loads(l) for l in open(sys.argv[1])]; print('%.3f ms/step after the first' % (1e3*sum(x['step_time_s'] for x in r[1:])/max(1,len(r)-1)))" "$OUTDIR/mlp_cuda.jsonl")
   record "MLP cpu vs cuda losses (rtol 1e-4)" "PASS (cuda $ms)"
 else
@@ -114,6 +119,10 @@ train_both() {
       --data target=target.npy --steps "$steps" --log-every 5 --device $dev \
       --metrics "$OUTDIR/${name}_$dev.jsonl" 2>&1 | tee "$OUTDIR/${name}_$dev.log" || ok=0
   done
+  # The CPU run on 1e-7-perturbed weights: the comparison's sensitivity.
+  timeout 90 "$B/bin/loom-run" "$plan" --model pert/model.onnx --data input_ids=input_ids.npy \
+    --data target=target.npy --steps "$steps" --device cpu \
+    --metrics "$OUTDIR/${name}_cpu_pert.jsonl" > "$OUTDIR/${name}_cpu_pert.log" 2>&1 || ok=0
   return $((1 - ok))
 }
 
@@ -123,7 +132,8 @@ for prec_tol in fp32:1e-4 bf16:2e-2; do
   prec=${prec_tol%%:*} tol=${prec_tol#*:}
   if train_both gpt2s_$prec $prec.loomplan 10 &&
      python3 "$B/mlp/compare.py" --metrics "$OUTDIR/gpt2s_${prec}_cuda.jsonl" \
-       --metrics2 "$OUTDIR/gpt2s_${prec}_cpu.jsonl" --rtol $tol 2>&1 |
+       --metrics2 "$OUTDIR/gpt2s_${prec}_cpu.jsonl" --rtol $tol \
+       --sensitivity "$OUTDIR/gpt2s_${prec}_cpu_pert.jsonl" 2>&1 |
        tee "$OUTDIR/gpt2s_${prec}_compare.log"; then
     record "GPT-2 small $prec cpu vs cuda (rtol $tol)" "PASS"
   else

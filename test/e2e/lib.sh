@@ -29,3 +29,9 @@ expect_error() {
   ! ls core* >/dev/null 2>&1 || fail "'$*' left a core dump"
   echo "ok: $(cat err.txt)"
 }
+
+# perturbed DIR FILE... : copies of the files in DIR with every floating-point
+# value moved by one rounding error (perturb.py, 1e-7 relative). A reference
+# re-run on them measures the sensitivity that compare.py --sensitivity checks
+# each tolerance against (test/models/README.md, "Well-posed comparisons").
+perturbed() { local out=$1; shift; $PY "$MODELS/perturb.py" --out "$out" "$@" > /dev/null; }

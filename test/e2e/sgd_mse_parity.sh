@@ -13,9 +13,24 @@ loom_run p1.loomplan --data x=x.npy --data target=target.npy --steps 30 \
   --metrics m1.jsonl --export-onnx t1.onnx --quiet
 loom_run_np 2 p2.loomplan --data x=x.npy --data target=target.npy --steps 30 \
   --metrics m2.jsonl --quiet
-$PY "$MODELS/torch_train.py" --model model.onnx --data x=x.npy --data target=target.npy \
-  --global-batch 32 --steps 30 --optimizer sgd --lr 0.05 --momentum 0.9 \
-  --weight-decay 1e-3 --loss mse --losses-out ref.json --weights-out ref.npz
-$PY "$MODELS/compare.py" --metrics m2.jsonl --metrics2 m1.jsonl --rtol 1e-5
-$PY "$MODELS/compare.py" --metrics m1.jsonl --reference-losses ref.json --rtol 1e-4
-$PY "$MODELS/compare.py" --onnx t1.onnx --reference-weights ref.npz --rtol 1e-4 --atol 1e-5
+# References re-run on 1e-7-perturbed inputs and on 2 threads (compare.py --sensitivity).
+perturbed pert model.onnx x.npy target.npy
+torch_ref() {  # torch_ref MODEL X TARGET OUT [--threads N]
+  $PY "$MODELS/torch_train.py" --model $1 --data x=$2 --data target=$3 --global-batch 32 \
+    --steps 30 --optimizer sgd --lr 0.05 --momentum 0.9 --weight-decay 1e-3 --loss mse \
+    --losses-out $4.json --weights-out $4.npz "${@:5}" > /dev/null
+}
+torch_ref model.onnx x.npy target.npy ref --threads 1
+torch_ref pert/model.onnx pert/x.npy pert/target.npy pert/ref --threads 1
+torch_ref model.onnx x.npy target.npy threads2 --threads 2
+loom_run p1.loomplan --model pert/model.onnx --data x=pert/x.npy --data target=pert/target.npy \
+  --steps 30 --metrics pert/m1.jsonl --quiet
+LOOM_NUM_THREADS=2 loom_run p1.loomplan --data x=x.npy --data target=target.npy --steps 30 \
+  --metrics m1-threads2.jsonl --quiet
+$PY "$MODELS/compare.py" --metrics m2.jsonl --metrics2 m1.jsonl --rtol 1e-5 \
+  --sensitivity pert/m1.jsonl --sensitivity m1-threads2.jsonl
+$PY "$MODELS/compare.py" --metrics m1.jsonl --reference-losses ref.json --rtol 1e-4 \
+  --sensitivity pert/ref.json --sensitivity threads2.json
+# SGD is linear in the gradient: the weights compare element-wise.
+$PY "$MODELS/compare.py" --onnx t1.onnx --reference-weights ref.npz --rtol 1e-4 --atol 1e-5 \
+  --sensitivity pert/ref.npz --sensitivity threads2.npz

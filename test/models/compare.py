@@ -12,11 +12,26 @@ Checks (give one or more; each prints one verdict line):
            name in W.npz must exist in the trained model with the same shape
            and vice versa.
 
-Tolerance (numpy.allclose semantics, b = the reference side):
-  an element passes iff |a - b| <= atol + rtol * |b|; NaN/Inf never pass.
-The verdict also reports the worst relative error
-  max |a - b| / max(|b|, atol)    (|b| alone when atol is 0)
-and the step/tensor where it occurs.
+Tolerance (b = the reference side):
+  losses, and weights without --initial: element-wise, numpy.allclose semantics:
+    an element passes iff |a - b| <= atol + rtol * |b|; NaN/Inf never pass.
+  weights with --initial W0 (.onnx or .npz, the weights before training): the
+    update of each tensor, in L2: ||a - b|| <= rtol * ||b - W0|| + atol * sqrt(n).
+    Use it after AdamW: AdamW divides each gradient by its own running RMS, so a
+    weight whose gradient nearly cancels moves by +-lr on the sign of rounding
+    noise, and an element-wise bound on such weights is ill-posed (the reference
+    on 1e-7-perturbed inputs already breaks it); the L2 of the update is not.
+The verdict reports the worst error (relative error for element-wise checks, the
+relative L2 error of the update with --initial), where it occurs, and the share of
+the tolerance it uses.
+
+Well-posedness (test/models/tolerance.py): --sensitivity FILE, repeatable, is the
+reference side run again on 1e-7-perturbed inputs (perturb.py) or another thread
+count: a .json loss list or .jsonl metrics file for the loss checks, a .npz or
+.onnx for the weight check (FILE@INITIAL: the re-run started from the weights in
+INITIAL, e.g. the perturbed model; with --initial its update is what counts). Its distance from the reference, in the same measure,
+is printed as a share of the tolerance; above 0.1 the check fails as ILL-POSED.
+A check with a non-zero tolerance needs at least one sensitivity measurement.
 
 Steps compared: by default every step of the reference side (losses: 1..len(B);
 runs: the steps in C); --first-step S starts there instead of 1 (e.g. a metrics
@@ -24,14 +39,20 @@ file written after --resume), --steps K compares only K steps from S. Both
 sides must have every compared step; when a JSONL file repeats a step the last
 line wins. A null loss counts as NaN. Lines without "step"/"loss" (e.g. summary lines) are ignored.
 
-Exit status: 0 all checks pass, 1 a mismatch, 2 missing/unreadable/short input.
+Exit status: 0 all checks pass, 1 a mismatch, 2 missing/unreadable/short input
+or a non-zero tolerance without --sensitivity, 3 ill-posed (and no mismatch).
 """
 import argparse
+import fnmatch
 import json
 import math
+import os
 import sys
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tolerance import fmt, sensitivity_line, usage  # noqa: E402
 
 
 class InputError(Exception):
@@ -102,43 +123,35 @@ def select_steps(a, b, first, count, a_name, b_name):
     return wanted
 
 
-def rel_errors(a, b, atol):
-    a = np.asarray(a, dtype=np.float64)
-    b = np.asarray(b, dtype=np.float64)
-    diff = np.abs(a - b)
-    denom = np.maximum(np.abs(b), atol) if atol > 0 else np.abs(b)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rel = np.where(diff == 0, 0.0, diff / denom)
-    rel = np.where(np.isfinite(a) & np.isfinite(b), rel, np.inf)
-    return diff, rel
-
-
-def passes(a, b, rtol, atol):
-    a = np.asarray(a, dtype=np.float64)
-    b = np.asarray(b, dtype=np.float64)
-    ok = np.abs(a - b) <= atol + rtol * np.abs(b)
-    return ok & np.isfinite(a) & np.isfinite(b)
-
-
-def _fmt(x):
-    return "inf" if not math.isfinite(x) else "%.3g" % x
+def loss_usages(a, b, steps, rtol, atol):
+    return usage([a[s] for s in steps], [b[s] for s in steps], rtol, atol)
 
 
 def compare_losses(a, b, steps, rtol, atol, label):
-    av = [a[s] for s in steps]
-    bv = [b[s] for s in steps]
-    ok = passes(av, bv, rtol, atol)
-    diff, rel = rel_errors(av, bv, atol)
+    """(ok, message) for the losses of `steps`, a against the reference b."""
+    av = np.array([a[s] for s in steps], dtype=np.float64)
+    bv = np.array([b[s] for s in steps], dtype=np.float64)
+    u = loss_usages(a, b, steps, rtol, atol)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        diff = np.abs(av - bv)
+        rel = np.where(diff == 0, 0.0, diff / np.maximum(np.abs(bv), atol))
+    rel = np.where(np.isfinite(av) & np.isfinite(bv), rel, np.inf)
     worst = int(np.argmax(rel))
-    bad = np.flatnonzero(~ok)
+    bad = np.flatnonzero(u > 1)
     verdict = "OK" if bad.size == 0 else "MISMATCH"
-    msg = ("%s %s: %d steps (%d..%d), worst rel err %s at step %d (%.8g vs %.8g), rtol=%g atol=%g"
-           % (verdict, label, len(steps), steps[0], steps[-1], _fmt(rel[worst]), steps[worst],
-              av[worst], bv[worst], rtol, atol))
+    msg = ("%s %s: %d steps (%d..%d), worst rel err %s at step %d (%.8g vs %.8g), rtol=%g atol=%g, "
+           "%s of the tolerance"
+           % (verdict, label, len(steps), steps[0], steps[-1], fmt(rel[worst]), steps[worst],
+              av[worst], bv[worst], rtol, atol, fmt(float(u.max()))))
     if bad.size:
         msg += "; %d step(s) out of tolerance, first at step %d" % (bad.size, steps[int(bad[0])])
-    print(msg)
-    return bad.size == 0
+    return bad.size == 0, msg
+
+
+def loss_sensitivity(sens, b, steps, rtol, atol):
+    """(file, worst usage, where) of a re-run reference against the reference b."""
+    u = loss_usages(sens[1], b, steps, rtol, atol)  # sens = (file, losses, None)
+    return sens[0], float(u.max()), "step %d" % steps[int(np.argmax(u))]
 
 
 def read_onnx_weights(path):
@@ -164,7 +177,7 @@ def read_npz(path):
         raise InputError("cannot read %s: %s" % (path, e))
 
 
-def compare_weights(a, b, rtol, atol, a_name, b_name):
+def match_weights(a, b, a_name, b_name):
     only_b = sorted(set(b) - set(a))
     only_a = sorted(set(a) - set(b))
     if only_b:
@@ -173,30 +186,158 @@ def compare_weights(a, b, rtol, atol, a_name, b_name):
         raise InputError("%s lacks weight %r (%d missing)" % (b_name, only_a[0], len(only_a)))
     if not b:
         raise InputError("%s: no floating-point weights" % b_name)
-    worst = (-1.0, None, 0.0)
-    bad = []
-    for name in sorted(b):
-        x, y = a[name], b[name]
-        if x.shape != y.shape:
+    for name in b:
+        if a[name].shape != b[name].shape:
             raise InputError("weight %r: shape %s in %s vs %s in %s"
-                             % (name, list(x.shape), a_name, list(y.shape), b_name))
+                             % (name, list(a[name].shape), a_name, list(b[name].shape), b_name))
+
+
+class WeightTolerance:
+    """How final weights are compared (see the module docstring)."""
+
+    def __init__(self, rtol, atol, w0=None, zero=None, zero_rms=1e-4):
+        self.rtol, self.atol, self.w0 = rtol, atol, w0
+        self.zero = zero or []          # [(fnmatch pattern, start, end)] of flattened tensors
+        self.zero_rms = zero_rms
+
+
+def parse_zero_gradient(specs):
+    """[(pattern, start, end)] from NAME or NAME[START:END] (a flattened element range;
+    NAME may be an fnmatch pattern)."""
+    out = []
+    for spec in specs:
+        name, start, end = spec, 0, None
+        if spec.endswith("]") and "[" in spec:
+            name, rng = spec[:-1].split("[", 1)
+            try:
+                lo, hi = rng.split(":")
+                start, end = int(lo), int(hi)
+            except ValueError:
+                raise InputError("--zero-gradient %r: expected NAME[START:END]" % spec)
+        out.append((name, start, end))
+    return out
+
+
+def zero_mask(name, shape, tol):
+    """Boolean mask (flattened) of the elements of `name` with a zero true gradient."""
+    n = int(np.prod(shape))
+    mask = np.zeros(n, dtype=bool)
+    for pattern, start, end in tol.zero:
+        if not fnmatch.fnmatchcase(name, pattern):
+            continue
+        end = n if end is None else end
+        if not 0 <= start < end <= n:
+            raise InputError("--zero-gradient %s[%d:%d]: tensor has %d elements" % (name, start, end, n))
+        mask[start:end] = True
+    return mask
+
+
+def weight_errors(a, b, tol):
+    """{item: (usage, error, absolute error)}; an item is a non-empty tensor of b, or the
+    zero-gradient part of one ("NAME[START:END]" entries, keyed "NAME (zero gradient)").
+
+    Element-wise (no w0): usage is the largest |a-b| / (atol + rtol|b|), error the
+    largest relative error. Update in L2 (w0 given): usage is ||a-b|| / (rtol ||b-w0||
+    + atol sqrt(n)), error ||a-b|| / ||b-w0||. Zero-gradient part: usage is the RMS of
+    a's update divided by zero_rms (b is not used: the true update is zero)."""
+    out = {}
+    for name in sorted(b):
+        x, y = a[name].astype(np.float64).ravel(), b[name].astype(np.float64).ravel()
         if y.size == 0:
             continue
-        ok = passes(x, y, rtol, atol)
-        diff, rel = rel_errors(x, y, atol)
-        r = float(rel.max())
-        if r > worst[0]:
-            worst = (r, name, float(diff.max()))
-        if not ok.all():
-            bad.append(name)
-    verdict = "OK" if not bad else "MISMATCH"
+        if tol.w0 is None:
+            u = float(usage(x, y, tol.rtol, tol.atol).max())
+            diff = np.abs(x - y)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                rel = np.where(diff == 0, 0.0, diff / np.maximum(np.abs(y), tol.atol))
+            rel = np.where(np.isfinite(x) & np.isfinite(y), rel, np.inf)
+            out[name] = (u, float(rel.max()), float(np.nan_to_num(diff, nan=np.inf).max()))
+            continue
+        w = tol.w0[name].astype(np.float64).ravel()
+        zero = zero_mask(name, y.shape, tol)
+        if zero.any():
+            rms = float(np.sqrt(np.mean((x[zero] - w[zero]) ** 2)))
+            out[name + " (zero gradient)"] = (rms / tol.zero_rms if np.isfinite(rms) else math.inf,
+                                              rms, rms)
+        keep = ~zero
+        if not keep.any():
+            continue
+        x, y, w = x[keep], y[keep], w[keep]
+        err = float(np.linalg.norm(x - y)) if np.isfinite(x).all() else math.inf
+        upd = float(np.linalg.norm(y - w))
+        bound = tol.rtol * upd + tol.atol * math.sqrt(y.size)
+        u = 0.0 if err == 0 else (err / bound if bound > 0 else math.inf)
+        out[name] = (u, err / upd if upd > 0 else (0.0 if err == 0 else math.inf), err)
+    return out
+
+
+def compare_weights(a, b, tol):
+    """(ok, message): the trained weights a against the reference b."""
+    errs = weight_errors(a, b, tol)
+    worst = max((n for n in errs if not n.endswith(")")), key=lambda n: errs[n][0], default=None)
+    bad = [n for n in sorted(errs) if errs[n][0] > 1]
     n_el = sum(v.size for v in b.values())
-    msg = ("%s weights: %d tensors (%d values), worst rel err %s in %r (max abs err %s there), rtol=%g atol=%g"
-           % (verdict, len(b), n_el, _fmt(worst[0]), worst[1], _fmt(worst[2]), rtol, atol))
+    if tol.w0 is None:
+        what, err, abs_err = "weights", "worst rel err", "max abs err"
+    else:
+        what, err, abs_err = "weight updates", "worst rel L2 err of the update", "L2 err"
+    msg = "%s %s: %d tensors (%d values)" % ("OK" if not bad else "MISMATCH", what, len(b), n_el)
+    if worst is not None:
+        msg += (", %s %s in %r (%s %s there), rtol=%g atol=%g, %s of the tolerance"
+                % (err, fmt(errs[worst][1]), worst, abs_err, fmt(errs[worst][2]), tol.rtol, tol.atol,
+                   fmt(errs[worst][0])))
+    zero = [n for n in errs if n.endswith(" (zero gradient)")]
+    if zero:
+        z = max(zero, key=lambda n: errs[n][0])
+        msg += ("; %d zero-gradient part(s) stay put: largest update RMS %s in %r, bound %g"
+                % (len(zero), fmt(errs[z][1]), z[:-len(" (zero gradient)")], tol.zero_rms))
     if bad:
         msg += "; out of tolerance: %s" % ", ".join(bad[:5]) + (" ..." if len(bad) > 5 else "")
-    print(msg)
-    return not bad
+    return not bad, msg
+
+
+def weight_sensitivity(sens, b, tol):
+    """(file, worst usage, where): a re-run reference against the reference b; for the
+    zero-gradient parts, the larger drift of the re-run and of the reference itself.
+
+    sens = (name, weights, initial weights of the re-run or None). With --initial the
+    re-run's update is what is compared: a run on perturbed inputs starts from
+    perturbed weights, and that start is no part of its update."""
+    name, weights, start = sens
+    match_weights(weights, b, name, "the reference")
+    if tol.w0 is not None and start is not None:
+        start = {k: v for k, v in start.items() if k in b}
+        match_weights(start, b, name.split("@", 1)[1], "the reference")
+        weights = {k: weights[k].astype(np.float64) - start[k] + tol.w0[k] for k in b}
+    errs = weight_errors(weights, b, tol)
+    own = weight_errors(b, b, tol)
+    for n in errs:
+        if n.endswith(" (zero gradient)"):
+            errs[n] = max(errs[n], own[n])
+    worst = max(errs, key=lambda n: errs[n][0])
+    return name, errs[worst][0], repr(worst)
+
+
+def excluded(names, patterns):
+    return {n for n in names if any(fnmatch.fnmatchcase(n, p) for p in patterns)}
+
+
+def read_weights(path):
+    return read_onnx_weights(path) if path.endswith(".onnx") else read_npz(path)
+
+
+def read_sensitivity(spec, weights):
+    """(spec, values, initial weights or None) from FILE or, for weights, FILE@INITIAL."""
+    path, _, start = spec.partition("@")
+    if not weights:
+        if start:
+            raise InputError("--sensitivity %s: @INITIAL applies to weights only" % spec)
+        return spec, read_losses(path), None
+    return spec, read_weights(path), read_weights(start) if start else None
+
+
+def read_losses(path):
+    return read_metrics(path) if path.endswith(".jsonl") else read_reference_losses(path)
 
 
 def main(argv=None):
@@ -208,6 +349,19 @@ def main(argv=None):
     p.add_argument("--onnx", help="trained ONNX model written by Loom")
     p.add_argument("--weights", help="weights npz under test (instead of --onnx)")
     p.add_argument("--reference-weights", help="reference weights npz (torch_train.py --weights-out)")
+    p.add_argument("--initial", help="weights before training (.onnx or .npz): compare updates in L2")
+    p.add_argument("--zero-gradient", action="append", default=[], metavar="NAME[START:END]",
+                   help="with --initial: a tensor (or a flattened range of one) whose true gradient "
+                        "is zero; it must stay within --zero-gradient-rms of its initial value "
+                        "and is left out of the update comparison (repeatable)")
+    p.add_argument("--zero-gradient-rms", type=float, default=1e-4,
+                   help="RMS bound of a zero-gradient part's update (default 1e-4)")
+    p.add_argument("--exclude", action="append", default=[], metavar="PATTERN",
+                   help="weights left out of the comparison (fnmatch pattern, repeatable; "
+                        "the verdict counts them)")
+    p.add_argument("--sensitivity", action="append", default=[], metavar="FILE[@INITIAL]",
+                   help="the reference re-run on perturbed inputs or other threads (repeatable); "
+                        "for weights, @INITIAL names the re-run's own starting weights")
     p.add_argument("--rtol", type=float, required=True)
     p.add_argument("--atol", type=float, default=0.0, help="absolute tolerance and relative-error floor (default 0)")
     p.add_argument("--first-step", type=int, default=1, help="first step compared (default 1)")
@@ -228,38 +382,69 @@ def main(argv=None):
         if bool(args.onnx) == bool(args.weights):
             p.error("--reference-weights needs exactly one of --onnx, --weights")
         checks.append("weights")
-    elif args.onnx or args.weights:
-        p.error("--onnx/--weights need --reference-weights")
+    elif args.onnx or args.weights or args.initial or args.zero_gradient or args.exclude:
+        p.error("--onnx/--weights/--initial/--zero-gradient/--exclude need --reference-weights")
+    if args.zero_gradient and not args.initial:
+        p.error("--zero-gradient needs --initial")
     if not checks:
         p.error("nothing to compare")
     if args.rtol < 0 or args.atol < 0 or (args.steps is not None and args.steps < 1):
         p.error("tolerances must be >= 0 and --steps >= 1")
+    if "runs" in checks and "losses" in checks and args.sensitivity:
+        p.error("--sensitivity applies to one loss reference: compare --reference-losses and "
+                "--metrics2 in separate calls")
 
-    rc = 0
+    errors = mismatches = ill_posed = 0
     for check in checks:
         try:
-            if check == "losses":
+            weights = check == "weights"
+            sens = [read_sensitivity(f, weights) for f in args.sensitivity
+                    if weights == f.split("@", 1)[0].endswith((".npz", ".onnx"))]
+            if not sens and (args.rtol > 0 or args.atol > 0):
+                raise InputError("a non-zero tolerance needs --sensitivity (the reference re-run on "
+                                 "perturbed inputs), or compare bit for bit with --rtol 0")
+            if check in ("losses", "runs"):
                 a = read_metrics(args.metrics)
-                b = read_reference_losses(args.reference_losses)
-                steps = select_steps(a, b, args.first_step, args.steps, args.metrics, args.reference_losses)
-                ok = compare_losses(a, b, steps, args.rtol, args.atol, "losses vs reference")
-            elif check == "runs":
-                a = read_metrics(args.metrics)
-                b = read_metrics(args.metrics2)
-                steps = select_steps(a, b, args.first_step, args.steps, args.metrics, args.metrics2)
-                ok = compare_losses(a, b, steps, args.rtol, args.atol, "losses run vs run")
+                b_name = args.reference_losses if check == "losses" else args.metrics2
+                b = read_reference_losses(b_name) if check == "losses" else read_metrics(b_name)
+                steps = select_steps(a, b, args.first_step, args.steps, args.metrics, b_name)
+                for f, s, _ in sens:
+                    select_steps(s, b, args.first_step, len(steps), f, b_name)
+                label = "losses vs reference" if check == "losses" else "losses run vs run"
+                ok, msg = compare_losses(a, b, steps, args.rtol, args.atol, label)
+                measured = [loss_sensitivity(s, b, steps, args.rtol, args.atol) for s in sens]
             else:
                 a_name = args.onnx or args.weights
-                a = read_onnx_weights(args.onnx) if args.onnx else read_npz(args.weights)
-                b = read_npz(args.reference_weights)
-                ok = compare_weights(a, b, args.rtol, args.atol, a_name, args.reference_weights)
+                a, b = read_weights(a_name), read_npz(args.reference_weights)
+                drop = excluded(set(a) | set(b), args.exclude)
+                a, b = ({k: v for k, v in d.items() if k not in drop} for d in (a, b))
+                sens = [(f, {k: v for k, v in d.items() if k not in drop}, w) for f, d, w in sens]
+                match_weights(a, b, a_name, args.reference_weights)
+                w0 = read_weights(args.initial) if args.initial else None
+                if w0 is not None:
+                    w0 = {k: v for k, v in w0.items() if k in b}
+                    match_weights(w0, b, args.initial, args.reference_weights)
+                tol = WeightTolerance(args.rtol, args.atol, w0, parse_zero_gradient(args.zero_gradient),
+                                      args.zero_gradient_rms)
+                unknown = [z for z, _, _ in tol.zero if not excluded(b, [z])]
+                if unknown:
+                    raise InputError("--zero-gradient %r: no such weight" % unknown[0])
+                label = "weights" if w0 is None else "weight updates"
+                ok, msg = compare_weights(a, b, tol)
+                if drop:
+                    msg += "; %d excluded (%s)" % (len(drop), ", ".join(args.exclude))
+                measured = [weight_sensitivity(s, b, tol) for s in sens]
         except InputError as e:
             print("ERROR %s: %s" % (check, e))
-            rc = 2
+            errors += 1
             continue
-        if not ok:
-            rc = max(rc, 1)
-    return rc
+        print(msg)
+        mismatches += not ok
+        if measured:
+            posed, line = sensitivity_line(label, measured)
+            print(line)
+            ill_posed += not posed
+    return 2 if errors else 1 if mismatches else 3 if ill_posed else 0
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 """Compare two directories of forward outputs (.npy), e.g. loom-run --forward vs
 ort_forward.py.
 
-  compare_outputs.py --a DIR1 --b DIR2 [--rtol 1e-4] [--atol 1e-5]
+  compare_outputs.py --a DIR1 --b DIR2 [--rtol 1e-4] [--atol 1e-5] [--sensitivity DIR3 ...]
 
 Every *.npy in either directory is matched by file name. One line per tensor:
   OK name [shape] dtype max_abs=... max_rel=...
@@ -14,14 +14,22 @@ reference side, numpy allclose semantics), or both are NaN, or both are the same
 infinity; NaN positions must match. Integers and booleans must be equal. An int or
 float array may be compared with any int or float array (e.g. loom's f32 against an f64
 reference); bool only with bool.
+--sensitivity DIR3 (repeatable): the reference re-run on inputs perturbed by 1e-7
+relative (perturb.py) or on another thread count. Its largest distance from DIR2,
+as a share of the tolerance (tolerance.py), is printed; above 0.1 the comparison is
+ILL-POSED. A non-zero tolerance needs at least one such measurement.
 Exit 0 = all OK, 1 = some MISMATCH, 2 = something MISSING (or no .npy at all, or a
-directory does not exist).
+directory does not exist, or no --sensitivity for a non-zero tolerance), 3 =
+ILL-POSED (and no mismatch).
 """
 import argparse
 import os
 import sys
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tolerance import sensitivity_line, usage  # noqa: E402
 
 
 def compare_arrays(a, b, rtol, atol):
@@ -109,6 +117,26 @@ def compare_dirs(dir_a, dir_b, rtol, atol, out=sys.stdout):
     return 2 if missing else (1 if mismatch else 0)
 
 
+def measure_sensitivity(dir_b, dir_s, rtol, atol):
+    """(DIR3, worst share of the tolerance, tensor) of a re-run reference DIR3 against DIR2."""
+    worst, where = 0.0, ""
+    for f in list_npy(dir_b):
+        path = os.path.join(dir_s, f)
+        if not os.path.exists(path):
+            raise ValueError("%s lacks %s" % (dir_s, f))
+        b = np.load(os.path.join(dir_b, f), allow_pickle=False)
+        a = np.load(path, allow_pickle=False)
+        if a.shape != b.shape:
+            raise ValueError("%s: shape %s, reference %s" % (path, list(a.shape), list(b.shape)))
+        if b.size == 0 or b.dtype.kind not in "f":
+            continue
+        both_nan = np.isnan(a.astype(np.float64)) & np.isnan(b.astype(np.float64))
+        u = float(np.where(both_nan | (a == b), 0.0, usage(a, b, rtol, atol)).max())
+        if u > worst:
+            worst, where = u, f[:-4]
+    return dir_s, worst, where
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -116,8 +144,24 @@ def main(argv=None):
     p.add_argument("--b", required=True, help="second (reference) output directory")
     p.add_argument("--rtol", type=float, default=1e-4, help="default 1e-4")
     p.add_argument("--atol", type=float, default=1e-5, help="default 1e-5")
+    p.add_argument("--sensitivity", action="append", default=[], metavar="DIR3",
+                   help="the reference re-run on perturbed inputs or other threads (repeatable)")
     args = p.parse_args(argv)
-    return compare_dirs(args.a, args.b, args.rtol, args.atol)
+    if not args.sensitivity and (args.rtol > 0 or args.atol > 0):
+        print("MISSING: a non-zero tolerance needs --sensitivity (the reference re-run on "
+              "perturbed inputs), or compare exactly with --rtol 0 --atol 0")
+        return 2
+    rc = compare_dirs(args.a, args.b, args.rtol, args.atol)
+    if rc == 2 or not args.sensitivity:
+        return rc
+    try:
+        measured = [measure_sensitivity(args.b, d, args.rtol, args.atol) for d in args.sensitivity]
+    except (OSError, ValueError) as e:
+        print("MISSING sensitivity: %s" % e)
+        return 2
+    posed, line = sensitivity_line("outputs", measured)
+    print(line)
+    return rc if rc or posed else 3
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 """Build a small GPT-2, BERT, LLaMA or ResNet-18, export it to ONNX, write its data.
 
   hf_models.py --model gpt2|bert|llama|resnet18 --out DIR [--seed S] [--batch B]
-               [--samples N] [--text FILE]
+               [--samples N] [--text FILE] [--image-size 32] [--image-data digits|noise]
 
 The model is built from a config with random initialisation (torch.manual_seed(S);
 nothing is downloaded, HF_HUB_OFFLINE=1) and every dropout probability set to 0,
@@ -15,7 +15,7 @@ transposed weight of every bias-free Linear by a new unnamed initializer
 
 Writes to DIR:
   model.onnx     the graph; input `input_ids` int64 [B, S] (LMs) or `images` float32
-                 [B, 3, 32, 32] (ResNet); one output `logits` ([B, S, V] or [B, 10]).
+                 [B, 3, S, S] (ResNet, S = --image-size, default 32); one output `logits` ([B, S, V] or [B, 10]).
                  Initializers are named like the PyTorch state dict (tied weights once).
   input_ids.npy / images.npy, target.npy
                  LMs: a character-level token stream (the bytes of --text, default
@@ -24,8 +24,9 @@ Writes to DIR:
                  the window (int64 [N, S]). BERT (bidirectional, so next-token targets
                  would be copied) instead gets a masked-LM set: 15% of the input tokens
                  replaced by [MASK] = V-1, target = the original tokens at every
-                 position. ResNet: scikit-learn's digits (8x8) scaled to 32x32, three
-                 equal channels, normalised (float32 [N, 3, 32, 32]), int64 labels [N].
+                 position. ResNet: scikit-learn's digits (8x8) scaled to S x S, three
+                 equal channels, normalised (float32 [N, 3, S, S]), int64 labels [N];
+                 --image-data noise: N(0, 1) pixels instead, with the same labels.
                  Loss for all four: cross-entropy, mean over every position / sample.
   ops.txt        the sorted set of ONNX op types in the graph, one per line.
   config.json    what hf_train.py needs to rebuild the module: model kind, HF config,
@@ -185,8 +186,14 @@ def make_lm_data(kind, text, samples, seed, vocab=VOCAB, seq=SEQ):
     return np.ascontiguousarray(win[:, :seq]), np.ascontiguousarray(win[:, 1:])
 
 
-def make_image_data(samples, seed):
-    """(images float32 [N,3,32,32], labels int64 [N]) from scikit-learn's digits."""
+def make_image_data(samples, seed, size=IMAGE, kind="digits"):
+    """(images float32 [N,3,size,size], labels int64 [N]).
+
+    digits: scikit-learn's digits, upscaled (nearest) to size x size, three equal
+    channels. noise: i.i.d. N(0, 1) pixels with the digits' labels. Noise is what a
+    multi-step parity test needs: a digit's flat background makes many ReLU and
+    max-pool inputs nearly equal or nearly zero, so a rounding error flips them and
+    the training trajectory diverges within a few steps (test/models/README.md)."""
     from sklearn.datasets import load_digits
     digits = load_digits()
     x = digits.images.astype(np.float32) / 16.0         # [1797, 8, 8] in [0, 1]
@@ -196,15 +203,18 @@ def make_image_data(samples, seed):
     if n > len(x):
         raise ModelError("--samples %d: only %d digit images" % (samples, len(x)))
     x, y = x[order[:n]], y[order[:n]]
-    x = np.kron(x, np.ones((IMAGE // 8, IMAGE // 8), dtype=np.float32))   # nearest 4x upscale
+    if kind == "noise":
+        x = np.random.default_rng(seed + 2).standard_normal((n, 3, size, size))
+        return np.ascontiguousarray(x, dtype=np.float32), y
+    x = np.kron(x, np.ones((size // 8, size // 8), dtype=np.float32))   # nearest upscale
     x = (x - 0.3) / 0.4
     x = np.repeat(x[:, None, :, :], 3, axis=1)
     return np.ascontiguousarray(x, dtype=np.float32), y
 
 
-def make_data(kind, samples, seed, text=DEFAULT_TEXT):
+def make_data(kind, samples, seed, text=DEFAULT_TEXT, image_size=IMAGE, image_data="digits"):
     if kind == "resnet18":
-        return make_image_data(samples, seed)
+        return make_image_data(samples, seed, image_size, image_data)
     return make_lm_data(kind, text, samples, seed)
 
 
@@ -328,12 +338,15 @@ def module_weights(module, imap):
     return out
 
 
-def build(kind, out_dir, seed=0, batch=8, samples=0, text=DEFAULT_TEXT):
+def build(kind, out_dir, seed=0, batch=8, samples=0, text=DEFAULT_TEXT, image_size=IMAGE,
+          image_data="digits"):
     """Build, export and write everything; returns (module, config dict)."""
     if batch < 1:
         raise ModelError("--batch must be >= 1")
+    if image_size < 32 or image_size % 8:
+        raise ModelError("--image-size %d: must be a multiple of 8, at least 32" % image_size)
     os.makedirs(out_dir, exist_ok=True)
-    x, target = make_data(kind, samples, seed, text)
+    x, target = make_data(kind, samples, seed, text, image_size, image_data)
     if len(x) < batch:
         raise ModelError("%d samples, fewer than the batch %d" % (len(x), batch))
     model, cfg = build_model(kind, seed)
@@ -392,6 +405,10 @@ def main(argv=None):
                    help="the static batch dimension of the exported graph (default 8)")
     p.add_argument("--samples", type=int, default=0,
                    help="number of samples N (default: every window of the text; 512 images)")
+    p.add_argument("--image-size", type=int, default=IMAGE,
+                   help="resnet18: image height and width (default %d)" % IMAGE)
+    p.add_argument("--image-data", choices=["digits", "noise"], default="digits",
+                   help="resnet18: upscaled digits (default) or N(0,1) noise with the digits' labels")
     p.add_argument("--text", default=DEFAULT_TEXT,
                    help="text file for the LM token stream (default %s)" % DEFAULT_TEXT)
     args = p.parse_args(argv)
@@ -399,7 +416,8 @@ def main(argv=None):
         args.samples = 512
     t0 = time.time()
     try:
-        model, meta = build(args.model, args.out, args.seed, args.batch, args.samples, args.text)
+        model, meta = build(args.model, args.out, args.seed, args.batch, args.samples, args.text,
+                            args.image_size, args.image_data)
     except ModelError as e:
         raise SystemExit("hf_models: error: %s" % e)
     nparams = sum(p.numel() for p in model.parameters())

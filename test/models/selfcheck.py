@@ -238,38 +238,66 @@ def cli_checks(tmp):
          "--global-batch", "8", "--steps", "7", "--optimizer", "adamw", "--lr", "0.01",
          "--loss", "mse", "--losses-out", s("reg.json")])
 
-    # compare.py
+    # compare.py: a sensitivity file equal to the reference (sensitivity 0) makes
+    # every tolerance well-posed; `wobbly` moves it by half a tolerance (ill-posed).
     cmp_py = os.path.join(HERE, "compare.py")
     write_metrics(s("a.jsonl"), cli_losses)
     write_metrics(s("b.jsonl"), [v * (1 + 1e-7) for v in cli_losses])
     write_metrics(s("bad.jsonl"), cli_losses[:-1] + [cli_losses[-1] * 1.01])
     write_metrics(s("short.jsonl"), cli_losses[:-2])
     write_metrics(s("tail.jsonl"), cli_losses[5:], start=6)
-    run([cmp_py, "--metrics", s("a.jsonl"), "--reference-losses", s("ref.json"), "--rtol", "1e-6"])
-    run([cmp_py, "--metrics", s("b.jsonl"), "--metrics2", s("a.jsonl"), "--rtol", "1e-6"])
-    run([cmp_py, "--metrics", s("bad.jsonl"), "--reference-losses", s("ref.json"), "--rtol", "1e-3"], 1)
-    run([cmp_py, "--metrics", s("short.jsonl"), "--reference-losses", s("ref.json"), "--rtol", "1e-3"], 2)
-    run([cmp_py, "--metrics", s("tail.jsonl"), "--reference-losses", s("ref.json"), "--rtol", "1e-6"], 2)
+    with open(s("wobbly.json"), "w") as f:
+        json.dump([v * (1 + 5e-7) for v in cli_losses], f)
+    sens = ["--sensitivity", s("ref.json")]
+    run([cmp_py, "--metrics", s("a.jsonl"), "--reference-losses", s("ref.json"), "--rtol", "1e-6"] + sens)
+    run([cmp_py, "--metrics", s("a.jsonl"), "--reference-losses", s("ref.json"), "--rtol", "0"])
+    run([cmp_py, "--metrics", s("b.jsonl"), "--metrics2", s("a.jsonl"), "--rtol", "1e-6",
+         "--sensitivity", s("a.jsonl")])
+    run([cmp_py, "--metrics", s("bad.jsonl"), "--reference-losses", s("ref.json"), "--rtol", "1e-3"] + sens, 1)
+    out = run([cmp_py, "--metrics", s("a.jsonl"), "--reference-losses", s("ref.json"), "--rtol", "1e-6",
+               "--sensitivity", s("wobbly.json")], 3)
+    if "ILL-POSED" not in out:
+        fail("compare.py: no ILL-POSED verdict for a sensitivity of half the tolerance: %s" % out)
+    run([cmp_py, "--metrics", s("a.jsonl"), "--reference-losses", s("ref.json"), "--rtol", "1e-6"], 2)
+    run([cmp_py, "--metrics", s("short.jsonl"), "--reference-losses", s("ref.json"), "--rtol", "1e-3"] + sens, 2)
+    run([cmp_py, "--metrics", s("tail.jsonl"), "--reference-losses", s("ref.json"), "--rtol", "1e-6"] + sens, 2)
     run([cmp_py, "--metrics", s("tail.jsonl"), "--reference-losses", s("ref.json"), "--rtol", "1e-6",
-         "--first-step", "6"])
+         "--first-step", "6"] + sens)
     run([cmp_py, "--metrics", s("short.jsonl"), "--reference-losses", s("ref.json"), "--rtol", "1e-6",
-         "--steps", "8"])
-    run([cmp_py, "--metrics", s("missing.jsonl"), "--reference-losses", s("ref.json"), "--rtol", "1e-3"], 2)
+         "--steps", "8"] + sens)
+    run([cmp_py, "--metrics", s("missing.jsonl"), "--reference-losses", s("ref.json"), "--rtol", "1e-3"] + sens, 2)
     with np.load(s("ref.npz")) as z:
         w = {k: z[k] for k in z.files}
+    wsens = ["--sensitivity", s("ref.npz")]
     write_trained_onnx(s("digits", "model.onnx"), s("trained.onnx"), w)
     run([cmp_py, "--onnx", s("trained.onnx"), "--reference-weights", s("ref.npz"),
-         "--rtol", "1e-6", "--atol", "1e-7"])
+         "--rtol", "1e-6", "--atol", "1e-7"] + wsens)
     w2 = dict(w)
     w2["fc2.bias"] = w2["fc2.bias"] + 1e-3
     write_trained_onnx(s("digits", "model.onnx"), s("trained_bad.onnx"), w2)
     run([cmp_py, "--onnx", s("trained_bad.onnx"), "--reference-weights", s("ref.npz"),
-         "--rtol", "1e-4", "--atol", "1e-5"], 1)
+         "--rtol", "1e-4", "--atol", "1e-5"] + wsens, 1)
+    # Updates in L2 (--initial): a 1e-3 error in one bias is far outside 1e-4 of its
+    # update; a zero-gradient range must stay at its initial value.
+    init = s("digits", "model.onnx")
+    run([cmp_py, "--onnx", s("trained.onnx"), "--reference-weights", s("ref.npz"), "--initial", init,
+         "--rtol", "1e-4"] + wsens)
+    run([cmp_py, "--onnx", s("trained_bad.onnx"), "--reference-weights", s("ref.npz"), "--initial", init,
+         "--rtol", "1e-4"] + wsens, 1)
+    run([cmp_py, "--onnx", s("trained.onnx"), "--reference-weights", s("ref.npz"), "--initial", init,
+         "--rtol", "1e-4", "--zero-gradient", "fc2.bias[0:4]"] + wsens, 1)
+    run([cmp_py, "--onnx", s("trained.onnx"), "--reference-weights", s("ref.npz"), "--initial", init,
+         "--rtol", "1e-4", "--zero-gradient", "fc2.bias[0:4]", "--zero-gradient-rms", "10"] + wsens)
+    run([cmp_py, "--onnx", s("trained_bad.onnx"), "--reference-weights", s("ref.npz"), "--initial", init,
+         "--rtol", "1e-4", "--exclude", "fc2.*"] + wsens)
+    run([cmp_py, "--onnx", s("trained.onnx"), "--reference-weights", s("ref.npz"), "--initial", init,
+         "--rtol", "1e-4", "--sensitivity", s("trained_bad.onnx")], 3)
     w3 = {k: v for k, v in w.items() if k != "fc3.weight"}
     np.savez(s("partial.npz"), **w3)
-    run([cmp_py, "--weights", s("partial.npz"), "--reference-weights", s("ref.npz"), "--rtol", "1e-4"], 2)
+    run([cmp_py, "--weights", s("partial.npz"), "--reference-weights", s("ref.npz"), "--rtol", "1e-4"]
+        + wsens, 2)
     run([cmp_py, "--onnx", s("bad", "truncated.onnx"), "--reference-weights", s("ref.npz"),
-         "--rtol", "1e-4"], 2)
+         "--rtol", "1e-4"] + wsens, 2)
 
 
 def main():
