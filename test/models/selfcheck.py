@@ -11,7 +11,10 @@
    weights within 1e-6 relative, for AdamW, SGD and SGD+momentum.
 3. The command lines: mlp.py, digits.py, bad_inputs.py, torch_train.py and
    compare.py run end to end; compare.py passes on equal data, fails (exit 1)
-   on a perturbed loss/weight, and exits 2 on a short or missing file.
+   on a perturbed loss/weight (element-wise, as an update in L2, and on a moved
+   zero-gradient range), fails as ill-posed (exit 3) when its sensitivity file
+   moves the reference by half a tolerance, and exits 2 on a short or missing
+   file or on a tolerance without --sensitivity.
 """
 import copy
 import json

@@ -244,6 +244,8 @@ TEST(Bf16Test, WrapperMatmulAccumulatesInF32) {
       // One rounding to bf16 at the end (a bf16 accumulation over 300
       // terms would be off by far more than half an ulp).
       float got = (*r)[0][i * n + j];
+      // Bound: half a bf16 ulp (2^-8 relative) plus f32 accumulation; the
+      // double reference on the rounded inputs has no rounding of its own.
       EXPECT_NEAR(got, s, std::fabs(s) * (1.0 / 256) + 1e-5) << i << "," << j;
     }
 }
@@ -278,6 +280,8 @@ TEST(Bf16Test, WrapperMultiOutputAndLossInF32) {
       z += std::exp(double(r[row * 3 + j]));
     want += std::log(z) - r[row * 3 + (row == 0 ? 0 : 2)];
   }
+  // The loss is computed in f32 from the rounded logits: a few f32 ulps of
+  // a value near 1 (the double reference moves by ~1e-7 for 1e-7 inputs).
   EXPECT_NEAR(got, want / 2, 1e-6);
 }
 

@@ -134,6 +134,7 @@ TEST(FastMathTest, SigmoidArrayAtTheExtremes) {
   sigmoidArray(xs.data(), ys.data(), static_cast<int64_t>(xs.size()));
   for (size_t i = 0; i < xs.size(); ++i) {
     double want = 1.0 / (1.0 + std::exp(-static_cast<double>(xs[i])));
+    // The fast exp's own error (a few f32 ulps) against a double reference.
     EXPECT_NEAR(ys[i], want, 1e-7 + 4e-7 * want) << "x = " << xs[i];
   }
   float nan = kNaN, y;
@@ -232,6 +233,8 @@ TEST(FastMathTest, TanhGeluAndGradAtTheExtremes) {
         0.5 * (1 + t) + 0.5 * v * sech2 * c * (1 + 3 * k * v * v);
     if (std::isnan(wantG))
       wantG = v > 0 ? 1 : 0; // inf * 0 in the double reference
+    // Double references; the bounds are the fast tanh's error plus f32
+    // rounding (GELU is well-conditioned: its derivative is at most ~1.13).
     EXPECT_NEAR(y[0][i], wantY, 1e-6 + 1e-6 * std::fabs(wantY)) << "x = " << v;
     EXPECT_FALSE(std::isnan(g[0][i])) << "x = " << v;
     EXPECT_NEAR(g[0][i], wantG, 1e-6 + 1e-5 * std::fabs(wantG)) << "x = " << v;
@@ -269,6 +272,7 @@ TEST(FastMathTest, CrossEntropyWideRows) {
       wantG[i * classes + j] =
           (std::exp(row[j] - mx) / sum - (j == target[i])) / rows;
   }
+  // Double reference of a mean of order 1: f32 rounding ~1e-7 relative.
   EXPECT_NEAR(r->at(0).toF32()[0], total / rows, 1e-6 * (total / rows));
   EXPECT_TRUE(allClose(g->at(0).toF32(), wantG, 1e-7, 1e-5));
 }

@@ -13,6 +13,11 @@ namespace {
 
 std::vector<float> values(const HostTensor &t) { return t.toF32(); }
 
+// Kernel tests compare f32 kernels with double references computed from the
+// same f32 inputs on small, well-conditioned cases (values of order 1, no
+// cancellation): the reference itself moves by ~1e-7 relative when its inputs
+// move by 1e-7, and each `tol` is a few f32 ulps of the result times the
+// number of accumulated terms, 10x or more above that.
 void expectNear(const std::vector<float> &got, const std::vector<double> &want,
                 double tol) {
   ASSERT_EQ(got.size(), want.size());
@@ -127,6 +132,7 @@ TEST(KernelTest, LargeShapesTakeTheThreadedPaths) {
   double total = 0;
   for (float v : a)
     total += v;
+  // An f32 sum of the test's values (total of order 1e3): ~1e-4 rounding.
   EXPECT_NEAR(values((*s)[0])[0], total, 1e-3);
 }
 
@@ -226,6 +232,7 @@ TEST(KernelTest, CrossEntropyMatchesLogSoftmax) {
       sum += std::exp(double(logits[i * classes + c]));
     want += std::log(sum) - logits[i * classes + target[i]];
   }
+  // Double reference; the f32 loss (order 1) rounds at ~1e-7.
   EXPECT_NEAR(values((*r)[0])[0], want / rows, 1e-5);
 }
 
@@ -235,6 +242,7 @@ TEST(KernelTest, CrossEntropyIsStableForLargeLogits) {
                   HostTensor::fromI64({1}, {1})},
                  {{}});
   ASSERT_TRUE(r.isOk()) << r.status().message();
+  // A loss of 1000 in f32 is exact to 6e-5.
   EXPECT_NEAR(values((*r)[0])[0], 1000.0, 1e-3);
   auto g = runOp("cross_entropy_grad",
                  {HostTensor::fromF32({1, 3}, {1000, 0, -1000}),
@@ -296,6 +304,7 @@ TEST(KernelTest, MseAndGradMatchFiniteDifferences) {
   double want = 0;
   for (int i = 0; i < 8; ++i)
     want += (double(pred[i]) - tgt[i]) * (double(pred[i]) - tgt[i]);
+  // Double reference over 8 terms; the f32 mean rounds at ~1e-7.
   EXPECT_NEAR(values((*l)[0])[0], want / 8, 1e-6);
 
   auto g = runOp("mse_grad", {HostTensor::fromF32(shape, pred), target}, {shape});
