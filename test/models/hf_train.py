@@ -3,7 +3,7 @@
 
   hf_train.py --model-dir DIR --global-batch B --steps K --optimizer adamw|sgd --lr F
               --losses-out FILE.json [--weights-out FILE.npz] [--momentum F]
-              [--weight-decay F] [--threads N] [--autocast bf16]
+              [--weight-decay F] [--threads N] [--autocast bf16] [--kinks-from DIR]
 
 DIR is what hf_models.py wrote. The module is rebuilt from DIR/config.json (the HF /
 torchvision code, dropout 0) and then EVERY parameter and buffer it has in the graph is
@@ -24,6 +24,14 @@ Training follows the Loom conventions (docs/runtime.md, PyTorch defaults):
   * --autocast bf16: forward and loss under torch.autocast('cpu', dtype=torch.bfloat16)
     (PyTorch's mixed precision: f32 parameters, gradients and optimizer; GEMMs in bf16),
     the reference for `loomc --precision bf16`.
+  * --kinks-from DIR (one step only): every ReLU and MaxPool takes the branch Loom
+    took: DIR holds the inputs of the graph's Relu and MaxPool nodes from Loom's
+    forward pass of the first batch (onnx_taps.py + loom-run --forward); ReLU i
+    (in call order = graph order) multiplies by Loom's mask (input > 0), MaxPool i
+    picks the window element that Loom's input makes the largest. The gradient is
+    then that of the same piecewise-smooth branch, free of the kink flips that
+    make a one-step gradient of a ReLU network ill-posed (README, "Well-posed
+    comparisons").
 
 Writes --losses-out: JSON list of K floats, entry i = the loss of step i+1's forward
 pass, before its update (Loom's metrics line "step": i+1); --weights-out: npz of the
@@ -101,6 +109,62 @@ def load_model_dir(model_dir):
     return module, meta, np.ascontiguousarray(x), np.ascontiguousarray(y.astype(np.int64)), imap
 
 
+def _file_of(d, name):
+    return os.path.join(d, name.replace("/", "_") + ".npy")
+
+
+class _LoomReLU(torch.nn.Module):
+    """ReLU with the mask of Loom's forward pass, one per call in call order."""
+
+    def __init__(self, masks):
+        super().__init__()
+        self.masks = masks
+
+    def forward(self, v):
+        return v * self.masks.pop(0).to(v.dtype)
+
+
+class _LoomMaxPool(torch.nn.Module):
+    """MaxPool2d choosing, in each window, the element Loom's input makes largest."""
+
+    def __init__(self, like, inputs):
+        super().__init__()
+        self.like, self.inputs = like, inputs
+
+    def forward(self, v):
+        loom = self.inputs.pop(0).to(v.dtype)
+        _, idx = F.max_pool2d(loom, self.like.kernel_size, self.like.stride, self.like.padding,
+                              self.like.dilation, self.like.ceil_mode, return_indices=True)
+        n, c = idx.shape[:2]
+        return v.flatten(2).gather(2, idx.flatten(2)).view(n, c, *idx.shape[2:])
+
+
+def take_loom_kinks(module, model_dir, kinks_dir):
+    """Replace the ReLU and MaxPool2d modules of `module` by ones that follow Loom's
+    branch choices (see --kinks-from). Returns the number of kinks replaced."""
+    graph = onnx.load(os.path.join(model_dir, "model.onnx")).graph
+    load = {}
+    for op in ("Relu", "MaxPool"):
+        load[op] = []
+        for n in graph.node:
+            if n.op_type == op:
+                path = _file_of(kinks_dir, n.input[0])
+                try:
+                    load[op].append(torch.from_numpy(np.load(path)))
+                except OSError as e:
+                    raise hf_models.ModelError("--kinks-from: cannot read %s: %s" % (path, e.strerror))
+    masks = [t > 0 for t in load["Relu"]]
+    # Loom's MaxPool input is its ReLU output: its choices are those of the masked values.
+    pools = list(load["MaxPool"])
+    for parent in list(module.modules()):
+        for name, child in list(parent.named_children()):
+            if isinstance(child, torch.nn.ReLU):
+                setattr(parent, name, _LoomReLU(masks))
+            elif isinstance(child, torch.nn.MaxPool2d):
+                setattr(parent, name, _LoomMaxPool(child, pools))
+    return masks, pools
+
+
 def train(module, x, y, global_batch, steps, optimizer, lr, momentum=None, weight_decay=None,
           autocast=None):
     """Train `module` in place; returns the per-step losses (before each update)."""
@@ -135,9 +199,13 @@ def main(argv=None):
     p.add_argument("--threads", type=int, default=0, help="torch intra-op threads (default: torch's)")
     p.add_argument("--autocast", choices=["bf16"], default=None,
                    help="forward and loss under CPU autocast to bf16")
+    p.add_argument("--kinks-from", default=None, metavar="DIR",
+                   help="take Loom's branch at every ReLU and MaxPool (one step only)")
     args = p.parse_args(argv)
     if args.global_batch < 1 or args.steps < 0:
         p.error("--global-batch must be >= 1 and --steps >= 0")
+    if args.kinks_from and args.steps != 1:
+        p.error("--kinks-from holds the kinks of one batch: it needs --steps 1")
 
     t0 = time.time()
     if args.threads > 0:
@@ -146,12 +214,21 @@ def main(argv=None):
         module, meta, x, y, imap = load_model_dir(args.model_dir)
     except hf_models.ModelError as e:
         raise SystemExit("hf_train: error: %s" % e)
+    kinks = None
+    if args.kinks_from:
+        try:
+            kinks = take_loom_kinks(module, args.model_dir, args.kinks_from)
+        except hf_models.ModelError as e:
+            raise SystemExit("hf_train: error: %s" % e)
     try:
         losses = train(module, x, y, args.global_batch, args.steps, args.optimizer, args.lr,
                        args.momentum, args.weight_decay, args.autocast)
     except (RuntimeError, IndexError, ValueError) as e:
         raise SystemExit("hf_train: error: training failed: %s" % str(e).strip().splitlines()[0])
 
+    if kinks is not None and any(kinks):
+        raise SystemExit("hf_train: error: --kinks-from: %d ReLU and %d MaxPool tap(s) were not used "
+                         "(the module calls fewer than the graph has)" % tuple(map(len, kinks)))
     for path in (args.losses_out, args.weights_out):
         if path and os.path.dirname(path):
             os.makedirs(os.path.dirname(path), exist_ok=True)
