@@ -141,7 +141,8 @@ class _LoomMaxPool(torch.nn.Module):
 
 def take_loom_kinks(module, model_dir, kinks_dir):
     """Replace the ReLU and MaxPool2d modules of `module` by ones that follow Loom's
-    branch choices (see --kinks-from). Returns the number of kinks replaced."""
+    branch choices (see --kinks-from). Returns the lists of ReLU masks and MaxPool
+    inputs that the calls consume: what is left after training was not used."""
     graph = onnx.load(os.path.join(model_dir, "model.onnx")).graph
     load = {}
     for op in ("Relu", "MaxPool"):
