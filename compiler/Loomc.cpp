@@ -10,6 +10,7 @@
 #include "compiler/Summary.h"
 #include "emit/PlanEmitter.h"
 #include "frontend/OnnxImporter.h"
+#include "ir/EntryFunction.h"
 #include "ir/LoomDialect.h"
 #include "passes/Passes.h"
 #include "runtime/Plan.h"
@@ -239,7 +240,7 @@ LogicalResult printModule(ModuleOp module, const std::string &path) {
 }
 
 int64_t batchOf(ModuleOp module) {
-  auto func = module.lookupSymbol<func::FuncOp>("main");
+  auto func = lookupEntryFunction(module);
   for (BlockArgument arg : func.getArguments())
     if (func.getArgAttr(arg.getArgNumber(), "loom.input"))
       if (auto t = dyn_cast<RankedTensorType>(arg.getType()))

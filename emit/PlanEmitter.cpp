@@ -10,6 +10,7 @@
 #include "emit/PlanEmitter.h"
 #include "emit/ArenaAssignment.h"
 #include "emit/InitRules.h"
+#include "ir/EntryFunction.h"
 #include "ir/LoomOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -443,7 +444,7 @@ LogicalResult Emitter::run(plan::Program &prog) {
 FailureOr<plan::Plan> mlir::loom::emitPlan(ModuleOp module,
                                            const EmitOptions &options,
                                            MemoryBreakdown *memoryOut) {
-  auto func = module.lookupSymbol<func::FuncOp>("main");
+  auto func = lookupEntryFunction(module);
   if (!func || func.isExternal() || !func.getBody().hasOneBlock())
     return module.emitError("cannot emit a plan: no single-block @main"),
            failure();

@@ -9,6 +9,7 @@
 
 #include "frontend/OnnxGraphImporter.h"
 
+#include "ir/EntryFunction.h"
 #include "ir/LoomOps.h"
 
 #include "mlir/Dialect/Traits.h"
@@ -294,7 +295,7 @@ LogicalResult GraphImporter::importInto(ModuleOp module) {
   }
 
   b.setInsertionPointToEnd(module.getBody());
-  auto func = func::FuncOp::create(b, locator.fileLoc(), "main",
+  auto func = func::FuncOp::create(b, locator.fileLoc(), kEntryFunction,
                                    b.getFunctionType(argTypes, {}));
   Block *entry = func.addEntryBlock();
   for (auto [i, role] : llvm::enumerate(argRoles)) {

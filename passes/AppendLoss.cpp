@@ -1,5 +1,6 @@
 //===- AppendLoss.cpp - Append the training loss ----------------*- C++ -*-===//
 
+#include "ir/EntryFunction.h"
 #include "ir/LoomOps.h"
 #include "passes/Passes.h"
 
@@ -41,7 +42,7 @@ struct AppendLossPass
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
-    if (func.isExternal() || func.getSymName() != "main")
+    if (!isEntryFunction(func))
       return;
     for (unsigned i = 0; i < func.getNumArguments(); ++i)
       if (func.getArgAttr(i, attr::kTarget)) {

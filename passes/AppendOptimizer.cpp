@@ -1,5 +1,6 @@
 //===- AppendOptimizer.cpp - Apply the optimizer update ---------*- C++ -*-===//
 
+#include "ir/EntryFunction.h"
 #include "ir/LoomOps.h"
 #include "passes/Passes.h"
 
@@ -50,7 +51,7 @@ struct AppendOptimizerPass
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
-    if (func.isExternal() || func.getSymName() != "main")
+    if (!isEntryFunction(func))
       return;
     if (failed(checkOptions(func)))
       return signalPassFailure();

@@ -1,5 +1,6 @@
 //===- Autodiff.cpp - Reverse-mode automatic differentiation ----*- C++ -*-===//
 
+#include "ir/EntryFunction.h"
 #include "ir/LoomOps.h"
 #include "passes/GradientBuilder.h"
 #include "passes/Passes.h"
@@ -20,7 +21,7 @@ namespace {
 struct AutodiffPass : public loom::impl::LoomAutodiffPassBase<AutodiffPass> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
-    if (func.isExternal() || func.getSymName() != "main")
+    if (!isEntryFunction(func))
       return;
     if (func.getNumResults() != 1 || !func.getResultAttr(0, attr::kLoss)) {
       func.emitError("loom-autodiff expects a function whose only result is "

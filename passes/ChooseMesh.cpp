@@ -1,5 +1,6 @@
 //===- ChooseMesh.cpp - Pick the device mesh shape --------------*- C++ -*-===//
 
+#include "ir/EntryFunction.h"
 #include "ir/LoomOps.h"
 #include "passes/MeshUtils.h"
 #include "passes/Passes.h"
@@ -23,7 +24,7 @@ struct ChooseMeshPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto func = module.lookupSymbol<func::FuncOp>("main");
+    auto func = lookupEntryFunction(module);
     if (!func) {
       module.emitError("loom-choose-mesh: no function @main");
       return signalPassFailure();

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ir/EntryFunction.h"
 #include "ir/LoomOps.h"
 #include "passes/Passes.h"
 
@@ -44,7 +45,7 @@ struct MixedPrecisionPass
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
-    if (func.isExternal() || func.getSymName() != "main")
+    if (!isEntryFunction(func))
       return;
     std::string mode = precision;
     if (mode == "fp32")

@@ -1,5 +1,6 @@
 //===- PartitionDataParallel.cpp - One data-parallel rank's step -*- C++ -*-===//
 
+#include "ir/EntryFunction.h"
 #include "ir/LoomOps.h"
 #include "passes/MeshUtils.h"
 #include "passes/Passes.h"
@@ -58,7 +59,7 @@ struct PartitionDataParallelPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     shard::GridOp grid = lookupMesh(module);
-    auto func = module.lookupSymbol<func::FuncOp>("main");
+    auto func = lookupEntryFunction(module);
     if (!grid || !func) {
       module.emitError("loom-partition-data-parallel needs a planned mesh "
                        "and @main (run loom-choose-mesh first)");

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "emit/PlanEmitter.h"
+#include "ir/EntryFunction.h"
 #include "ir/LoomDialect.h"
 #include "ir/LoomOps.h"
 #include "passes/Passes.h"
@@ -88,7 +89,7 @@ TEST_P(GradientCheck, MatchesFiniteDifferences) {
   const GradCase &c = GetParam();
   OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(c.mlir, &ctx);
   ASSERT_TRUE(module);
-  auto func = module->lookupSymbol<func::FuncOp>("main");
+  auto func = lookupEntryFunction(*module);
   std::mt19937 rng(42);
   std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
 

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "emit/PlanEmitter.h"
+#include "ir/EntryFunction.h"
 #include "ir/LoomDialect.h"
 #include "ir/LoomOps.h"
 #include "passes/Passes.h"
@@ -99,7 +100,7 @@ TEST_P(RaiseNumerics, FusedMatchesDecomposed) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> uni(-2.0f, 2.0f);
   std::map<std::string, rt::HostTensor> inputs;
-  auto func = decomposed->lookupSymbol<func::FuncOp>("main");
+  auto func = lookupEntryFunction(*decomposed);
   for (BlockArgument arg : func.getArguments()) {
     auto type = cast<RankedTensorType>(arg.getType());
     auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),

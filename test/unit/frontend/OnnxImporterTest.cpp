@@ -7,6 +7,7 @@
 
 #include "frontend/OnnxImporter.h"
 
+#include "ir/EntryFunction.h"
 #include "ir/LoomDialect.h"
 #include "ir/LoomOps.h"
 
@@ -61,7 +62,7 @@ protected:
   }
 
   static func::FuncOp mainOf(ModuleOp module) {
-    return module.lookupSymbol<func::FuncOp>("main");
+    return lookupEntryFunction(module);
   }
 
   static SmallVector<std::string> opNames(ModuleOp module) {
