@@ -83,13 +83,10 @@ PY
 loomc model.onnx "${train_opts[@]}" --precision bf16 --no-raise -o bf16-noraise.loomplan --quiet
 loom_run bf16-noraise.loomplan "${run_opts[@]}" --metrics m16nr.jsonl
 $PY "$MODELS/compare.py" --metrics m16nr.jsonl --metrics2 m32.jsonl --rtol 5e-3 "${sens32[@]}"
-autocast() {  # autocast DIR OUT [--threads N]
-  $PY "$MODELS/hf_train.py" --model-dir $1 --global-batch 8 --steps 10 --optimizer adamw \
-    --lr 1e-3 --autocast bf16 --losses-out $2 "${@:3}" > /dev/null
-}
-autocast . autocast.json --threads 1
-autocast pert pert/autocast.json --threads 1
-autocast . autocast-threads2.json --threads 2
+opts=(--global-batch 8 --steps 10 --optimizer adamw --lr 1e-3 --autocast bf16)
+hf_ref . autocast "${opts[@]}" --threads 1
+hf_ref pert pert/autocast "${opts[@]}" --threads 1
+hf_ref . autocast-threads2 "${opts[@]}" --threads 2
 $PY "$MODELS/compare.py" --metrics m16.jsonl --reference-losses autocast.json --rtol 5e-3 \
   --sensitivity pert/autocast.json --sensitivity autocast-threads2.json
 

@@ -12,13 +12,6 @@ source "$(dirname "$0")/lib.sh"
 # The exported graphs have a static batch: forward passes take one batch.
 first_batch() { $PY -c "import numpy as np; np.save('$2', np.load('$1')[:$3])"; }
 
-# hf_ref DIR OUT ARGS...: hf_train.py on the model in DIR, losses OUT.json, weights OUT.npz.
-hf_ref() {
-  local dir=$1 out=$2; shift 2
-  $PY "$MODELS/hf_train.py" --model-dir "$dir" --losses-out "$out.json" --weights-out "$out.npz" \
-    "$@" > /dev/null
-}
-
 # forward_parity INPUT BATCH RTOL ATOL: loom-run --forward against ONNX Runtime,
 # ONNX Runtime's sensitivity measured on the perturbed model and input.
 forward_parity() {

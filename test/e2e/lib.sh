@@ -35,3 +35,19 @@ expect_error() {
 # re-run on them measures the sensitivity that compare.py --sensitivity checks
 # each tolerance against (test/models/README.md, "Well-posed comparisons").
 perturbed() { local out=$1; shift; $PY "$MODELS/perturb.py" --out "$out" "$@" > /dev/null; }
+
+# torch_ref DIR OUT ARGS... : torch_train.py on DIR/model.onnx with DIR/x.npy and
+# DIR/target.npy (the mlp.py layout), losses OUT.json, weights OUT.npz.
+torch_ref() {
+  local dir=$1 out=$2; shift 2
+  $PY "$MODELS/torch_train.py" --model "$dir/model.onnx" --data x="$dir/x.npy" \
+    --data target="$dir/target.npy" --losses-out "$out.json" --weights-out "$out.npz" "$@" > /dev/null
+}
+
+# hf_ref DIR OUT ARGS... : hf_train.py on the model in DIR (hf_models.py's layout),
+# losses OUT.json, weights OUT.npz.
+hf_ref() {
+  local dir=$1 out=$2; shift 2
+  $PY "$MODELS/hf_train.py" --model-dir "$dir" --losses-out "$out.json" --weights-out "$out.npz" \
+    "$@" > /dev/null
+}

@@ -16,14 +16,10 @@ loom_run p1.loomplan --data x=x.npy --data target=target.npy --steps 20 \
 loom_run_np 4 p4.loomplan --data x=x.npy --data target=target.npy --steps 20 \
   --metrics m4.jsonl --export-onnx t4.onnx --quiet
 perturbed pert model.onnx x.npy target.npy
-torch_ref() {  # torch_ref MODEL X TARGET OUT [--threads N]
-  $PY "$MODELS/torch_train.py" --model $1 --data x=$2 --data target=$3 --global-batch 64 \
-    --steps 20 --optimizer adamw --lr 1e-3 --loss cross_entropy --losses-out $4.json \
-    --weights-out $4.npz "${@:5}" > /dev/null
-}
-torch_ref model.onnx x.npy target.npy ref --threads 1
-torch_ref pert/model.onnx pert/x.npy pert/target.npy pert/ref --threads 1
-torch_ref model.onnx x.npy target.npy threads2 --threads 2
+opts=(--global-batch 64 --steps 20 --optimizer adamw --lr 1e-3 --loss cross_entropy)
+torch_ref . ref "${opts[@]}" --threads 1
+torch_ref pert pert/ref "${opts[@]}" --threads 1
+torch_ref . threads2 "${opts[@]}" --threads 2
 loom_run p1.loomplan --model pert/model.onnx --data x=pert/x.npy --data target=target.npy \
   --steps 20 --metrics pert/m1.jsonl --quiet
 LOOM_NUM_THREADS=2 loom_run p1.loomplan --data x=x.npy --data target=target.npy --steps 20 \

@@ -15,14 +15,11 @@ loom_run_np 2 p2.loomplan --data x=x.npy --data target=target.npy --steps 30 \
   --metrics m2.jsonl --quiet
 # References re-run on 1e-7-perturbed inputs and on 2 threads (compare.py --sensitivity).
 perturbed pert model.onnx x.npy target.npy
-torch_ref() {  # torch_ref MODEL X TARGET OUT [--threads N]
-  $PY "$MODELS/torch_train.py" --model $1 --data x=$2 --data target=$3 --global-batch 32 \
-    --steps 30 --optimizer sgd --lr 0.05 --momentum 0.9 --weight-decay 1e-3 --loss mse \
-    --losses-out $4.json --weights-out $4.npz "${@:5}" > /dev/null
-}
-torch_ref model.onnx x.npy target.npy ref --threads 1
-torch_ref pert/model.onnx pert/x.npy pert/target.npy pert/ref --threads 1
-torch_ref model.onnx x.npy target.npy threads2 --threads 2
+opts=(--global-batch 32 --steps 30 --optimizer sgd --lr 0.05 --momentum 0.9 --weight-decay 1e-3
+  --loss mse)
+torch_ref . ref "${opts[@]}" --threads 1
+torch_ref pert pert/ref "${opts[@]}" --threads 1
+torch_ref . threads2 "${opts[@]}" --threads 2
 loom_run p1.loomplan --model pert/model.onnx --data x=pert/x.npy --data target=pert/target.npy \
   --steps 30 --metrics pert/m1.jsonl --quiet
 LOOM_NUM_THREADS=2 loom_run p1.loomplan --data x=x.npy --data target=target.npy --steps 30 \

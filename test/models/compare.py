@@ -29,8 +29,9 @@ Well-posedness (test/models/tolerance.py): --sensitivity FILE, repeatable, is th
 reference side run again on 1e-7-perturbed inputs (perturb.py) or another thread
 count: a .json loss list or .jsonl metrics file for the loss checks, a .npz or
 .onnx for the weight check (FILE@INITIAL: the re-run started from the weights in
-INITIAL, e.g. the perturbed model; with --initial its update is what counts). Its distance from the reference, in the same measure,
-is printed as a share of the tolerance; above 0.1 the check fails as ILL-POSED.
+INITIAL, e.g. the perturbed model; with --initial its update is what counts). Its
+distance from the reference, in the same measure, is printed as a share of the
+tolerance; above 0.1 the check fails as ILL-POSED.
 A check with a non-zero tolerance needs at least one sensitivity measurement.
 
 Steps compared: by default every step of the reference side (losses: 1..len(B);
@@ -52,7 +53,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tolerance import fmt, sensitivity_line, usage  # noqa: E402
+from tolerance import fmt, relative_error, sensitivity_line, usage  # noqa: E402
 
 
 class InputError(Exception):
@@ -132,10 +133,7 @@ def compare_losses(a, b, steps, rtol, atol, label):
     av = np.array([a[s] for s in steps], dtype=np.float64)
     bv = np.array([b[s] for s in steps], dtype=np.float64)
     u = loss_usages(a, b, steps, rtol, atol)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        diff = np.abs(av - bv)
-        rel = np.where(diff == 0, 0.0, diff / np.maximum(np.abs(bv), atol))
-    rel = np.where(np.isfinite(av) & np.isfinite(bv), rel, np.inf)
+    rel = relative_error(av, bv, atol)
     worst = int(np.argmax(rel))
     bad = np.flatnonzero(u > 1)
     verdict = "OK" if bad.size == 0 else "MISMATCH"
@@ -247,11 +245,8 @@ def weight_errors(a, b, tol):
             continue
         if tol.w0 is None:
             u = float(usage(x, y, tol.rtol, tol.atol).max())
-            diff = np.abs(x - y)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                rel = np.where(diff == 0, 0.0, diff / np.maximum(np.abs(y), tol.atol))
-            rel = np.where(np.isfinite(x) & np.isfinite(y), rel, np.inf)
-            out[name] = (u, float(rel.max()), float(np.nan_to_num(diff, nan=np.inf).max()))
+            diff = np.nan_to_num(np.abs(x - y), nan=np.inf)
+            out[name] = (u, float(relative_error(x, y, tol.atol).max()), float(diff.max()))
             continue
         w = tol.w0[name].astype(np.float64).ravel()
         zero = zero_mask(name, y.shape, tol)
@@ -296,9 +291,10 @@ def compare_weights(a, b, tol):
     return not bad, msg
 
 
-def weight_sensitivity(sens, b, tol):
+def weight_sensitivity(sens, b, tol, own):
     """(file, worst usage, where): a re-run reference against the reference b; for the
-    zero-gradient parts, the larger drift of the re-run and of the reference itself.
+    zero-gradient parts, the larger drift of the re-run and of the reference itself
+    (`own`: weight_errors(b, b, tol)).
 
     sens = (name, weights, initial weights of the re-run or None). With --initial the
     re-run's update is what is compared: a run on perturbed inputs starts from
@@ -310,7 +306,6 @@ def weight_sensitivity(sens, b, tol):
         match_weights(start, b, name.split("@", 1)[1], "the reference")
         weights = {k: weights[k].astype(np.float64) - start[k] + tol.w0[k] for k in b}
     errs = weight_errors(weights, b, tol)
-    own = weight_errors(b, b, tol)
     for n in errs:
         if n.endswith(" (zero gradient)"):
             errs[n] = max(errs[n], own[n])
@@ -433,7 +428,8 @@ def main(argv=None):
                 ok, msg = compare_weights(a, b, tol)
                 if drop:
                     msg += "; %d excluded (%s)" % (len(drop), ", ".join(args.exclude))
-                measured = [weight_sensitivity(s, b, tol) for s in sens]
+                own = weight_errors(b, b, tol) if tol.zero else {}
+                measured = [weight_sensitivity(s, b, tol, own) for s in sens]
         except InputError as e:
             print("ERROR %s: %s" % (check, e))
             errors += 1

@@ -144,19 +144,21 @@ def take_loom_kinks(module, model_dir, kinks_dir):
     branch choices (see --kinks-from). Returns the lists of ReLU masks and MaxPool
     inputs that the calls consume: what is left after training was not used."""
     graph = onnx.load(os.path.join(model_dir, "model.onnx")).graph
-    load = {}
-    for op in ("Relu", "MaxPool"):
-        load[op] = []
+
+    def taps(op):
+        out = []
         for n in graph.node:
             if n.op_type == op:
                 path = _file_of(kinks_dir, n.input[0])
                 try:
-                    load[op].append(torch.from_numpy(np.load(path)))
+                    out.append(torch.from_numpy(np.load(path)))
                 except OSError as e:
                     raise hf_models.ModelError("--kinks-from: cannot read %s: %s" % (path, e.strerror))
-    masks = [t > 0 for t in load["Relu"]]
+        return out
+
+    masks = [t > 0 for t in taps("Relu")]
     # Loom's MaxPool input is its ReLU output: its choices are those of the masked values.
-    pools = list(load["MaxPool"])
+    pools = taps("MaxPool")
     for parent in list(module.modules()):
         for name, child in list(parent.named_children()):
             if isinstance(child, torch.nn.ReLU):

@@ -29,6 +29,17 @@ def usage(a, b, rtol, atol):
     return np.where(np.isfinite(a) & np.isfinite(b), np.nan_to_num(u, nan=np.inf), np.inf)
 
 
+def relative_error(a, b, atol):
+    """Element-wise |a - b| / max(|b|, atol) (|b| alone when atol is 0): 0 where
+    equal, inf where either side is not finite."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        diff = np.abs(a - b)
+        rel = np.where(diff == 0, 0.0, diff / np.maximum(np.abs(b), atol))
+    return np.where(np.isfinite(a) & np.isfinite(b), np.nan_to_num(rel, nan=np.inf), np.inf)
+
+
 def fmt(x):
     return "inf" if not np.isfinite(x) else "%.3g" % x
 
