@@ -6,14 +6,15 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Loomc.h"
-#include "compiler/Cluster.h"
+#include "compiler/PlanCost.h"
 #include "compiler/Summary.h"
 #include "emit/PlanEmitter.h"
 #include "frontend/OnnxImporter.h"
 #include "ir/EntryFunction.h"
 #include "ir/LoomDialect.h"
 #include "passes/Passes.h"
-#include "runtime/Plan.h"
+#include "passes/planner/Cluster.h"
+#include "runtime/PlanFormat.h"
 #include "runtime/Workspace.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -121,8 +122,10 @@ struct Options {
                                              "NAME=D0xD1x..."),
                                     cl::cat(cat)};
   cl::opt<bool> verifyPlan{"verify-plan",
-                           cl::desc("check the emitted plan with the runtime's "
-                                    "own validator before writing it"),
+                           cl::desc("check the emitted plan against the plan "
+                                    "format (buffers, mesh, the op table) "
+                                    "before writing it; loom-run adds the "
+                                    "kernels' own checks"),
                            cl::cat(cat)};
   cl::opt<bool> noRaise{"no-raise",
                         cl::desc("keep the imported ops as they are (no fused "
@@ -432,7 +435,7 @@ int run(Options &o) {
   if (failed(plan))
     return 1;
   if (o.verifyPlan) {
-    ::loom::runtime::Status valid = ::loom::runtime::validatePlan(
+    ::loom::runtime::Status valid = ::loom::runtime::validatePlanFormat(
         *plan, o.outputFile.empty() ? std::string("plan") : o.outputFile.getValue());
     if (!valid)
       return fail("internal error: the emitted plan fails the runtime's "
@@ -445,19 +448,26 @@ int run(Options &o) {
       memory.workspace =
           std::max(memory.workspace,
                    ::loom::runtime::estimateCudaWorkspaceBytes(prog));
-  Prediction prediction = predictStep(*plan, *cluster);
-  std::string summary = summaryText(*plan, *cluster, memory, prediction);
+  // The step and memory figures come from the planner's models.
+  planner::StepEstimate step = planner::estimateStep(
+      stepRequestOf(*module, o.precision == "bf16" ? planner::Precision::Bf16
+                                                   : planner::Precision::Fp32),
+      *cluster, meshTopologyOf(*module, *cluster));
+  PlanFigures figures = planFigures(*plan, memory, std::move(step));
+  std::string summary = summaryText(*plan, *cluster, figures);
   plan->set_summary(summary);
 
-  for (const plan::Program &prog : plan->programs())
-    if (memory.perDevice(prog.arena_bytes()) > cluster->memoryBytes())
-      return fail(llvm::formatv("the plan needs {0:F2} GiB per device but {1} "
-                                "has {2:F1} GiB; use more devices or a "
-                                "smaller batch",
-                                memory.perDevice(prog.arena_bytes()) /
-                                    (1024.0 * 1024 * 1024),
-                                cluster->deviceName, cluster->memoryGiB)
-                      .str());
+  planner::MemoryFit fit = planner::checkMemoryFit(
+      figures.memory, static_cast<int64_t>(cluster->memoryBytes()));
+  if (!fit.fits) {
+    constexpr double kGiB = 1024.0 * 1024 * 1024;
+    return fail(llvm::formatv("the plan needs {0:F2} GiB per device but {1} "
+                              "has {2:F1} GiB ({3:F2} GiB short); use more "
+                              "devices or a smaller batch",
+                              fit.requiredBytes / kGiB, cluster->deviceName,
+                              cluster->memoryGiB, fit.shortfallBytes / kGiB)
+                    .str());
+  }
 
   double seconds = std::chrono::duration<double>(
                        std::chrono::steady_clock::now() - start)
@@ -467,9 +477,8 @@ int run(Options &o) {
     llvm::raw_fd_ostream os(o.summaryJson, ec);
     if (ec)
       return fail("cannot write '" + o.summaryJson + "': " + ec.message());
-    os << llvm::formatv(
-        "{0:2}\n", llvm::json::Value(summaryJson(*plan, *cluster, memory,
-                                                 prediction, seconds)));
+    os << llvm::formatv("{0:2}\n", llvm::json::Value(summaryJson(
+                                         *plan, *cluster, figures, seconds)));
   }
   if (o.dumpPlan) {
     std::string text;

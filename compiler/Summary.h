@@ -3,38 +3,42 @@
 #ifndef LOOM_COMPILER_SUMMARY_H
 #define LOOM_COMPILER_SUMMARY_H
 
-#include "compiler/Cluster.h"
 #include "emit/PlanEmitter.h"
+#include "passes/planner/Cluster.h"
+#include "passes/planner/CostModel.h"
+#include "passes/planner/MemoryModel.h"
 
 #include "llvm/Support/JSON.h"
 
 #include <string>
+#include <vector>
 
 namespace mlir::loom {
 
-/// First-order prediction of one step of a plan on a cluster: the FLOPs of
-/// the GEMMs and attention (causal at half) at the device's peak, the other
-/// instructions' traffic at its memory bandwidth, and all-reduces with the
-/// ring cost 2(n-1)/n bytes over the slowest link the group spans.
-struct Prediction {
-  double flopsPerDevice = 0;
-  double computeSeconds = 0, memorySeconds = 0, commSeconds = 0;
-  double stepSeconds = 0;
-  double modelTflopsPerDevice = 0, mfu = 0;
+/// The planner's figures for a plan, as the summaries report them.
+struct PlanFigures {
+  /// The busiest device's memory (arena and kernel workspace).
+  planner::DeviceMemory memory;
+  /// Each rank's peak bytes, in rank order.
+  std::vector<int64_t> peakBytesPerRank;
+  int64_t numParameters = 0;
+  /// One step, from the cost model (compiler/PlanCost.h).
+  planner::StepEstimate step;
 };
 
-Prediction predictStep(const plan::Plan &plan, const Cluster &cluster);
+/// The figures of `plan`: each program's arena by what it holds (from the
+/// emitter's accounting, plus its kernel workspace) and the step estimate.
+PlanFigures planFigures(const plan::Plan &plan, const MemoryBreakdown &emitted,
+                        planner::StepEstimate step);
 
 /// The `--summary-json` object (docs/loomc.md).
 llvm::json::Object summaryJson(const plan::Plan &plan, const Cluster &cluster,
-                               const MemoryBreakdown &memory,
-                               const Prediction &prediction,
+                               const PlanFigures &figures,
                                double planningSeconds);
 
 /// The human summary `loomc` prints.
 std::string summaryText(const plan::Plan &plan, const Cluster &cluster,
-                        const MemoryBreakdown &memory,
-                        const Prediction &prediction);
+                        const PlanFigures &figures);
 
 } // namespace mlir::loom
 

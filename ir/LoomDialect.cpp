@@ -2,6 +2,9 @@
 
 #include "ir/LoomDialect.h"
 #include "ir/LoomOps.h"
+#include "ir/sharding/LoopNest.h"
+
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
 
 using namespace mlir;
 using namespace mlir::loom;
@@ -13,4 +16,5 @@ void LoomDialect::initialize() {
 #define GET_OP_LIST
 #include "ir/LoomOps.cpp.inc"
       >();
+  sharding::attachShardingModels(getContext());
 }

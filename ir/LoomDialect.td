@@ -22,8 +22,14 @@ def Loom_Dialect : Dialect {
     `loom.loss`, `loom.grad = "NAME"` (the gradient of parameter `NAME`) and
     `loom.state = "SLOT"` with `loom.param` (an optimizer state slot of a
     parameter).
+
+    Every op implements upstream `shard::ShardingInterface`
+    (ir/sharding/): its loops, their kinds and which of them a device split
+    may cut, so upstream's `sharding-propagation` and `shard-partition`
+    passes split a training step across a mesh.
   }];
-  let dependentDialects = ["::mlir::func::FuncDialect"];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::shard::ShardDialect"];
 }
 
 class Loom_Op<string mnemonic, list<Trait> traits = []>

@@ -282,14 +282,37 @@ LogicalResult CrossEntropyOp::inferReturnTypes(
   return success();
 }
 
+/// A loss's `count` covers at least the rows (elements) the op holds.
+static LogicalResult verifyCount(Operation *op, std::optional<int64_t> count,
+                                 Value counted, StringRef what) {
+  int64_t held = cast<RankedTensorType>(counted.getType()).getNumElements();
+  if (count && *count < held)
+    return op->emitOpError("count ")
+           << *count << " is below the " << held << " " << what
+           << " the op holds";
+  return success();
+}
+
 LogicalResult CrossEntropyOp::verify() {
-  return verifyClassTargets(*this, getLogits().getType(),
-                            getTarget().getType());
+  if (failed(verifyClassTargets(*this, getLogits().getType(),
+                                getTarget().getType())))
+    return failure();
+  return verifyCount(*this, getCount(), getTarget(), "rows");
 }
 
 LogicalResult CrossEntropyGradOp::verify() {
-  return verifyClassTargets(*this, getLogits().getType(),
-                            getTarget().getType());
+  if (failed(verifyClassTargets(*this, getLogits().getType(),
+                                getTarget().getType())))
+    return failure();
+  return verifyCount(*this, getCount(), getTarget(), "rows");
+}
+
+LogicalResult MseOp::verify() {
+  return verifyCount(*this, getCount(), getPrediction(), "elements");
+}
+
+LogicalResult MseGradOp::verify() {
+  return verifyCount(*this, getCount(), getPrediction(), "elements");
 }
 
 LogicalResult MseOp::inferReturnTypes(MLIRContext *ctx,

@@ -176,13 +176,16 @@ def Loom_CrossEntropyOp : Loom_Op<"cross_entropy", [Pure, Loom_SameFloatOperands
   let description = [{
     `logits` is `[..., C]`, `target` holds class ids shaped like the leading
     dimensions. The result is the mean over all rows of
-    `-log_softmax(logits)[target]`.
+    `-log_softmax(logits)[target]`. `count`, when set, is the number of rows
+    the mean divides by instead: the rows of the whole batch, on a device
+    that holds a block of them (its results are then summed).
 
     ```mlir
     %l = loom.cross_entropy %logits, %t : (tensor<64x10xf32>, tensor<64xi64>) -> tensor<f32>
     ```
   }];
-  let arguments = (ins Loom_FloatTensor:$logits, Loom_IdTensor:$target);
+  let arguments = (ins Loom_FloatTensor:$logits, Loom_IdTensor:$target,
+                       OptionalAttr<I64Attr>:$count);
   let results = (outs Loom_ScalarF32:$result);
   let assemblyFormat = [{
     $logits `,` $target attr-dict `:` `(` type($logits) `,` type($target) `)` `->` type($result)
@@ -194,9 +197,11 @@ def Loom_CrossEntropyGradOp : Loom_Op<"cross_entropy_grad", [Pure, Loom_SameFloa
     DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = "Gradient of `loom.cross_entropy` with respect to the logits";
   let description = [{
-    `(softmax(logits) - onehot(target)) / rows`.
+    `(softmax(logits) - onehot(target)) / rows`, or `/ count` when set
+    (as `loom.cross_entropy`).
   }];
-  let arguments = (ins Loom_FloatTensor:$logits, Loom_IdTensor:$target);
+  let arguments = (ins Loom_FloatTensor:$logits, Loom_IdTensor:$target,
+                       OptionalAttr<I64Attr>:$count);
   let results = (outs Loom_FloatTensor:$result);
   let assemblyFormat = [{
     $logits `,` $target attr-dict `:` `(` type($logits) `,` type($target) `)` `->` type($result)
@@ -207,19 +212,30 @@ def Loom_CrossEntropyGradOp : Loom_Op<"cross_entropy_grad", [Pure, Loom_SameFloa
 def Loom_MseOp : Loom_Op<"mse", [Pure, Loom_SameFloatOperands, AllTypesMatch<["prediction", "target"]>,
     DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = "Mean squared error over all elements";
-  let arguments = (ins Loom_FloatTensor:$prediction, Loom_FloatTensor:$target);
+  let description = [{
+    `count`, when set, is the number of elements the mean divides by (the
+    whole batch's, on a device that holds a block of it).
+  }];
+  let arguments = (ins Loom_FloatTensor:$prediction, Loom_FloatTensor:$target,
+                       OptionalAttr<I64Attr>:$count);
   let results = (outs Loom_ScalarF32:$result);
   let assemblyFormat = [{
     $prediction `,` $target attr-dict `:` type($prediction) `->` type($result)
   }];
+  let hasVerifier = 1;
 }
 
 def Loom_MseGradOp : Loom_Op<"mse_grad", [Pure, Loom_SameFloatOperands, AllTypesMatch<["prediction", "target", "result"]>,
     DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = "Gradient of `loom.mse`: `2 (prediction - target) / numel`";
-  let arguments = (ins Loom_FloatTensor:$prediction, Loom_FloatTensor:$target);
+  let description = [{
+    Divides by `count` instead of the element count when set (as `loom.mse`).
+  }];
+  let arguments = (ins Loom_FloatTensor:$prediction, Loom_FloatTensor:$target,
+                       OptionalAttr<I64Attr>:$count);
   let results = (outs Loom_FloatTensor:$result);
   let assemblyFormat = "$prediction `,` $target attr-dict `:` type($prediction)";
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//

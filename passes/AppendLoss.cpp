@@ -97,9 +97,10 @@ struct AppendLossPass
       }
       Value target = func.getArgument(argIndex);
       if (loss == "cross_entropy")
-        lossValue = CrossEntropyOp::create(b, loc, output, target);
+        lossValue = CrossEntropyOp::create(b, loc, output, target,
+                                           /*count=*/nullptr);
       else
-        lossValue = MseOp::create(b, loc, output, target);
+        lossValue = MseOp::create(b, loc, output, target, /*count=*/nullptr);
     } else if (loss == "output") {
       if (outType.getRank() != 0 || !outType.getElementType().isF32()) {
         func.emitError("loss 'output' needs a scalar f32 output, got ")

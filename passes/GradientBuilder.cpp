@@ -156,13 +156,13 @@ LogicalResult GradientBuilder::backward(Operation *op) {
       })
       .Case<CrossEntropyOp>([&](CrossEntropyOp ce) {
         Value g = CrossEntropyGradOp::create(b, loc, ce.getLogits(),
-                                             ce.getTarget());
+                                             ce.getTarget(), ce.getCountAttr());
         accumulate(ce.getLogits(), timesSeed(g, dy, loc), loc);
         return success();
       })
       .Case<MseOp>([&](MseOp mse) {
         Value g = MseGradOp::create(b, loc, mse.getPrediction(),
-                                    mse.getTarget());
+                                    mse.getTarget(), mse.getCountAttr());
         accumulate(mse.getPrediction(), timesSeed(g, dy, loc), loc);
         return success();
       })

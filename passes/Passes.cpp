@@ -2,6 +2,7 @@
 
 #include "passes/Passes.h"
 
+#include "mlir/Dialect/Shard/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -54,8 +55,18 @@ void mlir::loom::buildLoomPlanPipeline(OpPassManager &pm,
   mesh.tp = options.tp;
   mesh.pp = options.pp;
   pm.addPass(createLoomChooseMeshPass(mesh));
-  if (options.lower)
-    pm.addPass(createLoomPartitionDataParallelPass());
+  pm.addPass(createLoomShardDataParallelPass());
+  // Forward only: from the split data through the step. Backward first would
+  // take the replicated results' annotation back into the activations.
+  shard::ShardingPropagationOptions propagation;
+  propagation.traversal = shard::TraversalOrder::Forward;
+  pm.addNestedPass<func::FuncOp>(shard::createShardingPropagation(propagation));
+  if (!options.lower)
+    return;
+  pm.addNestedPass<func::FuncOp>(shard::createPartition());
+  pm.addNestedPass<func::FuncOp>(createLoomSinkAllReducesPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
 }
 
 namespace {

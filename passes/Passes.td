@@ -168,28 +168,57 @@ def LoomChooseMeshPass : Pass<"loom-choose-mesh", "mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::shard::ShardDialect"];
 }
 
+def LoomShardDataParallelPass
+    : Pass<"loom-shard-data-parallel", "mlir::ModuleOp"> {
+  let summary = "Annotate the data-parallel split at the training step's boundary";
+  let description = [{
+    Pre: `shard.grid @mesh` from `loom-choose-mesh`; the entry function a
+    training step or a forward function.
+    Post: every ranked tensor argument is annotated with `shard.shard`: the
+    batch (dimension 0) of each `loom.input` / `loom.target` argument split
+    over the `dp` axis, every other argument (parameters, optimizer state)
+    replicated; every returned tensor is annotated replicated for its user,
+    the return. Upstream `sharding-propagation` then annotates every op
+    (loom ops implement `ShardingInterface`) and `shard-partition` rewrites
+    the step into one rank's program, with the gradients and the loss summed
+    over `dp` by `shard.all_reduce` (the losses' `count` is the global
+    batch's, so the sums are the global means). Nothing changes when
+    `dp = 1`.
+
+    ```mlir
+    %s = shard.sharding @mesh split_axes = [[1]] : !shard.sharding
+    %x = shard.shard %arg0 to %s : tensor<8x4xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::shard::ShardDialect"];
+}
+
 //===----------------------------------------------------------------------===//
 // lower: rewrite
 //===----------------------------------------------------------------------===//
 
-def LoomPartitionDataParallelPass
-    : Pass<"loom-partition-data-parallel", "mlir::ModuleOp"> {
-  let summary = "Rewrite the training step into one data-parallel rank's program";
+def LoomSinkAllReducesPass : Pass<"loom-sink-all-reduces", "mlir::func::FuncOp"> {
+  let summary = "Move sum all-reduces past the linear ops that consume them";
   let description = [{
-    Pre: `shard.grid @mesh` from `loom-choose-mesh`; `@main` a training step
-    (after `loom-append-optimizer`).
-    Post: every `loom.input` / `loom.target` argument has its batch dimension
-    divided by `dp`, all types are re-inferred, each gradient is summed over
-    the `dp` axis with `shard.all_reduce` and scaled by `1/dp` before the
-    optimizer, and the returned loss is likewise averaged, so every rank holds
-    global-batch means. A mesh with `dp = 1` leaves the function unchanged.
+    Pre: a partitioned step (after `shard-partition`), whose partial sums
+    are all-reduced right where they are made.
+    Post: a single-use sum `shard.all_reduce` feeding a `loom.transpose`,
+    `loom.reshape`, `loom.scale` or a widening `loom.convert` (bf16 to f32)
+    comes after it, and two such all-reduces added together are one
+    all-reduce of the sum. The value is the same up to rounding; a weight
+    used twice (tied embeddings) costs one all-reduce, and mixed-precision
+    gradients are summed in f32.
 
     ```mlir
-    %s = shard.all_reduce %g on @mesh grid_axes = [1] : tensor<8x3xf32> -> tensor<8x3xf32>
-    %a = loom.scale %s by 2.500000e-01 : tensor<8x3xf32>
+    // before
+    %r = shard.all_reduce %g on @mesh grid_axes = [1] : tensor<4x3xbf16> -> tensor<4x3xbf16>
+    %f = loom.convert %r to f32 : tensor<4x3xbf16> -> tensor<4x3xf32>
+    // after
+    %c = loom.convert %g to f32 : tensor<4x3xbf16> -> tensor<4x3xf32>
+    %f = shard.all_reduce %c on @mesh grid_axes = [1] : tensor<4x3xf32> -> tensor<4x3xf32>
     ```
   }];
-  let dependentDialects = ["::mlir::shard::ShardDialect", "::mlir::loom::LoomDialect"];
+  let dependentDialects = ["::mlir::shard::ShardDialect"];
 }
 
 //===----------------------------------------------------------------------===//

@@ -1,8 +1,9 @@
 //===- Workspace.cpp - Device memory the kernels take besides the arena ---===//
 
 #include "runtime/Workspace.h"
-#include "runtime/Plan.h"
-#include "runtime/kernels/cpu/KernelUtil.h"
+#include "runtime/OpView.h"
+#include "runtime/PlanFormat.h"
+#include "runtime/support/HostTensor.h"
 
 #include <algorithm>
 #include <unordered_map>
@@ -73,14 +74,12 @@ GemmPadPlan planGemmPad(const GemmMatrix &a, bool ta, const GemmMatrix &b,
 
 namespace {
 
-using cpu::product;
-
-/// A unit attribute as the kernels read it (`cpu::flagAttr`); one they
-/// would reject counts as unset. Only the instruction's attributes are
-/// read, so the view needs no plan and no operands.
+/// A unit attribute as the kernels read it (`flagAttr`); one they would
+/// reject counts as unset. Only the instruction's attributes are read, so
+/// the view needs no plan and no operands.
 bool flag(const plan::Instruction &inst, const char *name) {
   StatusOr<bool> f =
-      cpu::flagAttr(OpView{plan::Plan::default_instance(), inst, {}, {}}, name);
+      flagAttr(OpView{plan::Plan::default_instance(), inst, {}, {}}, name);
   return f.isOk() && *f;
 }
 

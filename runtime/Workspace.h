@@ -6,8 +6,9 @@
 // backend's attention score buffer (runtime/cuda/AttentionKernels.cpp) and
 // its padded copies of GEMM operands whose rows are not 16-byte aligned
 // (runtime/cuda/Matmul.cpp; GPT-2's logits), gigabytes at GPT-2 sizes. The
-// formulas live here, in the runtime library without CUDA, so that the CUDA
-// binds and `loomc`'s memory proof use the same numbers.
+// formulas live here, in the plan format library (`LoomPlanFormat`: no CUDA,
+// no kernels), so that the CUDA binds and `loomc`'s memory proof use the
+// same numbers.
 //
 //===----------------------------------------------------------------------===//
 

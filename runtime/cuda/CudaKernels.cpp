@@ -16,6 +16,7 @@
 #include "runtime/comm/Communicator.h"
 #include "runtime/cuda/CudaLaunch.h"
 #include "runtime/kernels/cpu/Broadcast.h"
+#include "runtime/kernels/cpu/CpuKernels.h"
 #include "runtime/kernels/cpu/KernelUtil.h"
 #include "runtime/kernels/cpu/StridedView.h"
 #include "runtime/support/HostTensor.h"
@@ -310,6 +311,7 @@ StatusOr<KernelFn> bindCrossEntropy(const OpView &op, BindContext &ctx) {
   float *loss = ctx.f32(op.outputs[0]);
   int64_t classes = op.inShape(0).back();
   int64_t rows = op.inNumel(0) / classes;
+  LOOM_ASSIGN_OR_RETURN(int64_t count, cpu::meanCount(op, rows));
   LOOM_ASSIGN_OR_RETURN(DeviceBuffer ws,
                         dev.allocateWorkspace(rows * sizeof(float)));
   int check = dev.registerCheck(
@@ -318,7 +320,7 @@ StatusOr<KernelFn> bindCrossEntropy(const OpView &op, BindContext &ctx) {
   DataCheckRecord *record = dev.checkRecord();
   cudaStream_t s = dev.stream();
   return KernelFn([=](const StepContext &) {
-    return launchCrossEntropy(logits, target, loss, rows, classes,
+    return launchCrossEntropy(logits, target, loss, rows, classes, count,
                               static_cast<float *>(ws.get()), check, record, s);
   });
 }
@@ -331,14 +333,15 @@ StatusOr<KernelFn> bindCrossEntropyGrad(const OpView &op, BindContext &ctx) {
   const int64_t *target = ctx.i64(op.inputs[1]);
   int64_t classes = op.inShape(0).back();
   int64_t rows = op.inNumel(0) / classes;
+  LOOM_ASSIGN_OR_RETURN(int64_t count, cpu::meanCount(op, rows));
   int check = dev.registerCheck(
       checkContext(op),
       "target class id %2$lld in row %1$lld is outside [0, %3$lld)");
   DataCheckRecord *record = dev.checkRecord();
   cudaStream_t s = dev.stream();
   return KernelFn([=](const StepContext &) {
-    return launchCrossEntropyGrad(logits, target, grad, rows, classes, check,
-                                  record, s);
+    return launchCrossEntropyGrad(logits, target, grad, rows, classes, count,
+                                  check, record, s);
   });
 }
 
@@ -348,11 +351,13 @@ StatusOr<KernelFn> bindMse(const OpView &op, BindContext &ctx) {
   const float *pred = ctx.f32(op.inputs[0]), *target = ctx.f32(op.inputs[1]);
   float *loss = ctx.f32(op.outputs[0]);
   int64_t n = op.inNumel(0);
+  LOOM_ASSIGN_OR_RETURN(int64_t count, cpu::meanCount(op, n));
   LOOM_ASSIGN_OR_RETURN(DeviceBuffer ws,
                         dev.allocateWorkspace(msePartials(n) * sizeof(double)));
   cudaStream_t s = dev.stream();
   return KernelFn([=](const StepContext &) {
-    return launchMse(pred, target, loss, n, static_cast<double *>(ws.get()), s);
+    return launchMse(pred, target, loss, n, count,
+                     static_cast<double *>(ws.get()), s);
   });
 }
 
@@ -361,7 +366,8 @@ StatusOr<KernelFn> bindMseGrad(const OpView &op, BindContext &ctx) {
   const float *pred = ctx.f32(op.inputs[0]), *target = ctx.f32(op.inputs[1]);
   float *grad = ctx.f32(op.outputs[0]);
   int64_t n = op.inNumel(0);
-  float factor = n ? 2.0f / static_cast<float>(n) : 0.0f;
+  LOOM_ASSIGN_OR_RETURN(int64_t count, cpu::meanCount(op, n));
+  float factor = count ? 2.0f / static_cast<float>(count) : 0.0f;
   cudaStream_t s = cudaDevice(ctx).stream();
   return KernelFn([=](const StepContext &) {
     return launchMseGrad(pred, target, grad, n, factor, s);

@@ -110,21 +110,24 @@ Status launchReduce(ReduceKind kind, FloatIn x, FloatOut y, int64_t ny,
                     const SumToIndex &index, float *partials,
                     cudaStream_t stream);
 
-/// Mean cross-entropy of `rows` rows of `classes` logits; `rowLoss` is
-/// `rows` floats of workspace. A target outside `[0, classes)` is recorded
+/// Cross-entropy of `rows` rows of `classes` logits summed and divided by
+/// `count` (the rows of the whole batch); `rowLoss` is `rows` floats of
+/// workspace. A target outside `[0, classes)` is recorded
 /// in `record` with id `check` (row, value, classes) and contributes 0.
 Status launchCrossEntropy(FloatIn logits, const int64_t *target, float *loss,
-                          int64_t rows, int64_t classes, float *rowLoss,
-                          int check, DataCheckRecord *record,
+                          int64_t rows, int64_t classes, int64_t count,
+                          float *rowLoss, int check, DataCheckRecord *record,
                           cudaStream_t stream);
+/// `(softmax - onehot) / count` per row.
 Status launchCrossEntropyGrad(FloatIn logits, const int64_t *target,
                               FloatOut grad, int64_t rows, int64_t classes,
-                              int check, DataCheckRecord *record,
-                              cudaStream_t stream);
+                              int64_t count, int check,
+                              DataCheckRecord *record, cudaStream_t stream);
 /// Number of partial sums `launchMse` needs as workspace (doubles).
 int64_t msePartials(int64_t n);
+/// The sum of `n` squared differences divided by `count`.
 Status launchMse(const float *pred, const float *target, float *loss, int64_t n,
-                 double *partials, cudaStream_t stream);
+                 int64_t count, double *partials, cudaStream_t stream);
 /// `grad = factor * (pred - target)`.
 Status launchMseGrad(const float *pred, const float *target, float *grad,
                      int64_t n, float factor, cudaStream_t stream);

@@ -51,9 +51,8 @@ __global__ void crossEntropyRowsVecKernel(const T *__restrict__ logits,
 template <typename T>
 __global__ void
 crossEntropyGradVecKernel(const T *logits, const int64_t *__restrict__ target,
-                          T *grad, int64_t rows, int64_t classes, int check,
-                          DataCheckRecord *rec) {
-  float invRows = 1.0f / static_cast<float>(rows);
+                          T *grad, int64_t rows, int64_t classes,
+                          float invRows, int check, DataCheckRecord *rec) {
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const T *row = logits + r * classes;
     T *out = grad + r * classes;
@@ -96,9 +95,8 @@ __global__ void finishSumKernel(const T *__restrict__ values, int64_t n,
 __global__ void crossEntropyGradKernel(FloatIn logits,
                                        const int64_t *__restrict__ target,
                                        FloatOut grad, int64_t rows,
-                                       int64_t classes, int check,
-                                       DataCheckRecord *rec) {
-  float invRows = 1.0f / static_cast<float>(rows);
+                                       int64_t classes, float invRows,
+                                       int check, DataCheckRecord *rec) {
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     int64_t row = r * classes;
     float mx = -INFINITY;
@@ -141,8 +139,8 @@ __global__ void msePartialKernel(const float *__restrict__ pred,
 #ifndef LOOM_CUDA_HOST_EMULATION // (test/unit/cuda/CudaHostEmulation.h)
 
 Status launchCrossEntropy(FloatIn logits, const int64_t *target, float *loss,
-                          int64_t rows, int64_t classes, float *rowLoss,
-                          int check, DataCheckRecord *record,
+                          int64_t rows, int64_t classes, int64_t count,
+                          float *rowLoss, int check, DataCheckRecord *record,
                           cudaStream_t stream) {
   if (rows == 0)
     return cudaCheck(cudaMemsetAsync(loss, 0, sizeof(float), stream),
@@ -159,16 +157,17 @@ Status launchCrossEntropy(FloatIn logits, const int64_t *target, float *loss,
         check, record);
   LOOM_RETURN_IF_ERROR(launchCheck("cross_entropy kernel"));
   finishSumKernel<float>
-      <<<1, kThreads, 0, stream>>>(rowLoss, rows, 1.0 / rows, loss);
+      <<<1, kThreads, 0, stream>>>(rowLoss, rows, 1.0 / count, loss);
   return launchCheck("cross_entropy mean kernel");
 }
 
 Status launchCrossEntropyGrad(FloatIn logits, const int64_t *target,
                               FloatOut grad, int64_t rows, int64_t classes,
-                              int check, DataCheckRecord *record,
-                              cudaStream_t stream) {
+                              int64_t count, int check,
+                              DataCheckRecord *record, cudaStream_t stream) {
   if (rows == 0)
     return Status::ok();
+  float invCount = 1.0f / static_cast<float>(count);
   // The packs of `grad` line up with those of `logits` when both have one
   // storage and the same offset from a 16-byte boundary.
   bool vec = grad.e == logits.e && sameAlignment(grad.p, logits.p);
@@ -177,15 +176,16 @@ Status launchCrossEntropyGrad(FloatIn logits, const int64_t *target,
                                 rowBlockThreads<__nv_bfloat16>(classes), 0,
                                 stream>>>(
         static_cast<const __nv_bfloat16 *>(logits.p), target,
-        static_cast<__nv_bfloat16 *>(grad.p), rows, classes, check, record);
+        static_cast<__nv_bfloat16 *>(grad.p), rows, classes, invCount, check,
+        record);
   else if (vec)
     crossEntropyGradVecKernel<<<rereadBlocks(rows, 4 * classes),
                                 rowBlockThreads<float>(classes), 0, stream>>>(
         static_cast<const float *>(logits.p), target,
-        static_cast<float *>(grad.p), rows, classes, check, record);
+        static_cast<float *>(grad.p), rows, classes, invCount, check, record);
   else
     crossEntropyGradKernel<<<capBlocks(rows), kThreads, 0, stream>>>(
-        logits, target, grad, rows, classes, check, record);
+        logits, target, grad, rows, classes, invCount, check, record);
   return launchCheck("cross_entropy_grad kernel");
 }
 
@@ -195,7 +195,7 @@ int64_t msePartials(int64_t n) {
 }
 
 Status launchMse(const float *pred, const float *target, float *loss, int64_t n,
-                 double *partials, cudaStream_t stream) {
+                 int64_t count, double *partials, cudaStream_t stream) {
   if (n == 0)
     return cudaCheck(cudaMemsetAsync(loss, 0, sizeof(float), stream),
                      "cudaMemsetAsync");
@@ -204,7 +204,7 @@ Status launchMse(const float *pred, const float *target, float *loss, int64_t n,
       pred, target, n, partials);
   LOOM_RETURN_IF_ERROR(launchCheck("mse kernel"));
   finishSumKernel<double>
-      <<<1, kThreads, 0, stream>>>(partials, blocks, 1.0 / n, loss);
+      <<<1, kThreads, 0, stream>>>(partials, blocks, 1.0 / count, loss);
   return launchCheck("mse mean kernel");
 }
 

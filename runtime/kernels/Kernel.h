@@ -1,22 +1,22 @@
 //===- Kernel.h - The kernel registry's contract ------------------*- C++ -*-===//
 //
-// Every op of docs/plan-format.md has a `KernelDef`: a `verify` function that
-// checks an instruction's operands at plan-load time (so kernels can trust
-// their inputs) and a `bind` function that turns the instruction into a
-// prepared call on arena pointers. The executor's hot loop only runs the
-// prepared calls.
+// Every op of the plan format's op table (runtime/OpTable.h) has a
+// `KernelDef`: a `verify` function that checks an instruction's operands at
+// plan-load time (so kernels can trust their inputs) and a `bind` function
+// that turns the instruction into a prepared call on arena pointers. The
+// operand counts are the op table's, checked before `verify` runs. The
+// executor's hot loop only runs the prepared calls.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef LOOM_RUNTIME_KERNELS_KERNEL_H
 #define LOOM_RUNTIME_KERNELS_KERNEL_H
 
+#include "runtime/OpView.h"
 #include "runtime/plan.pb.h"
 #include "runtime/support/Status.h"
 
 #include <functional>
-#include <optional>
-#include <string>
 #include <string_view>
 #include <vector>
 
@@ -24,35 +24,6 @@ namespace loom::runtime {
 
 class Communicator;
 class Device;
-
-/// An instruction with its operand buffers resolved.
-struct OpView {
-  const plan::Plan &plan;
-  const plan::Instruction &inst;
-  std::vector<const plan::Buffer *> inputs;
-  std::vector<const plan::Buffer *> outputs;
-
-  std::vector<int64_t> inShape(size_t i) const;
-  std::vector<int64_t> outShape(size_t i) const;
-  int64_t inNumel(size_t i) const;
-  int64_t outNumel(size_t i) const;
-
-  /// A numeric attribute (`f` or `i`); `dflt` when absent, an error when
-  /// absent without a default or of another kind.
-  StatusOr<double> numAttr(const std::string &name,
-                           std::optional<double> dflt = std::nullopt) const;
-  /// A string attribute; `dflt` when absent.
-  StatusOr<std::string>
-  strAttr(const std::string &name,
-          std::optional<std::string> dflt = std::nullopt) const;
-  /// An `ints` attribute (required).
-  StatusOr<std::vector<int64_t>> intsAttr(const std::string &name) const;
-
-  /// Checks that every input and output has `dtype`.
-  Status expectAllDType(plan::DType dtype) const;
-  /// Checks that no output is also an input (ops that may not run in place).
-  Status expectNotInPlace() const;
-};
 
 /// What a running step tells the kernels.
 struct StepContext {
@@ -94,19 +65,20 @@ public:
   }
 };
 
+/// A backend's kernel of one op of the op table, which holds its operand
+/// counts.
 struct KernelDef {
   std::string_view name;
-  int minInputs, maxInputs;
-  int minOutputs, maxOutputs;
   /// Checks dtypes, shapes and attributes; the message needs no location.
   Status (*verify)(const OpView &op);
   StatusOr<KernelFn> (*bind)(const OpView &op, BindContext &ctx);
 };
 
-/// The kernel of op `name`, or null for an unknown op.
+/// The CPU kernel of op `name`, or null for an unknown op.
 const KernelDef *findKernel(std::string_view name);
-/// Every registered op name, for messages.
-std::string knownOpNames();
+/// The name of every op the CPU registry binds, so tests can hold the
+/// registry against the op table.
+std::vector<std::string_view> cpuKernelNames();
 
 } // namespace loom::runtime
 

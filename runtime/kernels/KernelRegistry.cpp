@@ -1,4 +1,4 @@
-//===- KernelRegistry.cpp - Op name to kernel lookup -------------*- C++ -*-===//
+//===- KernelRegistry.cpp - Op name to CPU kernel lookup --------*- C++ -*-===//
 
 #include "runtime/kernels/Kernel.h"
 #include "runtime/kernels/cpu/CpuKernels.h"
@@ -9,72 +9,72 @@ namespace {
 
 using namespace cpu;
 
-// name, inputs min/max, outputs min/max, verify, bind
+// name, verify, bind; the operand counts are the op table's
+// (runtime/OpTable.cpp), which lists the same ops.
 const KernelDef kKernels[] = {
-    {"matmul", 2, 2, 1, 1, verifyMatmul, bindMatmul},
-    {"add", 2, 2, 1, 1, verifyBinary, bindBinary},
-    {"sub", 2, 2, 1, 1, verifyBinary, bindBinary},
-    {"mul", 2, 2, 1, 1, verifyBinary, bindBinary},
-    {"div", 2, 2, 1, 1, verifyBinary, bindBinary},
-    {"relu", 1, 1, 1, 1, verifyUnary, bindUnary},
-    {"tanh", 1, 1, 1, 1, verifyUnary, bindUnary},
-    {"sigmoid", 1, 1, 1, 1, verifyUnary, bindUnary},
-    {"relu_grad", 2, 2, 1, 1, verifyUnaryGrad, bindUnaryGrad},
-    {"tanh_grad", 2, 2, 1, 1, verifyUnaryGrad, bindUnaryGrad},
-    {"sigmoid_grad", 2, 2, 1, 1, verifyUnaryGrad, bindUnaryGrad},
-    {"scale", 1, 1, 1, 1, verifyScale, bindScale},
-    {"copy", 1, 1, 1, 1, verifyCopy, bindCopy},
-    {"sum_to", 1, 1, 1, 1, verifySumTo, bindSumTo},
-    {"cross_entropy", 2, 2, 1, 1, verifyCrossEntropy, bindCrossEntropy},
-    {"cross_entropy_grad", 2, 2, 1, 1, verifyCrossEntropyGrad,
-     bindCrossEntropyGrad},
-    {"mse", 2, 2, 1, 1, verifyMse, bindMse},
-    {"mse_grad", 2, 2, 1, 1, verifyMseGrad, bindMseGrad},
-    {"all_reduce", 1, 1, 1, 1, verifyAllReduce, bindAllReduce},
-    {"sgd", 2, 3, 1, 2, verifySgd, bindSgd},
-    {"adamw", 4, 4, 3, 3, verifyAdamW, bindAdamW},
-    {"batch_matmul", 2, 2, 1, 1, verifyBatchMatmul, bindBatchMatmul},
-    {"linear", 2, 3, 1, 1, verifyLinear, bindLinear},
-    {"pow", 2, 2, 1, 1, verifyBinary, bindBinary},
-    {"max", 2, 2, 1, 1, verifyBinary, bindBinary},
-    {"min", 2, 2, 1, 1, verifyBinary, bindBinary},
-    {"select", 3, 3, 1, 1, verifySelect, bindSelect},
-    {"exp", 1, 1, 1, 1, verifyUnary, bindUnary},
-    {"log", 1, 1, 1, 1, verifyUnary, bindUnary},
-    {"sqrt", 1, 1, 1, 1, verifyUnary, bindUnary},
-    {"rsqrt", 1, 1, 1, 1, verifyUnary, bindUnary},
-    {"neg", 1, 1, 1, 1, verifyUnary, bindUnary},
-    {"reciprocal", 1, 1, 1, 1, verifyUnary, bindUnary},
-    {"erf", 1, 1, 1, 1, verifyUnary, bindUnary},
-    {"reduce_sum", 1, 1, 1, 1, verifyReduce, bindReduce},
-    {"reduce_mean", 1, 1, 1, 1, verifyReduce, bindReduce},
-    {"reduce_max", 1, 1, 1, 1, verifyReduce, bindReduce},
-    {"transpose", 1, 1, 1, 1, verifyTranspose, bindTranspose},
-    {"expand", 1, 1, 1, 1, verifyExpand, bindExpand},
-    {"broadcast_like", 1, 1, 1, 1, verifyExpand, bindExpand},
-    {"slice", 1, 1, 1, 1, verifySlice, bindSlice},
-    {"slice_grad", 1, 1, 1, 1, verifySlice, bindSlice},
-    {"concat", 1, 1 << 20, 1, 1, verifyConcat, bindConcat},
-    {"gather", 2, 2, 1, 1, verifyGather, bindGather},
-    {"gather_grad", 2, 2, 1, 1, verifyGatherGrad, bindGatherGrad},
-    {"convert", 1, 1, 1, 1, verifyConvert, bindConvert},
-    {"softmax", 1, 1, 1, 1, verifySoftmax, bindSoftmax},
-    {"softmax_grad", 2, 2, 1, 1, verifySoftmaxGrad, bindSoftmaxGrad},
-    {"gelu", 1, 1, 1, 1, verifyGelu, bindGelu},
-    {"gelu_grad", 2, 2, 1, 1, verifyGeluGrad, bindGeluGrad},
-    {"layer_norm", 2, 3, 1, 1, verifyLayerNorm, bindLayerNorm},
-    {"layer_norm_grad", 3, 3, 3, 3, verifyLayerNormGrad, bindLayerNormGrad},
-    {"rms_norm", 2, 2, 1, 1, verifyLayerNorm, bindLayerNorm},
-    {"rms_norm_grad", 3, 3, 2, 2, verifyLayerNormGrad, bindLayerNormGrad},
-    {"batch_norm", 3, 3, 1, 1, verifyBatchNorm, bindBatchNorm},
-    {"batch_norm_grad", 3, 3, 3, 3, verifyBatchNormGrad, bindBatchNormGrad},
-    {"conv2d", 2, 2, 1, 1, verifyConv2d, bindConv2d},
-    {"conv2d_grad_input", 2, 2, 1, 1, verifyConv2d, bindConv2dGradInput},
-    {"conv2d_grad_filter", 2, 2, 1, 1, verifyConv2d, bindConv2dGradFilter},
-    {"max_pool2d", 1, 1, 1, 1, verifyMaxPool2d, bindMaxPool2d},
-    {"max_pool2d_grad", 2, 2, 1, 1, verifyMaxPool2d, bindMaxPool2dGrad},
-    {"attention", 3, 3, 1, 1, verifyAttention, bindAttention},
-    {"attention_grad", 4, 4, 3, 3, verifyAttention, bindAttentionGrad},
+    {"matmul", verifyMatmul, bindMatmul},
+    {"add", verifyBinary, bindBinary},
+    {"sub", verifyBinary, bindBinary},
+    {"mul", verifyBinary, bindBinary},
+    {"div", verifyBinary, bindBinary},
+    {"relu", verifyUnary, bindUnary},
+    {"tanh", verifyUnary, bindUnary},
+    {"sigmoid", verifyUnary, bindUnary},
+    {"relu_grad", verifyUnaryGrad, bindUnaryGrad},
+    {"tanh_grad", verifyUnaryGrad, bindUnaryGrad},
+    {"sigmoid_grad", verifyUnaryGrad, bindUnaryGrad},
+    {"scale", verifyScale, bindScale},
+    {"copy", verifyCopy, bindCopy},
+    {"sum_to", verifySumTo, bindSumTo},
+    {"cross_entropy", verifyCrossEntropy, bindCrossEntropy},
+    {"cross_entropy_grad", verifyCrossEntropyGrad, bindCrossEntropyGrad},
+    {"mse", verifyMse, bindMse},
+    {"mse_grad", verifyMseGrad, bindMseGrad},
+    {"all_reduce", verifyAllReduce, bindAllReduce},
+    {"sgd", verifySgd, bindSgd},
+    {"adamw", verifyAdamW, bindAdamW},
+    {"batch_matmul", verifyBatchMatmul, bindBatchMatmul},
+    {"linear", verifyLinear, bindLinear},
+    {"pow", verifyBinary, bindBinary},
+    {"max", verifyBinary, bindBinary},
+    {"min", verifyBinary, bindBinary},
+    {"select", verifySelect, bindSelect},
+    {"exp", verifyUnary, bindUnary},
+    {"log", verifyUnary, bindUnary},
+    {"sqrt", verifyUnary, bindUnary},
+    {"rsqrt", verifyUnary, bindUnary},
+    {"neg", verifyUnary, bindUnary},
+    {"reciprocal", verifyUnary, bindUnary},
+    {"erf", verifyUnary, bindUnary},
+    {"reduce_sum", verifyReduce, bindReduce},
+    {"reduce_mean", verifyReduce, bindReduce},
+    {"reduce_max", verifyReduce, bindReduce},
+    {"transpose", verifyTranspose, bindTranspose},
+    {"expand", verifyExpand, bindExpand},
+    {"broadcast_like", verifyExpand, bindExpand},
+    {"slice", verifySlice, bindSlice},
+    {"slice_grad", verifySlice, bindSlice},
+    {"concat", verifyConcat, bindConcat},
+    {"gather", verifyGather, bindGather},
+    {"gather_grad", verifyGatherGrad, bindGatherGrad},
+    {"convert", verifyConvert, bindConvert},
+    {"softmax", verifySoftmax, bindSoftmax},
+    {"softmax_grad", verifySoftmaxGrad, bindSoftmaxGrad},
+    {"gelu", verifyGelu, bindGelu},
+    {"gelu_grad", verifyGeluGrad, bindGeluGrad},
+    {"layer_norm", verifyLayerNorm, bindLayerNorm},
+    {"layer_norm_grad", verifyLayerNormGrad, bindLayerNormGrad},
+    {"rms_norm", verifyLayerNorm, bindLayerNorm},
+    {"rms_norm_grad", verifyLayerNormGrad, bindLayerNormGrad},
+    {"batch_norm", verifyBatchNorm, bindBatchNorm},
+    {"batch_norm_grad", verifyBatchNormGrad, bindBatchNormGrad},
+    {"conv2d", verifyConv2d, bindConv2d},
+    {"conv2d_grad_input", verifyConv2d, bindConv2dGradInput},
+    {"conv2d_grad_filter", verifyConv2d, bindConv2dGradFilter},
+    {"max_pool2d", verifyMaxPool2d, bindMaxPool2d},
+    {"max_pool2d_grad", verifyMaxPool2d, bindMaxPool2dGrad},
+    {"attention", verifyAttention, bindAttention},
+    {"attention_grad", verifyAttention, bindAttentionGrad},
 };
 
 } // namespace
@@ -86,14 +86,11 @@ const KernelDef *findKernel(std::string_view name) {
   return nullptr;
 }
 
-std::string knownOpNames() {
-  std::string s;
-  for (const KernelDef &k : kKernels) {
-    if (!s.empty())
-      s += ", ";
-    s += k.name;
-  }
-  return s;
+std::vector<std::string_view> cpuKernelNames() {
+  std::vector<std::string_view> names;
+  for (const KernelDef &k : kKernels)
+    names.push_back(k.name);
+  return names;
 }
 
 } // namespace loom::runtime

@@ -24,6 +24,14 @@ int64_t elemSize(ElemType type);
 const char *elemTypeName(ElemType type);
 /// Product of `shape` (1 for a scalar).
 int64_t numElements(const std::vector<int64_t> &shape);
+/// Product of `shape[from, to)` (1 for an empty range).
+inline int64_t product(const std::vector<int64_t> &shape, size_t from,
+                       size_t to) {
+  int64_t p = 1;
+  for (size_t i = from; i < to && i < shape.size(); ++i)
+    p *= shape[i];
+  return p;
+}
 /// "[2, 3]" style text for messages.
 std::string shapeToString(const std::vector<int64_t> &shape);
 

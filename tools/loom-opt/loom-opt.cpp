@@ -5,6 +5,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
+#include "mlir/Dialect/Shard/Transforms/Passes.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
@@ -15,6 +16,8 @@ int main(int argc, char **argv) {
                   mlir::shard::ShardDialect>();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
+  mlir::shard::registerShardingPropagation();
+  mlir::shard::registerPartition();
   mlir::loom::registerLoomPasses();
   mlir::loom::registerLoomPipelines();
   return mlir::asMainReturnCode(

@@ -23,6 +23,11 @@ LOOM_DECLARE_KERNEL(UnaryGrad)  // relu_grad, tanh_grad, sigmoid_grad
 LOOM_DECLARE_KERNEL(Scale)
 LOOM_DECLARE_KERNEL(Copy)
 LOOM_DECLARE_KERNEL(SumTo)
+/// What a loss's mean divides by: its `count` attribute (the whole batch's
+/// rows or elements, on a rank that holds a block of them) or else `held`,
+/// the rows or elements the instruction holds.
+StatusOr<int64_t> meanCount(const OpView &op, int64_t held);
+
 LOOM_DECLARE_KERNEL(CrossEntropy)
 LOOM_DECLARE_KERNEL(CrossEntropyGrad)
 LOOM_DECLARE_KERNEL(Mse)

@@ -3,41 +3,8 @@
 #include "runtime/kernels/cpu/KernelUtil.h"
 
 #include <cblas.h>
-#include <cmath>
 
 namespace loom::runtime::cpu {
-
-StatusOr<bool> flagAttr(const OpView &op, const char *name) {
-  LOOM_ASSIGN_OR_RETURN(double v, op.numAttr(name, 0.0));
-  if (v != 0 && v != 1)
-    return makeError("attribute '%s' must be 0 or 1, got %g", name, v);
-  return v == 1;
-}
-
-StatusOr<int64_t> intAttr(const OpView &op, const char *name) {
-  LOOM_ASSIGN_OR_RETURN(double v, op.numAttr(name));
-  if (v != std::floor(v))
-    return makeError("attribute '%s' must be an integer, got %g", name, v);
-  return static_cast<int64_t>(v);
-}
-
-StatusOr<int64_t> axisAttr(const OpView &op, const char *name, int64_t rank) {
-  LOOM_ASSIGN_OR_RETURN(int64_t axis, intAttr(op, name));
-  int64_t a = axis < 0 ? axis + rank : axis;
-  if (a < 0 || a >= rank)
-    return makeError("%s %lld is out of range for rank %lld", name,
-                     (long long)axis, (long long)rank);
-  return a;
-}
-
-StatusOr<std::vector<int64_t>> intsAttrOfSize(const OpView &op,
-                                              const char *name, size_t size) {
-  LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> v, op.intsAttr(name));
-  if (v.size() != size)
-    return makeError("attribute '%s' must have %zu entries, got %zu", name,
-                     size, v.size());
-  return v;
-}
 
 Status expectInShape(const OpView &op, size_t i,
                      const std::vector<int64_t> &shape, const char *what) {

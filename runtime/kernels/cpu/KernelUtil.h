@@ -1,10 +1,10 @@
 //===- KernelUtil.h - Helpers shared by the CPU kernels ---------*- C++ -*-===//
 //
-// Attribute readers with the plan emitter's conventions (unit attributes are
-// `i = 1` when set and absent otherwise), shape products, per-kernel
-// workspace, element ranges over threads, and GEMMs split over OpenMP
-// threads (OpenBLAS itself single-threaded, so thread pools do not
-// multiply).
+// Shape checks, per-kernel workspace, element ranges over threads, and GEMMs
+// split over OpenMP threads (OpenBLAS itself single-threaded, so thread pools
+// do not multiply). The attribute readers and `product` live in the plan
+// format library (runtime/OpView.h, support/HostTensor.h), which the
+// compiler links too; they are named here for the kernels' `cpu::` spelling.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,24 +23,11 @@
 
 namespace loom::runtime::cpu {
 
-/// Product of `shape[from, to)`.
-inline int64_t product(const std::vector<int64_t> &shape, size_t from,
-                       size_t to) {
-  int64_t p = 1;
-  for (size_t i = from; i < to && i < shape.size(); ++i)
-    p *= shape[i];
-  return p;
-}
-
-/// A unit attribute: absent means false; present must be 0 or 1.
-StatusOr<bool> flagAttr(const OpView &op, const char *name);
-/// An integer attribute (an `i`, or an `f` holding an integer).
-StatusOr<int64_t> intAttr(const OpView &op, const char *name);
-/// A normalised axis attribute in `[0, rank)` (negative counts from the end).
-StatusOr<int64_t> axisAttr(const OpView &op, const char *name, int64_t rank);
-/// An `ints` attribute of exactly `size` entries.
-StatusOr<std::vector<int64_t>> intsAttrOfSize(const OpView &op,
-                                              const char *name, size_t size);
+using ::loom::runtime::axisAttr;
+using ::loom::runtime::flagAttr;
+using ::loom::runtime::intAttr;
+using ::loom::runtime::intsAttrOfSize;
+using ::loom::runtime::product;
 
 /// Checks that input `i` has `shape`.
 Status expectInShape(const OpView &op, size_t i,

@@ -40,6 +40,7 @@ Status verifyCrossEntropyOperands(const OpView &op) {
                      "row (%lld)",
                      shapeToString(op.inShape(1)).c_str(),
                      (long long)op.inNumel(1), (long long)rows);
+  LOOM_RETURN_IF_ERROR(meanCount(op, rows).status());
   return op.expectNotInPlace();
 }
 
@@ -84,6 +85,16 @@ Status classOutOfRange(int64_t row, int64_t cls, int64_t classes) {
 
 } // namespace
 
+StatusOr<int64_t> meanCount(const OpView &op, int64_t held) {
+  LOOM_ASSIGN_OR_RETURN(double count,
+                        op.numAttr("count", static_cast<double>(held)));
+  if (count < static_cast<double>(held) || count != std::floor(count))
+    return makeError("count %g is not a whole number of at least the %lld "
+                     "rows (elements) the instruction holds",
+                     count, (long long)held);
+  return static_cast<int64_t>(count);
+}
+
 Status verifyCrossEntropy(const OpView &op) {
   LOOM_RETURN_IF_ERROR(verifyCrossEntropyOperands(op));
   if (op.outNumel(0) != 1)
@@ -98,6 +109,7 @@ StatusOr<KernelFn> bindCrossEntropy(const OpView &op, BindContext &ctx) {
   float *loss = ctx.f32(op.outputs[0]);
   int64_t classes = op.inShape(0).back();
   int64_t rows = op.inNumel(0) / classes;
+  LOOM_ASSIGN_OR_RETURN(int64_t count, meanCount(op, rows));
   // Each row's loss (kernel workspace), summed in row order afterwards: the
   // same bits for any thread count.
   auto rowLoss = std::make_shared<std::vector<double>>(rows);
@@ -116,7 +128,7 @@ StatusOr<KernelFn> bindCrossEntropy(const OpView &op, BindContext &ctx) {
     double total = 0;
     for (int64_t r = 0; r < rows; ++r)
       total += lr[r];
-    loss[0] = rows ? static_cast<float>(total / rows) : 0.0f;
+    loss[0] = count ? static_cast<float>(total / count) : 0.0f;
     return Status::ok();
   });
 }
@@ -136,18 +148,19 @@ StatusOr<KernelFn> bindCrossEntropyGrad(const OpView &op, BindContext &ctx) {
   float *grad = ctx.f32(op.outputs[0]);
   int64_t classes = op.inShape(0).back();
   int64_t rows = op.inNumel(0) / classes;
+  LOOM_ASSIGN_OR_RETURN(int64_t count, meanCount(op, rows));
   return KernelFn([=](const StepContext &) {
     for (int64_t r = 0; r < rows; ++r)
       if (target[r] < 0 || target[r] >= classes)
         return classOutOfRange(r, target[r], classes);
-    double invRows = 1.0 / static_cast<double>(rows);
+    double invRows = 1.0 / static_cast<double>(count);
 #pragma omp parallel for schedule(static) if (rows * classes >= kParallelThreshold)
     for (int64_t r = 0; r < rows; ++r) {
       const float *row = logits + r * classes;
       float *g = grad + r * classes;
       float mx = rowMax(row, classes);
       double sum = sumExp(row, classes, mx, g);
-      // g = (softmax - onehot) / rows.
+      // g = (softmax - onehot) / count.
       int64_t t = target[r];
       double pt = g[t] / sum;
       float k = static_cast<float>(invRows / sum);
@@ -169,7 +182,7 @@ Status verifyMseOperands(const OpView &op) {
     return makeError("prediction %s and target %s differ in element count",
                      shapeToString(op.inShape(0)).c_str(),
                      shapeToString(op.inShape(1)).c_str());
-  return Status::ok();
+  return meanCount(op, op.inNumel(0)).status();
 }
 
 } // namespace
@@ -186,6 +199,7 @@ StatusOr<KernelFn> bindMse(const OpView &op, BindContext &ctx) {
   const float *pred = ctx.f32(op.inputs[0]), *target = ctx.f32(op.inputs[1]);
   float *loss = ctx.f32(op.outputs[0]);
   int64_t n = op.inNumel(0);
+  LOOM_ASSIGN_OR_RETURN(int64_t count, meanCount(op, n));
   return KernelFn([=](const StepContext &) {
     double sum = 0;
 #pragma omp parallel for reduction(+ : sum) if (n >= kParallelThreshold)
@@ -193,7 +207,7 @@ StatusOr<KernelFn> bindMse(const OpView &op, BindContext &ctx) {
       double d = static_cast<double>(pred[i]) - target[i];
       sum += d * d;
     }
-    loss[0] = n ? static_cast<float>(sum / n) : 0.0f;
+    loss[0] = count ? static_cast<float>(sum / count) : 0.0f;
     return Status::ok();
   });
 }
@@ -211,7 +225,8 @@ StatusOr<KernelFn> bindMseGrad(const OpView &op, BindContext &ctx) {
   const float *pred = ctx.f32(op.inputs[0]), *target = ctx.f32(op.inputs[1]);
   float *grad = ctx.f32(op.outputs[0]);
   int64_t n = op.inNumel(0);
-  float factor = n ? 2.0f / static_cast<float>(n) : 0.0f;
+  LOOM_ASSIGN_OR_RETURN(int64_t count, meanCount(op, n));
+  float factor = count ? 2.0f / static_cast<float>(count) : 0.0f;
   return KernelFn([=](const StepContext &) {
 #pragma omp parallel for schedule(static) if (n >= kParallelThreshold)
     for (int64_t i = 0; i < n; ++i)

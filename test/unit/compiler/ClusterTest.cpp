@@ -1,6 +1,6 @@
 //===- ClusterTest.cpp - Cluster presets and files ------------------------===//
 
-#include "compiler/Cluster.h"
+#include "passes/planner/Cluster.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"

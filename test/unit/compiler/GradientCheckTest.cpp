@@ -4,6 +4,9 @@
 // the op's own loss), differentiate it with `loom-autodiff`, emit a plan, run
 // it on the CPU runtime, and compare each parameter gradient element with a
 // central finite difference of the loss computed by the same runtime.
+// The same steps check every op's sharding loop nest (ir/sharding/): one map
+// per operand and result, of its rank, and loops shared only by dimensions of
+// one size (but for a reshape, whose groups share their outer dimensions).
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +19,7 @@
 #include "runtime/comm/Communicator.h"
 
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
+#include "mlir/Dialect/Shard/Interfaces/ShardingInterface.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 
@@ -157,6 +161,43 @@ TEST_P(GradientCheck, MatchesFiniteDifferences) {
           << c.name << ": d loss / d " << name << "[" << i << "]";
     }
   }
+}
+
+TEST_P(GradientCheck, LoopNestsAreWellFormed) {
+  const GradCase &c = GetParam();
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(c.mlir, &ctx);
+  ASSERT_TRUE(module);
+  PassManager pm(&ctx);
+  pm.addNestedPass<func::FuncOp>(createLoomAutodiffPass());
+  ASSERT_TRUE(succeeded(pm.run(*module)));
+  module->walk([&](Operation *op) {
+    if (!isa<LoomDialect>(op->getDialect()))
+      return;
+    std::string name = op->getName().getStringRef().str();
+    auto sharding = dyn_cast<shard::ShardingInterface>(op);
+    ASSERT_TRUE(sharding) << name;
+    EXPECT_TRUE(succeeded(sharding.verifyShardingInterfaceImpl())) << name;
+    SmallVector<AffineMap> maps = sharding.getIndexingMaps();
+    size_t loops = sharding.getLoopIteratorTypes().size();
+    ASSERT_EQ(maps.size(), op->getNumOperands() + op->getNumResults()) << name;
+    std::vector<int64_t> extent(loops, -1);
+    SmallVector<Value> values(op->getOperands());
+    llvm::append_range(values, op->getResults());
+    for (auto [value, map] : llvm::zip(values, maps)) {
+      ArrayRef<int64_t> shape = cast<RankedTensorType>(value.getType()).getShape();
+      ASSERT_EQ(map.getNumResults(), shape.size()) << name;
+      ASSERT_EQ(map.getNumDims(), loops) << name;
+      for (auto [d, expr] : llvm::enumerate(map.getResults())) {
+        unsigned loop = cast<AffineDimExpr>(expr).getPosition();
+        if (extent[loop] < 0)
+          extent[loop] = shape[d];
+        if (!isa<ReshapeOp>(op))
+          EXPECT_EQ(extent[loop], shape[d])
+            << name << ": loop " << loop << " indexes dimensions of sizes "
+            << extent[loop] << " and " << shape[d];
+      }
+    }
+  });
 }
 
 const GradCase kCases[] = {

@@ -222,7 +222,8 @@ TEST(CudaEmulation, SoftmaxAndCrossEntropyBf16) {
   });
   emu::launch(2, 64, 0, [&] {
     crossEntropyGradKernel({xb.data(), Elem::BF16}, target.data(),
-                           {grad.data(), Elem::BF16}, rows, classes, 1, &rec);
+                           {grad.data(), Elem::BF16}, rows, classes, 1.0f / rows, 1,
+                           &rec);
   });
   EXPECT_EQ(rec.check, 0);
   double total = 0;
@@ -527,8 +528,8 @@ void packedRowsCheck(int64_t rows, int64_t classes, int64_t offset,
                                  classes, 1, &rec);
   });
   emu::launch(unsigned(rows), threads, 0, [&] {
-    crossEntropyGradVecKernel<T>(xs.p, target.data(), grad.p, rows, classes, 1,
-                                 &rec);
+    crossEntropyGradVecKernel<T>(xs.p, target.data(), grad.p, rows, classes,
+                                 1.0f / rows, 1, &rec);
   });
   EXPECT_EQ(rec.check, 0);
   double rel = std::is_same_v<T, float> ? 1e-5 : 1e-2;
@@ -626,8 +627,8 @@ template <typename T> void nanBesideNegInfCheck() {
                                  classes, 1, &rec);
   });
   emu::launch(unsigned(rows), 32, 0, [&] {
-    crossEntropyGradVecKernel<T>(xs.p, target.data(), g.p, rows, classes, 1,
-                                 &rec);
+    crossEntropyGradVecKernel<T>(xs.p, target.data(), g.p, rows, classes,
+                                 1.0f / rows, 1, &rec);
   });
   emu::launch(unsigned(rows), 32, 0,
               [&] { softmaxRowVecKernel<T>(xs.p, y.p, rows, classes); });

@@ -1,6 +1,6 @@
 //===- Cluster.cpp - Cluster presets and JSON cluster files -----*- C++ -*-===//
 
-#include "compiler/Cluster.h"
+#include "passes/planner/Cluster.h"
 
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"

@@ -1,7 +1,7 @@
 //===- Cluster.h - The cluster a plan is made for ---------------*- C++ -*-===//
 
-#ifndef LOOM_COMPILER_CLUSTER_H
-#define LOOM_COMPILER_CLUSTER_H
+#ifndef LOOM_PASSES_PLANNER_CLUSTER_H
+#define LOOM_PASSES_PLANNER_CLUSTER_H
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -10,10 +10,15 @@
 
 namespace mlir::loom {
 
+/// One level of the interconnect: what each device can push through it.
 struct Link {
   double bandwidthGBps = 0; // per device, one direction
   double latencyUs = 0;
 };
+
+/// Which link a group of devices talks over: all members inside one node, or
+/// not.
+enum class LinkLevel { IntraNode, InterNode };
 
 /// Nodes x devices and what the devices and links can do
 /// (docs/cluster-spec.md).
@@ -28,6 +33,10 @@ struct Cluster {
 
   int64_t numDevices() const { return nodes * devicesPerNode; }
   double memoryBytes() const { return memoryGiB * 1024.0 * 1024.0 * 1024.0; }
+  /// The link of `level`.
+  const Link &link(LinkLevel level) const {
+    return level == LinkLevel::IntraNode ? intraNode : interNode;
+  }
 };
 
 /// Parses a preset (`cpu:N`, `a100-80g:NODESxGPUS`, `h100:…`, `h200:…`) or a
@@ -36,4 +45,4 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef spec);
 
 } // namespace mlir::loom
 
-#endif // LOOM_COMPILER_CLUSTER_H
+#endif // LOOM_PASSES_PLANNER_CLUSTER_H

@@ -1,8 +1,10 @@
-//===- OpView.cpp - Operand and attribute access for kernels -----*- C++ -*-===//
+//===- OpView.cpp - An instruction, operands resolved -----------*- C++ -*-===//
 
-#include "runtime/Plan.h"
-#include "runtime/kernels/Kernel.h"
+#include "runtime/OpView.h"
+#include "runtime/PlanFormat.h"
 #include "runtime/support/HostTensor.h"
+
+#include <cmath>
 
 namespace loom::runtime {
 
@@ -30,9 +32,8 @@ StatusOr<double> OpView::numAttr(const std::string &name,
   return makeError("attribute '%s' must be a number", name.c_str());
 }
 
-StatusOr<std::string>
-OpView::strAttr(const std::string &name,
-                std::optional<std::string> dflt) const {
+StatusOr<std::string> OpView::strAttr(const std::string &name,
+                                      std::optional<std::string> dflt) const {
   auto it = inst.attrs().find(name);
   if (it == inst.attrs().end()) {
     if (dflt)
@@ -44,14 +45,12 @@ OpView::strAttr(const std::string &name,
   return it->second.s();
 }
 
-StatusOr<std::vector<int64_t>>
-OpView::intsAttr(const std::string &name) const {
+StatusOr<std::vector<int64_t>> OpView::intsAttr(const std::string &name) const {
   auto it = inst.attrs().find(name);
   if (it == inst.attrs().end())
     return makeError("missing attribute '%s'", name.c_str());
   if (it->second.value_case() != plan::Attr::kInts)
-    return makeError("attribute '%s' must be a list of integers",
-                     name.c_str());
+    return makeError("attribute '%s' must be a list of integers", name.c_str());
   const auto &values = it->second.ints().values();
   return std::vector<int64_t>(values.begin(), values.end());
 }
@@ -78,6 +77,38 @@ Status OpView::expectNotInPlace() const {
                          "cannot run in place",
                          out->id(), out->name().c_str());
   return Status::ok();
+}
+
+StatusOr<bool> flagAttr(const OpView &op, const char *name) {
+  LOOM_ASSIGN_OR_RETURN(double v, op.numAttr(name, 0.0));
+  if (v != 0 && v != 1)
+    return makeError("attribute '%s' must be 0 or 1, got %g", name, v);
+  return v == 1;
+}
+
+StatusOr<int64_t> intAttr(const OpView &op, const char *name) {
+  LOOM_ASSIGN_OR_RETURN(double v, op.numAttr(name));
+  if (v != std::floor(v))
+    return makeError("attribute '%s' must be an integer, got %g", name, v);
+  return static_cast<int64_t>(v);
+}
+
+StatusOr<int64_t> axisAttr(const OpView &op, const char *name, int64_t rank) {
+  LOOM_ASSIGN_OR_RETURN(int64_t axis, intAttr(op, name));
+  int64_t a = axis < 0 ? axis + rank : axis;
+  if (a < 0 || a >= rank)
+    return makeError("%s %lld is out of range for rank %lld", name,
+                     (long long)axis, (long long)rank);
+  return a;
+}
+
+StatusOr<std::vector<int64_t>> intsAttrOfSize(const OpView &op,
+                                              const char *name, size_t size) {
+  LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> v, op.intsAttr(name));
+  if (v.size() != size)
+    return makeError("attribute '%s' must have %zu entries, got %zu", name,
+                     size, v.size());
+  return v;
 }
 
 } // namespace loom::runtime

@@ -1,0 +1,109 @@
+//===- CostModel.h - Roofline ops and alpha-beta collectives ----*- C++ -*-===//
+//
+// The planner's cost model, plain data in and out: a request lists what one
+// device executes in a step (ops with their FLOPs and bytes, collectives with
+// their kind, bytes and mesh axes) and the estimate says how long it takes on
+// a cluster. Ops follow the roofline, collectives the alpha-beta model per
+// mesh axis (the link of the axis's groups, MeshTopology). docs/planner.md
+// gives the formulas.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_PASSES_PLANNER_COSTMODEL_H
+#define LOOM_PASSES_PLANNER_COSTMODEL_H
+
+#include "passes/planner/Cluster.h"
+#include "passes/planner/MeshTopology.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <string>
+#include <vector>
+
+namespace mlir::loom::planner {
+
+/// The arithmetic an op runs in, which picks the device's peak.
+enum class Precision { Fp32, Bf16 };
+
+/// The device's peak FLOP/s in `precision`.
+double peakFlops(const Cluster &cluster, Precision precision);
+
+/// One op a device executes: its FLOPs (multiply-adds count two), the bytes
+/// it reads and writes in device memory, and its arithmetic.
+struct OpRecord {
+  double flops = 0;
+  double bytes = 0;
+  Precision precision = Precision::Fp32;
+};
+
+/// The collectives the cost model knows (docs/planner.md).
+enum class CollectiveKind { AllReduce, AllGather, ReduceScatter, AllToAll, Send,
+                            Recv };
+
+/// The summary JSON's name of `kind` (`all_reduce`, ...).
+llvm::StringRef collectiveName(CollectiveKind kind);
+
+/// One collective a device takes part in: `bytes` is the S of its formula
+/// (the full, gathered tensor for all-gather and reduce-scatter; one rank's
+/// buffer for all-reduce, all-to-all, send and recv), over the groups of
+/// mesh axes `axes` (indices into the topology's axes).
+struct CollectiveRecord {
+  CollectiveKind kind = CollectiveKind::AllReduce;
+  double bytes = 0;
+  llvm::SmallVector<unsigned, 2> axes;
+};
+
+/// Seconds of an op alone on a device: max(flops / peak, bytes / HBM
+/// bandwidth); a missing peak or bandwidth drops its term.
+double rooflineSeconds(const OpRecord &op, const Cluster &cluster);
+
+/// Whether `op`'s FLOP time is at least its memory time (and it has FLOPs).
+bool isComputeBound(const OpRecord &op, const Cluster &cluster);
+
+/// Seconds of one collective of `kind` moving `bytes` (the S of its formula)
+/// in groups of `groupSize` devices over `link`: ring all-reduce
+/// 2(n-1)/n S/B + 2(n-1) alpha; all-gather, reduce-scatter and all-to-all
+/// (n-1)/n S/B + (n-1) alpha; send and recv S/B + alpha; 0 when n = 1.
+double collectiveSeconds(CollectiveKind kind, double bytes, int64_t groupSize,
+                         const Link &link);
+
+/// What one device executes in a step, on a mesh.
+struct StepRequest {
+  std::vector<OpRecord> ops;
+  std::vector<CollectiveRecord> collectives;
+  /// The arithmetic the model FLOPs count against for MFU.
+  Precision precision = Precision::Fp32;
+};
+
+/// Communication seconds of the collectives over one set of mesh axes.
+struct AxisTime {
+  std::string axes; // axis names joined by '+', e.g. `dp` or `dp+tp`
+  double seconds = 0;
+};
+
+/// One step's prediction: ops and collectives run one after another (no
+/// overlap of compute and communication yet).
+struct StepEstimate {
+  double flops = 0;
+  /// Roofline time of the ops whose FLOPs or whose bytes bound them.
+  double computeBoundSeconds = 0, memoryBoundSeconds = 0;
+  /// Per set of mesh axes, in the order first met; only axes that talk.
+  llvm::SmallVector<AxisTime, 3> commSeconds;
+  double stepSeconds = 0;
+  /// Achieved model FLOP/s (in TFLOP/s) and its share of the peak of the
+  /// request's precision.
+  double modelTflops = 0, mfu = 0;
+
+  /// All communication seconds.
+  double totalCommSeconds() const;
+};
+
+/// Estimates one step of `request` on `cluster` with the mesh `topology`.
+StepEstimate estimateStep(const StepRequest &request, const Cluster &cluster,
+                          const MeshTopology &topology);
+
+} // namespace mlir::loom::planner
+
+#endif // LOOM_PASSES_PLANNER_COSTMODEL_H

@@ -1,0 +1,377 @@
+//===- PlanFormat.cpp - The plan format's rules, without kernels ----------===//
+
+#include "runtime/PlanFormat.h"
+
+#include "runtime/support/HostTensor.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+
+namespace loom::runtime {
+
+int64_t dtypeSize(plan::DType dtype) {
+  switch (dtype) {
+  case plan::F32:
+    return 4;
+  case plan::I64:
+    return 8;
+  case plan::BF16:
+    return 2;
+  default:
+    return 0;
+  }
+}
+
+const char *dtypeName(plan::DType dtype) {
+  switch (dtype) {
+  case plan::F32:
+    return "f32";
+  case plan::I64:
+    return "i64";
+  case plan::BF16:
+    return "bf16";
+  default:
+    return "unspecified";
+  }
+}
+
+std::vector<int64_t> bufferShape(const plan::Buffer &buffer) {
+  return {buffer.shape().begin(), buffer.shape().end()};
+}
+
+std::vector<int64_t> meshSizes(const plan::Plan &plan) {
+  std::vector<int64_t> sizes;
+  for (const plan::MeshAxis &axis : plan.mesh())
+    sizes.push_back(axis.size());
+  if (sizes.empty())
+    sizes.push_back(plan.world_size());
+  return sizes;
+}
+
+std::string meshToString(const plan::Plan &plan) {
+  if (plan.mesh().empty())
+    return std::to_string(plan.world_size()) + " rank(s), no mesh axes";
+  std::string s;
+  for (const plan::MeshAxis &axis : plan.mesh()) {
+    if (!s.empty())
+      s += " x ";
+    s += axis.name() + "=" + std::to_string(axis.size());
+  }
+  return s;
+}
+
+int64_t meshCoordinate(const plan::Plan &plan, int rank,
+                       const std::string &axis) {
+  int64_t stride = 1;
+  for (int i = plan.mesh_size() - 1; i >= 0; --i) {
+    const plan::MeshAxis &a = plan.mesh(i);
+    if (a.name() == axis)
+      return a.size() > 0 ? (rank / stride) % a.size() : 0;
+    stride *= std::max<int64_t>(a.size(), 1);
+  }
+  return 0;
+}
+
+int64_t meshAxisSize(const plan::Plan &plan, const std::string &axis) {
+  for (const plan::MeshAxis &a : plan.mesh())
+    if (a.name() == axis)
+      return a.size();
+  return 1;
+}
+
+int findProgramIndex(const plan::Plan &plan, int rank) {
+  for (int p = 0; p < plan.programs_size(); ++p)
+    for (int r : plan.programs(p).ranks())
+      if (r == rank)
+        return p;
+  return -1;
+}
+
+namespace {
+
+const char *roleName(plan::Role role) { return plan::Role_Name(role).c_str(); }
+
+Status checkBuffer(const plan::Plan &plan, const plan::Program &program,
+                   const plan::Buffer &b) {
+  if (b.dtype() != plan::F32 && b.dtype() != plan::I64 &&
+      b.dtype() != plan::BF16)
+    return makeError("dtype %s is not supported (f32, bf16 and i64 are)",
+                     dtypeName(b.dtype()));
+  // Mixed precision keeps bf16 to activations, their gradients and the
+  // constants the backward pass multiplies them with: weights, optimizer
+  // state, data, outputs and the loss stay f32.
+  if (b.dtype() == plan::BF16 && b.role() != plan::TEMPORARY &&
+      b.role() != plan::CONSTANT)
+    return makeError("%s buffer is bf16; only intermediate (TEMPORARY) and "
+                     "CONSTANT buffers may be bf16, parameters and optimizer "
+                     "state are f32 master copies",
+                     plan::Role_Name(b.role()).c_str());
+  if (b.role() == plan::ROLE_UNSPECIFIED || !plan::Role_IsValid(b.role()))
+    return makeError("role is unspecified");
+  int64_t numel = 1, bytes = dtypeSize(b.dtype());
+  for (int64_t d : b.shape()) {
+    if (d < 0)
+      return makeError("negative dimension in shape %s",
+                       shapeToString(bufferShape(b)).c_str());
+    if (__builtin_mul_overflow(numel, d, &numel) ||
+        __builtin_mul_overflow(bytes, d, &bytes))
+      return makeError("shape %s is too large",
+                       shapeToString(bufferShape(b)).c_str());
+  }
+  if (b.size_bytes() != bytes)
+    return makeError(
+        "size_bytes %lld does not match shape %s of %s (%lld "
+        "bytes)",
+        (long long)b.size_bytes(), shapeToString(bufferShape(b)).c_str(),
+        dtypeName(b.dtype()), (long long)(numel * dtypeSize(b.dtype())));
+  if (b.offset() < 0 || b.offset() % 64 != 0)
+    return makeError("offset %lld is not a non-negative multiple of 64",
+                     (long long)b.offset());
+  if (b.offset() > program.arena_bytes() ||
+      b.size_bytes() > program.arena_bytes() - b.offset())
+    return makeError("bytes [%lld, %lld) lie outside the arena of %lld bytes",
+                     (long long)b.offset(),
+                     (long long)(b.offset() + b.size_bytes()),
+                     (long long)program.arena_bytes());
+
+  switch (b.init_case()) {
+  case plan::Buffer::kData:
+    if ((int64_t)b.data().size() != b.size_bytes())
+      return makeError("init data has %zu bytes, expected %lld",
+                       b.data().size(), (long long)b.size_bytes());
+    break;
+  case plan::Buffer::kOnnxInitializer:
+    if (b.onnx_initializer().empty())
+      return makeError("empty onnx_initializer name");
+    if (plan.model_path().empty())
+      return makeError("initialised from ONNX initializer '%s' but the plan "
+                       "has no model_path",
+                       b.onnx_initializer().c_str());
+    break;
+  default:
+    break;
+  }
+  bool hasInit = b.init_case() != plan::Buffer::INIT_NOT_SET;
+  switch (b.role()) {
+  case plan::PARAMETER:
+    // Without a stored value (`loomc --no-weights`) the runtime fills the
+    // parameter by its rule (`loom-run --init random:SEED`).
+    if (b.init_rule().kind() == plan::InitRule::NORMAL &&
+        !(b.init_rule().std() >= 0 && std::isfinite(b.init_rule().std())))
+      return makeError("init_rule NORMAL has a bad std %g",
+                       b.init_rule().std());
+    if (!plan::InitRule::Kind_IsValid(b.init_rule().kind()))
+      return makeError("unknown init_rule kind %d", b.init_rule().kind());
+    break;
+  case plan::CONSTANT:
+    if (!hasInit)
+      return makeError("%s buffer has no initial value (onnx_initializer, "
+                       "zeros or data)",
+                       roleName(b.role()));
+    break;
+  case plan::OPTIMIZER_STATE:
+    break;
+  default:
+    if (hasInit)
+      return makeError("%s buffer may not have an initial value",
+                       roleName(b.role()));
+  }
+  if (b.role() == plan::PARAMETER || b.role() == plan::OPTIMIZER_STATE) {
+    if (b.global_shape_size() != 0 || b.shard_offset_size() != 0) {
+      if (b.global_shape_size() != b.shape_size() ||
+          b.shard_offset_size() != b.shape_size())
+        return makeError("global_shape and shard_offset must have the rank "
+                         "of shape %s",
+                         shapeToString(bufferShape(b)).c_str());
+      for (int i = 0; i < b.shape_size(); ++i)
+        if (b.shard_offset(i) < 0 ||
+            b.shard_offset(i) + b.shape(i) > b.global_shape(i))
+          return makeError("shard at offset %lld of size %lld exceeds global "
+                           "dimension %d of size %lld",
+                           (long long)b.shard_offset(i), (long long)b.shape(i),
+                           i, (long long)b.global_shape(i));
+    }
+  }
+  if (b.role() == plan::INPUT || b.role() == plan::TARGET) {
+    if (b.binding().empty())
+      return makeError("%s buffer has no binding", roleName(b.role()));
+    // Training feeds samples along dimension 0; a forward pass takes the
+    // whole value, scalars included.
+    if (plan.is_training() && b.shape_size() == 0)
+      return makeError("%s buffer must have a sample dimension",
+                       roleName(b.role()));
+    if (b.sample_offset() < 0)
+      return makeError("negative sample_offset %lld",
+                       (long long)b.sample_offset());
+    // The last data-parallel rank's slice must stay inside the batch.
+    int64_t batch = plan.training().global_batch();
+    if (plan.is_training() && batch > 0) {
+      int64_t end = b.sample_offset() + meshAxisSize(plan, "dp") * b.shape(0);
+      if (end > batch)
+        return makeError("samples [%lld, %lld) of the last data-parallel "
+                         "rank exceed the global batch of %lld",
+                         (long long)(end - b.shape(0)), (long long)end,
+                         (long long)batch);
+    }
+  }
+  if (b.role() == plan::OUTPUT && b.binding().empty())
+    return makeError("OUTPUT buffer has no binding");
+  if (b.role() == plan::LOSS && (b.dtype() != plan::F32 || numel != 1))
+    return makeError("LOSS buffer must be a scalar f32");
+  return Status::ok();
+}
+
+Status checkInstruction(const plan::Plan &plan,
+                        const std::map<int32_t, const plan::Buffer *> &byId,
+                        const plan::Instruction &inst,
+                        const InstructionVerifier &verify) {
+  const OpInfo *info = findOp(inst.op());
+  if (!info)
+    return makeError("unknown op (this runtime knows: %s)",
+                     knownOpNames().c_str());
+  OpView view{plan, inst, {}, {}};
+  for (int32_t id : inst.inputs()) {
+    auto it = byId.find(id);
+    if (it == byId.end())
+      return makeError("input buffer %d does not exist", id);
+    view.inputs.push_back(it->second);
+  }
+  for (int32_t id : inst.outputs()) {
+    auto it = byId.find(id);
+    if (it == byId.end())
+      return makeError("output buffer %d does not exist", id);
+    view.outputs.push_back(it->second);
+  }
+  int nIn = inst.inputs_size(), nOut = inst.outputs_size();
+  if (nIn < info->minInputs || nIn > info->maxInputs)
+    return makeError("expects %d%s input(s), got %d", info->minInputs,
+                     info->maxInputs != info->minInputs
+                         ? (" to " + std::to_string(info->maxInputs)).c_str()
+                         : "",
+                     nIn);
+  if (nOut < info->minOutputs || nOut > info->maxOutputs)
+    return makeError("expects %d%s output(s), got %d", info->minOutputs,
+                     info->maxOutputs != info->minOutputs
+                         ? (" to " + std::to_string(info->maxOutputs)).c_str()
+                         : "",
+                     nOut);
+  for (const plan::Buffer *out : view.outputs)
+    if (out->role() == plan::INPUT || out->role() == plan::TARGET ||
+        out->role() == plan::CONSTANT)
+      return makeError("writes %s buffer %d '%s'", roleName(out->role()),
+                       out->id(), out->name().c_str());
+  return verify ? verify(view) : Status::ok();
+}
+
+Status checkProgram(const plan::Plan &plan, const plan::Program &program,
+                    const InstructionVerifier &verify) {
+  if (program.arena_bytes() < 0)
+    return makeError("negative arena_bytes");
+  std::map<int32_t, const plan::Buffer *> byId;
+  for (const plan::Buffer &b : program.buffers()) {
+    std::string where =
+        "buffer " + std::to_string(b.id()) + " '" + b.name() + "'";
+    if (b.id() < 0)
+      return makeError("%s: negative id", where.c_str());
+    if (!byId.emplace(b.id(), &b).second)
+      return makeError("%s: duplicate buffer id", where.c_str());
+    LOOM_RETURN_IF_ERROR(checkBuffer(plan, program, b).withContext(where));
+  }
+  bool hasLossBuffer =
+      program.loss_buffer() >= 0 && byId.count(program.loss_buffer()) != 0;
+  if (plan.is_training()) {
+    if (!hasLossBuffer)
+      return makeError("loss_buffer %d does not exist", program.loss_buffer());
+    if (byId[program.loss_buffer()]->role() != plan::LOSS)
+      return makeError("loss_buffer %d does not have role LOSS",
+                       program.loss_buffer());
+  }
+  for (int i = 0; i < program.instructions_size(); ++i) {
+    const plan::Instruction &inst = program.instructions(i);
+    std::string where = "instruction " + std::to_string(i) + " '" + inst.op() +
+                        "'" +
+                        (inst.loc().empty() ? "" : " at '" + inst.loc() + "'");
+    LOOM_RETURN_IF_ERROR(
+        checkInstruction(plan, byId, inst, verify).withContext(where));
+  }
+  return Status::ok();
+}
+
+} // namespace
+
+Status validatePlanFormat(const plan::Plan &plan, const std::string &what,
+                          const InstructionVerifier &verify) {
+  auto fail = [&](const Status &s) { return s.withContext(what); };
+  if (plan.format_version() != kPlanFormatVersion)
+    return fail(makeError("format_version %u is not supported (this runtime "
+                          "reads version %u); recompile the plan with a "
+                          "matching loomc",
+                          plan.format_version(), kPlanFormatVersion));
+  if (plan.world_size() < 1)
+    return fail(
+        makeError("world_size %d must be at least 1", plan.world_size()));
+  if (!plan.mesh().empty()) {
+    int64_t product = 1;
+    for (const plan::MeshAxis &axis : plan.mesh()) {
+      if (axis.size() < 1)
+        return fail(makeError("mesh axis '%s' has size %lld",
+                              axis.name().c_str(), (long long)axis.size()));
+      product *= axis.size();
+    }
+    if (product != plan.world_size())
+      return fail(makeError("mesh %s has %lld ranks but world_size is %d",
+                            meshToString(plan).c_str(), (long long)product,
+                            plan.world_size()));
+  }
+  if (plan.is_training() && plan.training().global_batch() < 1)
+    return fail(makeError("training plan has global_batch %lld",
+                          (long long)plan.training().global_batch()));
+  std::vector<int> owner(plan.world_size(), -1);
+  for (int p = 0; p < plan.programs_size(); ++p) {
+    for (int r : plan.programs(p).ranks()) {
+      if (r < 0 || r >= plan.world_size())
+        return fail(makeError("program %d lists rank %d outside [0, %d)", p, r,
+                              plan.world_size()));
+      if (owner[r] != -1)
+        return fail(
+            makeError("rank %d appears in programs %d and %d", r, owner[r], p));
+      owner[r] = p;
+    }
+  }
+  for (int r = 0; r < plan.world_size(); ++r)
+    if (owner[r] == -1)
+      return fail(makeError("rank %d is in no program", r));
+  for (int p = 0; p < plan.programs_size(); ++p)
+    LOOM_RETURN_IF_ERROR(
+        checkProgram(plan, plan.programs(p), verify)
+            .withContext(what + ": program " + std::to_string(p)));
+  return Status::ok();
+}
+
+StatusOr<plan::Plan> readPlan(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return makeError("cannot open plan '%s': %s", path.c_str(),
+                     std::strerror(errno));
+  plan::Plan plan;
+  if (!plan.ParseFromIstream(&in))
+    return makeError("%s: not a valid .loomplan file (protobuf parse failed)",
+                     path.c_str());
+  return plan;
+}
+
+Status savePlan(const plan::Plan &plan, const std::string &path) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out)
+    return makeError("cannot create '%s': %s", path.c_str(),
+                     std::strerror(errno));
+  if (!plan.SerializeToOstream(&out))
+    return makeError("cannot write plan '%s'", path.c_str());
+  return Status::ok();
+}
+
+} // namespace loom::runtime
