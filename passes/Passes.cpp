@@ -64,6 +64,7 @@ void mlir::loom::buildLoomPlanPipeline(OpPassManager &pm,
   if (!options.lower)
     return;
   pm.addNestedPass<func::FuncOp>(shard::createPartition());
+  pm.addNestedPass<func::FuncOp>(createLoomFoldAllSlicesPass());
   pm.addNestedPass<func::FuncOp>(createLoomSinkAllReducesPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

@@ -197,6 +197,32 @@ def LoomShardDataParallelPass
 // lower: rewrite
 //===----------------------------------------------------------------------===//
 
+def LoomFoldAllSlicesPass : Pass<"loom-fold-all-slices", "mlir::func::FuncOp"> {
+  let summary = "Compute a replicated value's local slice instead of slicing it";
+  let description = [{
+    Pre: a partitioned step (after `shard-partition`). Propagation leaves a
+    value that depends on no split input (a constant batch of token type
+    ids, and what is computed from it) replicated, and the partition slices
+    it where it meets split values (`shard.all_slice`).
+    Post: an all-slice of a uniform constant is the smaller constant, and an
+    all-slice of a single-use loom op's result along a splittable parallel
+    loop is the op on slices of its operands (the slices move towards the
+    constants and arguments). Values are the same; each rank computes only
+    its block.
+
+    ```mlir
+    // before
+    %c = loom.constant dense<0> : tensor<8x64xi64>
+    %e = loom.gather %table, %c axis 0 : (tensor<2x128xf32>, tensor<8x64xi64>) -> tensor<8x64x128xf32>
+    %s = shard.all_slice %e on @mesh grid_axes = [1] slice_axis = 0 : tensor<8x64x128xf32> -> tensor<4x64x128xf32>
+    // after
+    %c = loom.constant dense<0> : tensor<4x64xi64>
+    %s = loom.gather %table, %c axis 0 : (tensor<2x128xf32>, tensor<4x64xi64>) -> tensor<4x64x128xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::shard::ShardDialect"];
+}
+
 def LoomSinkAllReducesPass : Pass<"loom-sink-all-reduces", "mlir::func::FuncOp"> {
   let summary = "Move sum all-reduces past the linear ops that consume them";
   let description = [{

@@ -80,6 +80,18 @@ struct ShardDataParallelPass
       arg.replaceAllUsesExcept(shardOp.getResult(), shardOp);
     }
 
+    // Each use of a constant gets its own, so each may take its own block
+    // (a constant batch of token type ids is whole in one op and split in
+    // another); CSE merges what stays alike after partition.
+    for (ConstantOp constant :
+         llvm::make_early_inc_range(body.getOps<ConstantOp>())) {
+      for (OpOperand &use :
+           llvm::make_early_inc_range(llvm::drop_begin(constant->getUses()))) {
+        b.setInsertionPoint(use.getOwner());
+        use.set(b.clone(*constant)->getResult(0));
+      }
+    }
+
     Operation *ret = body.getTerminator();
     b.setInsertionPoint(ret);
     for (OpOperand &operand : ret->getOpOperands()) {

@@ -184,17 +184,20 @@ LogicalResult partitionConstant(ConstantOp op, const LoopNest &nest,
   return success();
 }
 
-/// The sharding every `shard.shard` user of `value` asks for, when they
-/// agree and `value` has no annotation of its own.
-Sharding shardingAskedByUsers(Value value) {
+/// The sharding the `shard.shard` users of an unannotated constant ask for;
+/// an error when they ask for different ones (one value cannot serve them:
+/// loom-shard-data-parallel gives each use its own constant).
+FailureOr<Sharding> shardingAskedByUsers(ConstantOp op) {
   Sharding asked;
-  for (Operation *user : value.getUsers()) {
+  for (Operation *user : op->getUsers()) {
     auto shardOp = dyn_cast<shard::ShardOp>(user);
     if (!shardOp)
       continue;
     Sharding s(shardOp.getSharding());
-    if (asked && asked != s)
-      return Sharding();
+    if (asked && asked != s &&
+        !(shard::isFullReplication(asked) && shard::isFullReplication(s)))
+      return op.emitOpError("its users ask for different splits of it; "
+                            "give each use its own constant");
     asked = s;
   }
   return asked;
@@ -253,8 +256,12 @@ struct LoomShardingModel
                           OpBuilder &builder) const {
     LoopNest nest = loopNestOf(op);
     std::vector<Sharding> results(resultShardings.begin(), resultShardings.end());
-    if (auto constant = dyn_cast<ConstantOp>(op); constant && !results[0])
-      results[0] = shardingAskedByUsers(constant.getResult());
+    if (auto constant = dyn_cast<ConstantOp>(op); constant && !results[0]) {
+      FailureOr<Sharding> asked = shardingAskedByUsers(constant);
+      if (failed(asked))
+        return failure();
+      results[0] = *asked;
+    }
     FailureOr<shard::ShardingArray> loopAxes =
         loopAxesOf(op, nest, operandShardings, results);
     if (failed(loopAxes))

@@ -50,3 +50,19 @@ func.func @main(%x: tensor<8x4xf32> {loom.input = "x"}, %t: tensor<8xi64> {loom.
   %l = loom.cross_entropy %x, %t : (tensor<8x4xf32>, tensor<8xi64>) -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// A constant used twice becomes two, so each use may take its own block:
+// here the added one splits with the batch, the returned one stays whole.
+// CHECK-LABEL: func.func @main
+// CHECK-COUNT-2: loom.constant dense<1.000000e+00> : tensor<8x4xf32>
+// LOWER-LABEL: func.func @main
+// LOWER-DAG:     loom.constant dense<1.000000e+00> : tensor<2x4xf32>
+// LOWER-DAG:     loom.constant dense<1.000000e+00> : tensor<8x4xf32>
+shard.grid @mesh(shape = 1x4x1)
+func.func @main(%x: tensor<8x4xf32> {loom.input = "x"}) -> (tensor<8x4xf32> {loom.output = "y"}, tensor<8x4xf32> {loom.output = "c"}) {
+  %c = loom.constant dense<1.0> : tensor<8x4xf32>
+  %y = loom.add %x, %c : (tensor<8x4xf32>, tensor<8x4xf32>) -> tensor<8x4xf32>
+  return %y, %c : tensor<8x4xf32>, tensor<8x4xf32>
+}

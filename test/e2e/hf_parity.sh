@@ -68,9 +68,10 @@ for m in gpt2 bert llama; do
   cd ..
 done
 
-# Data parallelism on real models: GPT-2 and LLaMA on 2 ranks match 1 rank
-# within 1e-5 (1 rank on perturbed inputs moves by <= 2e-7, on 2 threads by 0).
-for m in gpt2 llama; do
+# Data parallelism on real models: GPT-2, BERT (its constant token type ids
+# split with the batch) and LLaMA on 2 ranks match 1 rank within 1e-5 (1 rank
+# on perturbed inputs moves by <= 2e-7, on 2 threads by 0).
+for m in gpt2 bert llama; do
   cd $m
   loomc model.onnx --cluster cpu:2 --global-batch 8 --optimizer adamw --lr 1e-3 -o p2.loomplan --quiet
   run=(--data target=target.npy --steps 10 --quiet)

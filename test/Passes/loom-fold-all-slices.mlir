@@ -1,0 +1,33 @@
+// RUN: loom-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(loom-fold-all-slices))' | FileCheck %s
+
+// A slice of an embedding of constant ids is the embedding of fewer ids.
+// CHECK-LABEL: func.func @constant_ids_follow_the_batch
+// CHECK:         %[[C:.*]] = loom.constant dense<0> : tensor<4x64xi64>
+// CHECK-NEXT:    %[[E:.*]] = loom.gather %arg0, %[[C]] axis 0 : (tensor<2x128xf32>, tensor<4x64xi64>) -> tensor<4x64x128xf32>
+// CHECK-NOT:     shard.all_slice
+// CHECK:         return %[[E]]
+shard.grid @mesh(shape = 1x2x1)
+func.func @constant_ids_follow_the_batch(%table: tensor<2x128xf32>) -> tensor<4x64x128xf32> {
+  %c = loom.constant dense<0> : tensor<8x64xi64>
+  %e = loom.gather %table, %c axis 0 : (tensor<2x128xf32>, tensor<8x64xi64>) -> tensor<8x64x128xf32>
+  %s = shard.all_slice %e on @mesh grid_axes = [1] slice_axis = 0 : tensor<8x64x128xf32> -> tensor<4x64x128xf32>
+  return %s : tensor<4x64x128xf32>
+}
+
+// -----
+
+// A slice along a loop the op needs whole (the softmax axis) stays, and so
+// does a slice of a value with other users.
+// CHECK-LABEL: func.func @slices_that_stay
+// CHECK:         %[[P:.*]] = loom.softmax %arg0 axis 1
+// CHECK-NEXT:    shard.all_slice %[[P]] on @mesh grid_axes = [1] slice_axis = 1
+// CHECK:         %[[R:.*]] = loom.relu %arg0
+// CHECK-NEXT:    shard.all_slice %[[R]] on @mesh grid_axes = [1] slice_axis = 0
+shard.grid @mesh(shape = 1x2x1)
+func.func @slices_that_stay(%x: tensor<4x8xf32>) -> (tensor<4x4xf32>, tensor<2x8xf32>, tensor<4x8xf32>) {
+  %p = loom.softmax %x axis 1 : tensor<4x8xf32>
+  %s = shard.all_slice %p on @mesh grid_axes = [1] slice_axis = 1 : tensor<4x8xf32> -> tensor<4x4xf32>
+  %r = loom.relu %x : tensor<4x8xf32>
+  %t = shard.all_slice %r on @mesh grid_axes = [1] slice_axis = 0 : tensor<4x8xf32> -> tensor<2x8xf32>
+  return %s, %t, %r : tensor<4x4xf32>, tensor<2x8xf32>, tensor<4x8xf32>
+}
