@@ -12,6 +12,7 @@
 #include "frontend/OnnxImporter.h"
 #include "ir/EntryFunction.h"
 #include "ir/LoomDialect.h"
+#include "ir/LoomOps.h"
 #include "passes/Passes.h"
 #include "passes/planner/Cluster.h"
 #include "runtime/PlanFormat.h"
@@ -263,7 +264,8 @@ int run(Options &o) {
   if (o.model.empty())
     return fail("no model given; usage: loomc MODEL.onnx --cluster SPEC "
                 "--global-batch B -o PLAN (see --help)");
-  if (o.precision != "fp32" && o.precision != "bf16")
+  std::optional<Precision> precision = parsePrecision(o.precision);
+  if (!precision)
     return fail("unknown --precision '" + o.precision +
                 "'; expected fp32 or bf16");
   if (!o.report.empty())
@@ -282,15 +284,19 @@ int run(Options &o) {
   if (!forced)
     return fail(llvm::toString(forced.takeError()));
 
-  std::string loss = o.loss, lossOutput = o.output;
-  if (llvm::StringRef(loss).starts_with("output:")) {
-    lossOutput = loss.substr(7);
-    loss = "output";
-  } else if (loss != "cross_entropy" && loss != "mse") {
-    return fail("unknown --loss '" + loss +
-                "'; expected cross_entropy, mse or output:NAME");
+  std::string lossOutput = o.output;
+  std::optional<LossKind> loss;
+  if (llvm::StringRef(o.loss).starts_with("output:")) {
+    lossOutput = o.loss.substr(7);
+    loss = LossKind::Output;
+  } else if ((loss = parseLoss(o.loss)) == LossKind::Output) {
+    loss.reset(); // the model's output is named: output:NAME
   }
-  if (o.optimizer != "adamw" && o.optimizer != "sgd")
+  if (!loss)
+    return fail("unknown --loss '" + o.loss +
+                "'; expected cross_entropy, mse or output:NAME");
+  std::optional<OptimizerKind> optimizer = parseOptimizer(o.optimizer);
+  if (!optimizer)
     return fail("unknown --optimizer '" + o.optimizer +
                 "'; expected adamw or sgd");
   if (!(o.lr >= 0) || !std::isfinite(o.lr))
@@ -303,7 +309,7 @@ int run(Options &o) {
   if (!(o.momentum >= 0) || !std::isfinite(o.momentum))
     return fail("--momentum must be a non-negative number, got " +
                 std::to_string(o.momentum.getValue()));
-  if (o.momentum.getNumOccurrences() && o.optimizer != "sgd")
+  if (o.momentum.getNumOccurrences() && *optimizer != OptimizerKind::Sgd)
     return fail("--momentum applies to --optimizer sgd only");
   if (o.microBatch < 0)
     return fail("--micro-batch must be positive, got " +
@@ -356,13 +362,13 @@ int run(Options &o) {
   PassManager pm(&ctx);
   if (training) {
     TrainPipelineOptions train;
-    train.loss = loss;
+    train.loss = *loss;
     train.outputName = lossOutput;
-    train.optimizer = o.optimizer;
+    train.optimizer = *optimizer;
     train.lr = o.lr;
     train.weightDecay = o.weightDecay;
     train.momentum = o.momentum;
-    train.precision = o.precision;
+    train.precision = *precision;
     buildLoomTrainPipeline(pm, train);
     if (failed(pm.run(*module)))
       return 1;
@@ -394,7 +400,7 @@ int run(Options &o) {
     return fail("--forward-only plans run on one device; use --cluster cpu:1");
   } else {
     ForwardPipelineOptions forward;
-    forward.precision = o.precision;
+    forward.precision = *precision;
     buildLoomForwardPipeline(pm, forward);
     if (failed(pm.run(*module)))
       return 1;
@@ -410,15 +416,26 @@ int run(Options &o) {
   plan::Training &t = emitOptions.training;
   if (training) {
     t.set_loss(o.loss);
-    t.set_optimizer(o.optimizer);
+    t.set_optimizer(stringifyOptimizer(*optimizer).str());
+    // The optimizer's settings as the step applies them (with
+    // loom-append-optimizer's defaults), read from its first update.
     t.set_lr(o.lr);
-    bool adamw = o.optimizer == "adamw";
-    t.set_beta1(adamw ? 0.9 : 0);
-    t.set_beta2(adamw ? 0.999 : 0);
-    t.set_eps(adamw ? 1e-8 : 0);
-    t.set_weight_decay(o.weightDecay >= 0 ? o.weightDecay.getValue()
-                                          : (adamw ? 0.01 : 0.0));
-    t.set_momentum(o.momentum);
+    module->walk([&](Operation *op) {
+      if (auto adamw = dyn_cast<AdamwOp>(op)) {
+        t.set_lr(adamw.getLrAttr().getValueAsDouble());
+        t.set_beta1(adamw.getBeta1Attr().getValueAsDouble());
+        t.set_beta2(adamw.getBeta2Attr().getValueAsDouble());
+        t.set_eps(adamw.getEpsAttr().getValueAsDouble());
+        t.set_weight_decay(adamw.getWeightDecayAttr().getValueAsDouble());
+      } else if (auto sgd = dyn_cast<SgdOp>(op)) {
+        t.set_lr(sgd.getLrAttr().getValueAsDouble());
+        t.set_momentum(sgd.getMomentumAttr().getValueAsDouble());
+        t.set_weight_decay(sgd.getWeightDecayAttr().getValueAsDouble());
+      } else {
+        return WalkResult::advance();
+      }
+      return WalkResult::interrupt();
+    });
     t.set_global_batch(globalBatch);
     t.set_micro_batch(dp > 0 ? globalBatch / dp : globalBatch);
     t.set_num_micro_batches(1);
@@ -428,7 +445,7 @@ int run(Options &o) {
     t.set_num_micro_batches(1);
   }
   t.set_tokens_per_sample(1);
-  t.set_precision(o.precision);
+  t.set_precision(stringifyPrecision(*precision).str());
 
   MemoryBreakdown memory;
   FailureOr<plan::Plan> plan = emitPlan(*module, emitOptions, &memory);
@@ -450,7 +467,7 @@ int run(Options &o) {
                    ::loom::runtime::estimateCudaWorkspaceBytes(prog));
   // The step and memory figures come from the planner's models.
   planner::StepEstimate step = planner::estimateStep(
-      stepRequestOf(*module, o.precision == "bf16" ? planner::Precision::Bf16
+      stepRequestOf(*module, *precision == Precision::Bf16 ? planner::Precision::Bf16
                                                    : planner::Precision::Fp32),
       *cluster, meshTopologyOf(*module, *cluster));
   PlanFigures figures = planFigures(*plan, memory, std::move(step));

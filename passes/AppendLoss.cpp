@@ -73,9 +73,9 @@ struct AppendLossPass
     MLIRContext *ctx = &getContext();
 
     Value lossValue;
-    if (loss == "cross_entropy" || loss == "mse") {
+    if (loss != LossKind::Output) {
       Type targetType;
-      if (loss == "cross_entropy") {
+      if (loss == LossKind::CrossEntropy) {
         if (outType.getRank() < 1) {
           func.emitError("cross_entropy needs an output with a class "
                          "dimension, got a scalar");
@@ -96,22 +96,18 @@ struct AppendLossPass
         return signalPassFailure();
       }
       Value target = func.getArgument(argIndex);
-      if (loss == "cross_entropy")
+      if (loss == LossKind::CrossEntropy)
         lossValue = CrossEntropyOp::create(b, loc, output, target,
                                            /*count=*/nullptr);
       else
         lossValue = MseOp::create(b, loc, output, target, /*count=*/nullptr);
-    } else if (loss == "output") {
+    } else {
       if (outType.getRank() != 0 || !outType.getElementType().isF32()) {
         func.emitError("loss 'output' needs a scalar f32 output, got ")
             << outType;
         return signalPassFailure();
       }
       lossValue = output;
-    } else {
-      func.emitError("unknown loss '")
-          << loss.getValue() << "'; expected cross_entropy, mse or output";
-      return signalPassFailure();
     }
 
     func::ReturnOp::create(b, loc, ValueRange{lossValue});

@@ -22,7 +22,7 @@ struct AppendOptimizerPass
 
   /// The optimizer's state slots, in argument order per parameter.
   SmallVector<StringRef> stateSlots() const {
-    if (optimizer == "adamw")
+    if (optimizer == OptimizerKind::AdamW)
       return {"exp_avg", "exp_avg_sq"};
     if (momentum != 0.0)
       return {"momentum"};
@@ -30,20 +30,17 @@ struct AppendOptimizerPass
   }
 
   LogicalResult checkOptions(func::FuncOp func) {
-    if (optimizer != "adamw" && optimizer != "sgd")
-      return func.emitError("unknown optimizer '")
-             << optimizer.getValue() << "'; expected adamw or sgd";
     if (lr < 0)
       return func.emitError("learning rate must be non-negative, got ")
              << lr.getValue();
-    if (optimizer == "adamw" &&
+    if (optimizer == OptimizerKind::AdamW &&
         (beta1 < 0 || beta1 >= 1 || beta2 < 0 || beta2 >= 1))
       return func.emitError("adamw betas must lie in [0, 1), got ")
              << beta1.getValue() << ", " << beta2.getValue();
-    if (optimizer == "sgd" && momentum < 0)
+    if (optimizer == OptimizerKind::Sgd && momentum < 0)
       return func.emitError("sgd momentum must be non-negative, got ")
              << momentum.getValue();
-    if (optimizer == "sgd" && nesterov && (momentum <= 0 || dampening != 0))
+    if (optimizer == OptimizerKind::Sgd && nesterov && (momentum <= 0 || dampening != 0))
       return func.emitError(
           "sgd nesterov momentum requires momentum > 0 and dampening = 0");
     return success();
@@ -84,7 +81,7 @@ struct AppendOptimizerPass
     OpBuilder b(ret);
     Location loc = ret.getLoc();
     double wd = weightDecay >= 0 ? weightDecay.getValue()
-                                 : (optimizer == "adamw" ? 0.01 : 0.0);
+                                 : (optimizer == OptimizerKind::AdamW ? 0.01 : 0.0);
     SmallVector<StringRef> slots = stateSlots();
 
     SmallVector<Value> newParams, newStates;
@@ -106,7 +103,7 @@ struct AppendOptimizerPass
         stateAttrs.push_back(attrs);
       }
       Operation *update;
-      if (optimizer == "adamw")
+      if (optimizer == OptimizerKind::AdamW)
         update = AdamwOp::create(b, loc, param, grad, states[0], states[1],
                                  b.getF64FloatAttr(lr), b.getF64FloatAttr(beta1),
                                  b.getF64FloatAttr(beta2), b.getF64FloatAttr(eps),

@@ -47,14 +47,8 @@ struct MixedPrecisionPass
     func::FuncOp func = getOperation();
     if (!isEntryFunction(func))
       return;
-    std::string mode = precision;
-    if (mode == "fp32")
+    if (precision == Precision::Fp32)
       return;
-    if (mode != "bf16") {
-      func.emitError("unknown precision '")
-          << mode << "'; expected fp32 or bf16";
-      return signalPassFailure();
-    }
     if (!func.getBody().hasOneBlock()) {
       func.emitError("loom-mixed-precision expects a single-block function");
       return signalPassFailure();

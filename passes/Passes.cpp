@@ -19,6 +19,15 @@ void mlir::loom::buildLoomRaisePipeline(OpPassManager &pm) {
   pm.addPass(createCSEPass());
 }
 
+/// Mixed precision, when the precision is not fp32.
+static void addMixedPrecision(OpPassManager &pm, Precision precision) {
+  if (precision == Precision::Fp32)
+    return;
+  LoomMixedPrecisionPassOptions mixed;
+  mixed.precision = precision;
+  pm.addNestedPass<func::FuncOp>(createLoomMixedPrecisionPass(mixed));
+}
+
 void mlir::loom::buildLoomTrainPipeline(OpPassManager &pm,
                                         const TrainPipelineOptions &options) {
   LoomAppendLossPassOptions loss;
@@ -26,7 +35,7 @@ void mlir::loom::buildLoomTrainPipeline(OpPassManager &pm,
   loss.outputName = options.outputName;
   pm.addNestedPass<func::FuncOp>(createLoomAppendLossPass(loss));
   // The loss computes like the rest of the forward graph.
-  buildLoomForwardPipeline(pm, {options.precision});
+  addMixedPrecision(pm, options.precision);
   pm.addNestedPass<func::FuncOp>(createLoomAutodiffPass());
   pm.addNestedPass<func::FuncOp>(createLoomFoldSliceGradsPass());
   LoomAppendOptimizerPassOptions opt;
@@ -40,11 +49,7 @@ void mlir::loom::buildLoomTrainPipeline(OpPassManager &pm,
 
 void mlir::loom::buildLoomForwardPipeline(
     OpPassManager &pm, const ForwardPipelineOptions &options) {
-  if (options.precision == "fp32")
-    return;
-  LoomMixedPrecisionPassOptions mixed;
-  mixed.precision = options.precision;
-  pm.addNestedPass<func::FuncOp>(createLoomMixedPrecisionPass(mixed));
+  addMixedPrecision(pm, options.precision);
 }
 
 void mlir::loom::buildLoomPlanPipeline(OpPassManager &pm,
@@ -70,61 +75,17 @@ void mlir::loom::buildLoomPlanPipeline(OpPassManager &pm,
   pm.addPass(createCSEPass());
 }
 
-namespace {
-struct TrainPipelineCLOptions
-    : public PassPipelineOptions<TrainPipelineCLOptions> {
-  Option<std::string> loss{*this, "loss", llvm::cl::init("cross_entropy"),
-                           llvm::cl::desc("cross_entropy | mse | output")};
-  Option<std::string> optimizer{*this, "optimizer", llvm::cl::init("adamw"),
-                                llvm::cl::desc("adamw | sgd")};
-  Option<double> lr{*this, "lr", llvm::cl::init(1e-3),
-                    llvm::cl::desc("learning rate")};
-  Option<double> momentum{*this, "momentum", llvm::cl::init(0.0),
-                          llvm::cl::desc("SGD momentum")};
-  Option<std::string> precision{*this, "precision", llvm::cl::init("fp32"),
-                                llvm::cl::desc("fp32 | bf16")};
-};
-
-struct ForwardPipelineCLOptions
-    : public PassPipelineOptions<ForwardPipelineCLOptions> {
-  Option<std::string> precision{*this, "precision", llvm::cl::init("fp32"),
-                                llvm::cl::desc("fp32 | bf16")};
-};
-
-struct PlanPipelineCLOptions
-    : public PassPipelineOptions<PlanPipelineCLOptions> {
-  Option<int64_t> devices{*this, "devices", llvm::cl::init(1),
-                          llvm::cl::desc("number of devices")};
-};
-} // namespace
-
 void mlir::loom::registerLoomPipelines() {
   PassPipelineRegistration<>(
       "loom-raise", "Recognise fused ops (gelu, norms, linear) after import",
       [](OpPassManager &pm) { buildLoomRaisePipeline(pm); });
-  PassPipelineRegistration<TrainPipelineCLOptions>(
+  PassPipelineRegistration<TrainPipelineOptions>(
       "loom-train", "Turn a forward function into a training step",
-      [](OpPassManager &pm, const TrainPipelineCLOptions &cl) {
-        TrainPipelineOptions options;
-        options.loss = cl.loss;
-        options.optimizer = cl.optimizer;
-        options.lr = cl.lr;
-        options.momentum = cl.momentum;
-        options.precision = cl.precision;
-        buildLoomTrainPipeline(pm, options);
-      });
-  PassPipelineRegistration<ForwardPipelineCLOptions>(
+      buildLoomTrainPipeline);
+  PassPipelineRegistration<ForwardPipelineOptions>(
       "loom-forward", "Prepare a forward function for a forward plan",
-      [](OpPassManager &pm, const ForwardPipelineCLOptions &cl) {
-        ForwardPipelineOptions options;
-        options.precision = cl.precision;
-        buildLoomForwardPipeline(pm, options);
-      });
-  PassPipelineRegistration<PlanPipelineCLOptions>(
+      buildLoomForwardPipeline);
+  PassPipelineRegistration<PlanPipelineOptions>(
       "loom-plan", "Plan the mesh and partition the training step",
-      [](OpPassManager &pm, const PlanPipelineCLOptions &cl) {
-        PlanPipelineOptions options;
-        options.devices = cl.devices;
-        buildLoomPlanPipeline(pm, options);
-      });
+      buildLoomPlanPipeline);
 }

@@ -4,6 +4,7 @@
 #define LOOM_PASSES_PASSES_H
 
 #include "ir/LoomDialect.h"
+#include "passes/Options.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Pass/Pass.h"
@@ -21,39 +22,72 @@ namespace mlir::loom {
 #include "passes/Passes.h.inc"
 
 /// Options of the pipeline that turns an imported forward function into a
-/// training step.
-struct TrainPipelineOptions {
-  std::string loss = "cross_entropy";
-  std::string outputName;
-  std::string optimizer = "adamw";
-  double lr = 1e-3;
-  double weightDecay = -1; // optimizer default
-  double momentum = 0;
-  /// "fp32" or "bf16" (mixed precision with f32 master weights).
-  std::string precision = "fp32";
+/// training step (`loom-train`; `loomc` sets them from its flags).
+struct TrainPipelineOptions : public PassPipelineOptions<TrainPipelineOptions> {
+  Option<LossKind> loss{*this, "loss", llvm::cl::desc("the loss"),
+                        llvm::cl::init(LossKind::CrossEntropy),
+                        llvm::cl::values(LOOM_LOSS_VALUES)};
+  Option<std::string> outputName{
+      *this, "output-name",
+      llvm::cl::desc("graph output the loss is computed from (default: the "
+                     "first)")};
+  Option<OptimizerKind> optimizer{*this, "optimizer",
+                                  llvm::cl::desc("the optimizer"),
+                                  llvm::cl::init(OptimizerKind::AdamW),
+                                  llvm::cl::values(LOOM_OPTIMIZER_VALUES)};
+  Option<double> lr{*this, "lr", llvm::cl::desc("learning rate"),
+                    llvm::cl::init(1e-3)};
+  Option<double> weightDecay{
+      *this, "weight-decay",
+      llvm::cl::desc("weight decay (negative: the optimizer's default)"),
+      llvm::cl::init(-1)};
+  Option<double> momentum{*this, "momentum", llvm::cl::desc("SGD momentum"),
+                          llvm::cl::init(0)};
+  Option<Precision> precision{
+      *this, "precision",
+      llvm::cl::desc("bf16: mixed precision with f32 master weights"),
+      llvm::cl::init(Precision::Fp32),
+      llvm::cl::values(LOOM_PRECISION_VALUES)};
 };
 
 /// Appends loss, mixed precision (for bf16), autodiff and optimizer passes on
-/// `@main`.
+/// the entry function.
 void buildLoomTrainPipeline(OpPassManager &pm,
                             const TrainPipelineOptions &options);
 
 /// Options of the pipeline that prepares a forward function for a forward
-/// plan.
-struct ForwardPipelineOptions {
-  std::string precision = "fp32";
+/// plan (`loom-forward`).
+struct ForwardPipelineOptions
+    : public PassPipelineOptions<ForwardPipelineOptions> {
+  Option<Precision> precision{*this, "precision",
+                              llvm::cl::desc("the compute precision"),
+                              llvm::cl::init(Precision::Fp32),
+                              llvm::cl::values(LOOM_PRECISION_VALUES)};
 };
 
 /// Appends the passes a forward plan needs: mixed precision for bf16.
 void buildLoomForwardPipeline(OpPassManager &pm,
                               const ForwardPipelineOptions &options);
 
-/// Options of the planning + lowering pipeline.
-struct PlanPipelineOptions {
-  int64_t devices = 1;
-  int64_t dp = 0, tp = 1, pp = 1;
-  /// False: only annotate the plan (the mesh), leave the step unpartitioned.
-  bool lower = true;
+/// Options of the planning + lowering pipeline (`loom-plan`).
+struct PlanPipelineOptions : public PassPipelineOptions<PlanPipelineOptions> {
+  Option<int64_t> devices{*this, "devices",
+                          llvm::cl::desc("number of devices"),
+                          llvm::cl::init(1)};
+  Option<int64_t> dp{*this, "dp",
+                     llvm::cl::desc("force the data-parallel degree (0: "
+                                    "choose)"),
+                     llvm::cl::init(0)};
+  Option<int64_t> tp{*this, "tp",
+                     llvm::cl::desc("force the tensor-parallel degree"),
+                     llvm::cl::init(1)};
+  Option<int64_t> pp{*this, "pp",
+                     llvm::cl::desc("force the pipeline-parallel degree"),
+                     llvm::cl::init(1)};
+  Option<bool> lower{*this, "lower",
+                     llvm::cl::desc("partition into one rank's program "
+                                    "(false: only annotate the plan)"),
+                     llvm::cl::init(true)};
 };
 
 /// Chooses the mesh and (with `lower`) partitions the step into one rank's

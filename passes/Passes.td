@@ -29,8 +29,9 @@ def LoomAppendLossPass : Pass<"loom-append-loss", "mlir::func::FuncOp"> {
     ```
   }];
   let options = [
-    Option<"loss", "loss", "std::string", "\"cross_entropy\"",
-           "cross_entropy | mse | output">,
+    Option<"loss", "loss", "mlir::loom::LossKind",
+           "mlir::loom::LossKind::CrossEntropy", "the loss to append",
+           [{::llvm::cl::values(LOOM_LOSS_VALUES)}]>,
     Option<"outputName", "output-name", "std::string", "\"\"",
            "graph output the loss is computed from (default: the first)">,
   ];
@@ -66,8 +67,9 @@ def LoomMixedPrecisionPass : Pass<"loom-mixed-precision", "mlir::func::FuncOp"> 
     ```
   }];
   let options = [
-    Option<"precision", "precision", "std::string", "\"bf16\"",
-           "bf16 | fp32 (fp32 changes nothing)">,
+    Option<"precision", "precision", "mlir::loom::Precision",
+           "mlir::loom::Precision::Bf16", "the compute precision (fp32 changes nothing)",
+           [{::llvm::cl::values(LOOM_PRECISION_VALUES)}]>,
   ];
   let dependentDialects = ["::mlir::loom::LoomDialect"];
 }
@@ -128,7 +130,9 @@ def LoomAppendOptimizerPass : Pass<"loom-append-optimizer", "mlir::func::FuncOp"
     ```
   }];
   let options = [
-    Option<"optimizer", "optimizer", "std::string", "\"adamw\"", "adamw | sgd">,
+    Option<"optimizer", "optimizer", "mlir::loom::OptimizerKind",
+           "mlir::loom::OptimizerKind::AdamW", "the optimizer",
+           [{::llvm::cl::values(LOOM_OPTIMIZER_VALUES)}]>,
     Option<"lr", "lr", "double", "1e-3", "learning rate">,
     Option<"beta1", "beta1", "double", "0.9", "AdamW beta1">,
     Option<"beta2", "beta2", "double", "0.999", "AdamW beta2">,

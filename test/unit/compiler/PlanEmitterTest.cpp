@@ -237,8 +237,8 @@ TEST_F(PlanEmitterTest, MixedPrecisionHalvesActivationBuffers) {
       return failure();
     PassManager pm(&ctx);
     TrainPipelineOptions train;
-    train.loss = "mse";
-    train.precision = precision;
+    train.loss = LossKind::Mse;
+    train.precision = *parsePrecision(precision);
     buildLoomTrainPipeline(pm, train);
     buildLoomPlanPipeline(pm, PlanPipelineOptions());
     if (failed(pm.run(*module)))
