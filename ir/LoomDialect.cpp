@@ -5,6 +5,8 @@
 #include "ir/sharding/LoopNest.h"
 
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 using namespace mlir;
 using namespace mlir::loom;
@@ -17,4 +19,93 @@ void LoomDialect::initialize() {
 #include "ir/LoomOps.cpp.inc"
       >();
   sharding::attachShardingModels(getContext());
+}
+
+namespace {
+
+/// "expected NAME to be WHAT" unless `value` is an `AttrT`.
+template <typename AttrT>
+LogicalResult expectKind(Operation *op, NamedAttribute attr, StringRef what) {
+  if (isa<AttrT>(attr.getValue()))
+    return success();
+  return op->emitError("'") << attr.getName().getValue() << "' must be "
+                            << what << ", got " << attr.getValue();
+}
+
+/// The roles of an argument (`result` false) or of a result.
+LogicalResult verifyRole(Operation *op, NamedAttribute attr,
+                         DictionaryAttr all, bool result) {
+  StringRef name = attr.getName().getValue();
+  if (name == attr::kParam || name == attr::kState ||
+      (!result && name == attr::kInput) || (result && name == attr::kOutput) ||
+      (result && name == attr::kGrad)) {
+    if (failed(expectKind<StringAttr>(op, attr, "a string")))
+      return failure();
+    if (name == attr::kState && !all.get(attr::kParam))
+      return op->emitError("'loom.state' needs the 'loom.param' it belongs to");
+    return success();
+  }
+  if ((!result && name == attr::kTarget) || (result && name == attr::kLoss))
+    return expectKind<UnitAttr>(op, attr, "a unit attribute");
+  return op->emitError("'")
+         << name << "' is not a role of a function "
+         << (result ? "result (loom.output, loom.loss, loom.grad, "
+                      "loom.param, loom.state)"
+                    : "argument (loom.param, loom.input, loom.target, "
+                      "loom.state)");
+}
+
+} // namespace
+
+LogicalResult LoomDialect::verifyRegionArgAttribute(Operation *op, unsigned,
+                                                    unsigned argIndex,
+                                                    NamedAttribute attr) {
+  auto func = dyn_cast<FunctionOpInterface>(op);
+  DictionaryAttr all = func ? func.getArgAttrDict(argIndex) : DictionaryAttr();
+  return verifyRole(op, attr, all ? all : DictionaryAttr::get(getContext()),
+                    /*result=*/false);
+}
+
+LogicalResult LoomDialect::verifyRegionResultAttribute(Operation *op,
+                                                       unsigned,
+                                                       unsigned resultIndex,
+                                                       NamedAttribute attr) {
+  auto func = dyn_cast<FunctionOpInterface>(op);
+  DictionaryAttr all =
+      func ? func.getResultAttrDict(resultIndex) : DictionaryAttr();
+  return verifyRole(op, attr, all ? all : DictionaryAttr::get(getContext()),
+                    /*result=*/true);
+}
+
+LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
+                                                    NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  if (name == MeshAxesAttrHelper::getNameStr()) {
+    auto grid = dyn_cast<shard::GridOp>(op);
+    auto names = dyn_cast<ArrayAttr>(attr.getValue());
+    if (!grid || !names)
+      return op->emitError("'loom.mesh_axes' belongs on a shard.grid, as a "
+                           "list of axis names");
+    if (static_cast<int64_t>(names.size()) != grid.getRank() ||
+        !llvm::all_of(names, [](Attribute a) { return isa<StringAttr>(a); }))
+      return op->emitError("'loom.mesh_axes' must name each of the ")
+             << grid.getRank() << " mesh axes, got " << names;
+    return success();
+  }
+  if (name == ModelPathAttrHelper::getNameStr())
+    return expectKind<StringAttr>(op, attr, "a string");
+  if (name == RecomputeAttrHelper::getNameStr())
+    return expectKind<UnitAttr>(op, attr, "a unit attribute");
+  if (name == OpsetAttrHelper::getNameStr() || name == StageAttrHelper::getNameStr() ||
+      name == ZeroStageAttrHelper::getNameStr()) {
+    auto value = dyn_cast<IntegerAttr>(attr.getValue());
+    int64_t max = name == ZeroStageAttrHelper::getNameStr() ? 3 : INT64_MAX;
+    if (!value || value.getInt() < 0 || value.getInt() > max)
+      return op->emitError("'")
+             << name << "' must be an integer in [0, "
+             << (max == INT64_MAX ? std::string("inf") : std::to_string(max))
+             << "], got " << attr.getValue();
+    return success();
+  }
+  return op->emitError("unknown attribute '") << name << "'";
 }

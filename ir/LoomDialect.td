@@ -21,7 +21,12 @@ def Loom_Dialect : Dialect {
     (the loss target), `loom.output = "NAME"` (graph output `NAME`),
     `loom.loss`, `loom.grad = "NAME"` (the gradient of parameter `NAME`) and
     `loom.state = "SLOT"` with `loom.param` (an optimizer state slot of a
-    parameter).
+    parameter). Operations may carry `loom.mesh_axes` (on the `shard.grid`:
+    one name per mesh axis), `loom.model_path` and `loom.opset` (on the
+    module: the ONNX model it was imported from), and the planner's marks
+    `loom.stage` (pipeline stage, >= 0), `loom.recompute` (recompute in the
+    backward) and `loom.zero_stage` (0 to 3). The dialect verifies each
+    where it appears, and rejects a `loom.` attribute it does not know.
 
     Every op implements upstream `shard::ShardingInterface`
     (ir/sharding/): its loops, their kinds and which of them a device split
@@ -30,6 +35,31 @@ def Loom_Dialect : Dialect {
   }];
   let dependentDialects = ["::mlir::func::FuncDialect",
                            "::mlir::shard::ShardDialect"];
+
+  // Roles of function arguments and results, the plan's marks, and the
+  // importer's facts; each is checked by the dialect's verifiers
+  // (LoomDialect.cpp) wherever it appears.
+  let discardableAttrs = (ins
+    // Arguments and results.
+    "StringAttr":$param,
+    "StringAttr":$input,
+    "UnitAttr":$target,
+    "StringAttr":$output,
+    "UnitAttr":$loss,
+    "StringAttr":$grad,
+    "StringAttr":$state,
+    // Operations: the mesh axes' names on the `shard.grid`, the module's
+    // model, and what the planner decides per op.
+    "ArrayAttr":$mesh_axes,
+    "StringAttr":$model_path,
+    "IntegerAttr":$opset,
+    "IntegerAttr":$stage,
+    "UnitAttr":$recompute,
+    "IntegerAttr":$zero_stage
+  );
+  let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
+  let hasOperationAttrVerify = 1;
 }
 
 class Loom_Op<string mnemonic, list<Trait> traits = []>

@@ -35,13 +35,14 @@ namespace mlir::loom {
 /// Names of the argument and result attributes that give a value its role in
 /// a training step (see the dialect description).
 namespace attr {
-inline constexpr llvm::StringLiteral kParam = "loom.param";
-inline constexpr llvm::StringLiteral kInput = "loom.input";
-inline constexpr llvm::StringLiteral kTarget = "loom.target";
-inline constexpr llvm::StringLiteral kOutput = "loom.output";
-inline constexpr llvm::StringLiteral kLoss = "loom.loss";
-inline constexpr llvm::StringLiteral kGrad = "loom.grad";
-inline constexpr llvm::StringLiteral kState = "loom.state";
+// The roles, named by the dialect's discardable attributes (LoomDialect.td).
+inline constexpr llvm::StringLiteral kParam = LoomDialect::ParamAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral kInput = LoomDialect::InputAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral kTarget = LoomDialect::TargetAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral kOutput = LoomDialect::OutputAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral kLoss = LoomDialect::LossAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral kGrad = LoomDialect::GradAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral kState = LoomDialect::StateAttrHelper::getNameStr();
 } // namespace attr
 
 /// Shape of the result of a `loom.reshape` of `input` with the ONNX shape

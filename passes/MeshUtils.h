@@ -15,7 +15,8 @@ namespace mlir::loom {
 /// The symbol of the mesh `loom-choose-mesh` creates.
 inline constexpr llvm::StringLiteral kMeshName = "mesh";
 /// Names of the mesh axes, outermost first, on the `shard.grid`.
-inline constexpr llvm::StringLiteral kMeshAxesAttr = "loom.mesh_axes";
+inline constexpr llvm::StringLiteral kMeshAxesAttr =
+    LoomDialect::MeshAxesAttrHelper::getNameStr();
 /// Axis indices in the `pp x dp x tp` mesh.
 enum MeshAxis : int16_t { kPipelineAxis = 0, kDataAxis = 1, kTensorAxis = 2 };
 

@@ -170,3 +170,67 @@ func.func @slice_grad_axis_out_of_range(%a: tensor<2x4xf32>, %like: tensor<2x8xf
   %0 = loom.slice_grad %a, %like axes [5] starts [0] ends [4] steps [1] : (tensor<2x4xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
   return %0 : tensor<2x8xf32>
 }
+
+// -----
+
+// A parameter's name is a string.
+// expected-error @+1 {{'loom.param' must be a string, got 1 : i64}}
+func.func @param_not_a_string(%w: tensor<3xf32> {loom.param = 1}) -> tensor<3xf32> {
+  return %w : tensor<3xf32>
+}
+
+// -----
+
+// The loss target is a unit attribute.
+// expected-error @+1 {{'loom.target' must be a unit attribute, got "t"}}
+func.func @target_with_a_value(%t: tensor<3xi64> {loom.target = "t"}) -> tensor<3xi64> {
+  return %t : tensor<3xi64>
+}
+
+// -----
+
+// An optimizer state names the parameter it belongs to.
+// expected-error @+1 {{'loom.state' needs the 'loom.param' it belongs to}}
+func.func @state_without_param(%m: tensor<3xf32> {loom.state = "exp_avg"}) -> tensor<3xf32> {
+  return %m : tensor<3xf32>
+}
+
+// -----
+
+// The loss is a result, not an argument.
+// expected-error @+1 {{'loom.loss' is not a role of a function argument (loom.param, loom.input, loom.target, loom.state)}}
+func.func @loss_as_argument(%l: tensor<f32> {loom.loss}) -> tensor<f32> {
+  return %l : tensor<f32>
+}
+
+// -----
+
+// A result is not an input.
+// expected-error @+1 {{'loom.input' is not a role of a function result (loom.output, loom.loss, loom.grad, loom.param, loom.state)}}
+func.func @input_as_result(%x: tensor<f32>) -> (tensor<f32> {loom.input = "x"}) {
+  return %x : tensor<f32>
+}
+
+// -----
+
+// The mesh axes name every axis of the grid.
+// expected-error @+1 {{'loom.mesh_axes' must name each of the 3 mesh axes, got ["dp", "tp"]}}
+shard.grid @mesh(shape = 1x2x1) {loom.mesh_axes = ["dp", "tp"]}
+
+// -----
+
+// ZeRO has stages 0 to 3.
+func.func @zero_stage_out_of_range(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'loom.zero_stage' must be an integer in [0, 3], got 4 : i64}}
+  %y = loom.relu %x {loom.zero_stage = 4} : tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+// A loom attribute the dialect does not define is refused.
+func.func @unknown_mark(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{unknown attribute 'loom.remat'}}
+  %y = loom.relu %x {loom.remat} : tensor<4xf32>
+  return %y : tensor<4xf32>
+}
