@@ -13,6 +13,7 @@
 #include "ir/EntryFunction.h"
 #include "ir/LoomDialect.h"
 #include "ir/LoomOps.h"
+#include "passes/MeshUtils.h"
 #include "passes/Passes.h"
 #include "passes/planner/Cluster.h"
 #include "runtime/PlanFormat.h"
@@ -339,72 +340,62 @@ int run(Options &o) {
   if (o.emit == EmitKind::Import)
     return failed(printModule(*module, o.outputFile)) ? 1 : 0;
 
-  // Recognise fused ops (GELU, norms, linear layers, attention).
-  if (!o.noRaise) {
-    PassManager raise(&ctx);
-    buildLoomRaisePipeline(raise);
-    if (failed(raise.run(*module)))
-      return 1;
-  }
-  if (o.emit == EmitKind::Raised)
-    return failed(printModule(*module, o.outputFile)) ? 1 : 0;
-
   // Without --global-batch, the model's own static batch is the global one.
   int64_t globalBatch = o.globalBatch > 0 ? o.globalBatch : batchOf(*module);
-  if (training && globalBatch <= 0)
-    return fail("the model has no batch dimension to train over; give "
-                "--global-batch");
-  if (cluster->numDevices() > std::numeric_limits<int32_t>::max())
-    return fail("the cluster has " + std::to_string(cluster->numDevices()) +
-                " devices; at most 2147483647 are supported");
-  int64_t dp = forced->dp ? forced->dp
-                          : cluster->numDevices() / (forced->tp * forced->pp);
-  PassManager pm(&ctx);
-  if (training) {
-    TrainPipelineOptions train;
-    train.loss = *loss;
-    train.outputName = lossOutput;
-    train.optimizer = *optimizer;
-    train.lr = o.lr;
-    train.weightDecay = o.weightDecay;
-    train.momentum = o.momentum;
-    train.precision = *precision;
-    buildLoomTrainPipeline(pm, train);
-    if (failed(pm.run(*module)))
-      return 1;
-    if (o.emit == EmitKind::Train)
-      return failed(printModule(*module, o.outputFile)) ? 1 : 0;
-
-    if (o.microBatch > 0 && dp > 0 && o.microBatch * dp != globalBatch)
-      return fail("--micro-batch " + llvm::Twine(o.microBatch.getValue()) +
-                  " x dp " + llvm::Twine(dp) + " != global batch " +
-                  llvm::Twine(globalBatch) +
-                  ": gradient accumulation over micro-batches is not "
-                  "available yet");
-    if (forced->micro > 1)
+  if (o.emit != EmitKind::Raised) {
+    if (training && globalBatch <= 0)
+      return fail("the model has no batch dimension to train over; give "
+                  "--global-batch");
+    if (cluster->numDevices() > std::numeric_limits<int32_t>::max())
+      return fail("the cluster has " + std::to_string(cluster->numDevices()) +
+                  " devices; at most 2147483647 are supported");
+    if (training && forced->micro > 1)
       return fail("--force micro=" + llvm::Twine(forced->micro) +
                   ": micro-batching is not available yet; use micro=1");
-    pm.clear();
-    PlanPipelineOptions planOptions;
-    planOptions.devices = cluster->numDevices();
-    planOptions.dp = forced->dp;
-    planOptions.tp = forced->tp;
-    planOptions.pp = forced->pp;
-    planOptions.lower = o.emit != EmitKind::Planned;
-    buildLoomPlanPipeline(pm, planOptions);
-    if (failed(pm.run(*module)))
-      return 1;
-    if (o.emit == EmitKind::Planned)
-      return failed(printModule(*module, o.outputFile)) ? 1 : 0;
-  } else if (cluster->numDevices() != 1) {
-    return fail("--forward-only plans run on one device; use --cluster cpu:1");
-  } else {
-    ForwardPipelineOptions forward;
-    forward.precision = *precision;
-    buildLoomForwardPipeline(pm, forward);
-    if (failed(pm.run(*module)))
-      return 1;
+    if (!training && cluster->numDevices() != 1)
+      return fail(
+          "--forward-only plans run on one device; use --cluster cpu:1");
   }
+
+  // One pipeline: raise (GELU, norms, linear layers, attention), train,
+  // plan, lower, up to the phase --emit asks for.
+  CompilerPipelineOptions pipeline;
+  pipeline.raise = !o.noRaise;
+  pipeline.training = training;
+  pipeline.last = o.emit == EmitKind::Raised    ? Phase::Raise
+                  : o.emit == EmitKind::Train   ? Phase::Train
+                  : o.emit == EmitKind::Planned ? Phase::Plan
+                                                : Phase::Lower;
+  pipeline.train.loss = *loss;
+  pipeline.train.outputName = lossOutput;
+  pipeline.train.optimizer = *optimizer;
+  pipeline.train.lr = o.lr;
+  pipeline.train.weightDecay = o.weightDecay;
+  pipeline.train.momentum = o.momentum;
+  pipeline.train.precision = *precision;
+  pipeline.forward.precision = *precision;
+  pipeline.plan.devices = cluster->numDevices();
+  pipeline.plan.dp = forced->dp;
+  pipeline.plan.tp = forced->tp;
+  pipeline.plan.pp = forced->pp;
+  PassManager pm(&ctx);
+  buildLoomCompilerPipeline(pm, pipeline);
+  if (failed(pm.run(*module)))
+    return 1;
+  if (o.emit == EmitKind::Raised || o.emit == EmitKind::Train ||
+      o.emit == EmitKind::Planned)
+    return failed(printModule(*module, o.outputFile)) ? 1 : 0;
+
+  // The decisions as the plan phase made them.
+  int64_t dp = 1;
+  if (shard::GridOp grid = lookupMesh(*module))
+    dp = grid.getShape()[kDataAxis];
+  if (training && o.microBatch > 0 && o.microBatch * dp != globalBatch)
+    return fail("--micro-batch " + llvm::Twine(o.microBatch.getValue()) +
+                " x dp " + llvm::Twine(dp) + " != global batch " +
+                llvm::Twine(globalBatch) +
+                ": gradient accumulation over micro-batches is not "
+                "available yet");
   if (o.emit == EmitKind::Lowered)
     return failed(printModule(*module, o.outputFile)) ? 1 : 0;
 

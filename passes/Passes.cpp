@@ -75,6 +75,29 @@ void mlir::loom::buildLoomPlanPipeline(OpPassManager &pm,
   pm.addPass(createCSEPass());
 }
 
+void mlir::loom::buildLoomCompilerPipeline(
+    OpPassManager &pm, const CompilerPipelineOptions &options) {
+  if (options.raise)
+    buildLoomRaisePipeline(pm);
+  if (options.last == Phase::Raise)
+    return;
+  if (!options.training) {
+    buildLoomForwardPipeline(pm, options.forward);
+    return;
+  }
+  buildLoomTrainPipeline(pm, options.train);
+  if (options.last == Phase::Train)
+    return;
+  // The plan phase annotates; lowering rewrites.
+  PlanPipelineOptions plan;
+  plan.devices = options.plan.devices;
+  plan.dp = options.plan.dp;
+  plan.tp = options.plan.tp;
+  plan.pp = options.plan.pp;
+  plan.lower = options.last == Phase::Lower;
+  buildLoomPlanPipeline(pm, plan);
+}
+
 void mlir::loom::registerLoomPipelines() {
   PassPipelineRegistration<>(
       "loom-raise", "Recognise fused ops (gelu, norms, linear) after import",

@@ -95,6 +95,29 @@ struct PlanPipelineOptions : public PassPipelineOptions<PlanPipelineOptions> {
 void buildLoomPlanPipeline(OpPassManager &pm,
                            const PlanPipelineOptions &options);
 
+/// The compiler's phases after import, in order (`loomc --emit=mlir-raised`,
+/// `mlir-train`, `mlir-planned`, `mlir-lowered` stop after each).
+enum class Phase { Raise, Train, Plan, Lower };
+
+/// Options of the whole pipeline: which phases run, and each phase's own.
+struct CompilerPipelineOptions {
+  /// False: import straight into training (`loomc --no-raise`).
+  bool raise = true;
+  /// False: a forward plan (the forward passes instead of train and plan).
+  bool training = true;
+  Phase last = Phase::Lower;
+  TrainPipelineOptions train;
+  ForwardPipelineOptions forward;
+  /// `lower` is set from `last`.
+  PlanPipelineOptions plan;
+};
+
+/// raise -> train -> plan -> lower, up to `options.last`, as one pipeline
+/// (`loomc` runs it on the imported module; the phases' own pipelines are
+/// `loom-opt`'s `loom-raise`, `loom-train`, `loom-plan`).
+void buildLoomCompilerPipeline(OpPassManager &pm,
+                               const CompilerPipelineOptions &options);
+
 /// Recognises fused ops in an imported forward function: GELU, layer norm,
 /// RMS norm, then matmul + bias as `loom.linear`; then canonicalize and CSE.
 void buildLoomRaisePipeline(OpPassManager &pm);
