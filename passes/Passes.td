@@ -92,7 +92,7 @@ def LoomAutodiffPass : Pass<"loom-autodiff", "mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::loom::LoomDialect"];
 }
 
-def LoomFoldSliceGradsPass : Pass<"loom-fold-slice-grads", "mlir::func::FuncOp"> {
+def LoomFoldSliceGradsPass : InterfacePass<"loom-fold-slice-grads", "mlir::FunctionOpInterface"> {
   let summary = "Write a sum of slice gradients that tile an axis as one concat";
   let description = [{
     Pre: a training step after `loom-autodiff` (any function works).
@@ -201,7 +201,7 @@ def LoomShardDataParallelPass
 // lower: rewrite
 //===----------------------------------------------------------------------===//
 
-def LoomFoldAllSlicesPass : Pass<"loom-fold-all-slices", "mlir::func::FuncOp"> {
+def LoomFoldAllSlicesPass : InterfacePass<"loom-fold-all-slices", "mlir::FunctionOpInterface"> {
   let summary = "Compute a replicated value's local slice instead of slicing it";
   let description = [{
     Pre: a partitioned step (after `shard-partition`). Propagation leaves a
@@ -227,7 +227,7 @@ def LoomFoldAllSlicesPass : Pass<"loom-fold-all-slices", "mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::shard::ShardDialect"];
 }
 
-def LoomSinkAllReducesPass : Pass<"loom-sink-all-reduces", "mlir::func::FuncOp"> {
+def LoomSinkAllReducesPass : InterfacePass<"loom-sink-all-reduces", "mlir::FunctionOpInterface"> {
   let summary = "Move sum all-reduces past the linear ops that consume them";
   let description = [{
     Pre: a partitioned step (after `shard-partition`), whose partial sums
@@ -255,7 +255,7 @@ def LoomSinkAllReducesPass : Pass<"loom-sink-all-reduces", "mlir::func::FuncOp">
 // raise: recognise fused ops in imported element-wise graphs
 //===----------------------------------------------------------------------===//
 
-def LoomRaiseGeluPass : Pass<"loom-raise-gelu", "mlir::func::FuncOp"> {
+def LoomRaiseGeluPass : InterfacePass<"loom-raise-gelu", "mlir::FunctionOpInterface"> {
   let summary = "Recognise GELU written out in element-wise ops";
   let description = [{
     Pre: loom ops as the importer maps ONNX nodes (one op per node, scalar
@@ -284,7 +284,7 @@ def LoomRaiseGeluPass : Pass<"loom-raise-gelu", "mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::loom::LoomDialect"];
 }
 
-def LoomRaiseLayerNormPass : Pass<"loom-raise-layer-norm", "mlir::func::FuncOp"> {
+def LoomRaiseLayerNormPass : InterfacePass<"loom-raise-layer-norm", "mlir::FunctionOpInterface"> {
   let summary = "Recognise layer normalisation written out in element-wise ops";
   let description = [{
     Pre: loom ops as the importer maps ONNX nodes.
@@ -318,7 +318,7 @@ def LoomRaiseLayerNormPass : Pass<"loom-raise-layer-norm", "mlir::func::FuncOp">
   let dependentDialects = ["::mlir::loom::LoomDialect"];
 }
 
-def LoomRaiseRmsNormPass : Pass<"loom-raise-rms-norm", "mlir::func::FuncOp"> {
+def LoomRaiseRmsNormPass : InterfacePass<"loom-raise-rms-norm", "mlir::FunctionOpInterface"> {
   let summary = "Recognise RMS normalisation (LLaMA's RMSNorm) written out";
   let description = [{
     Pre: loom ops as the importer maps ONNX nodes.
@@ -348,7 +348,7 @@ def LoomRaiseRmsNormPass : Pass<"loom-raise-rms-norm", "mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::loom::LoomDialect"];
 }
 
-def LoomRaiseLinearPass : Pass<"loom-raise-linear", "mlir::func::FuncOp"> {
+def LoomRaiseLinearPass : InterfacePass<"loom-raise-linear", "mlir::FunctionOpInterface"> {
   let summary = "Fuse a matmul and its bias add into `loom.linear`";
   let description = [{
     Pre: loom ops as the importer maps ONNX nodes (`Gemm` is
@@ -369,7 +369,7 @@ def LoomRaiseLinearPass : Pass<"loom-raise-linear", "mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::loom::LoomDialect"];
 }
 
-def LoomRaiseAttentionPass : Pass<"loom-raise-attention", "mlir::func::FuncOp"> {
+def LoomRaiseAttentionPass : InterfacePass<"loom-raise-attention", "mlir::FunctionOpInterface"> {
   let summary = "Fuse scaled dot-product attention into `loom.attention`";
   let description = [{
     Pre: loom ops as the importer maps ONNX nodes.
