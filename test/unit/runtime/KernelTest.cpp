@@ -313,6 +313,47 @@ TEST(KernelTest, MseAndGradMatchFiniteDifferences) {
              1e-3);
 }
 
+// On a data-parallel rank a loss divides by the whole batch's `count`: the
+// same sums, divided by 3x the rows, are a third of the local means (up to
+// the rounding of one division, ~1e-7 relative). A count below the rows held
+// is refused.
+TEST(KernelTest, LossesDivideByTheirCount) {
+  std::mt19937 rng(9);
+  std::vector<int64_t> shape = {4, 3};
+  HostTensor logits = HostTensor::fromF32(shape, randomFloats(12, rng));
+  HostTensor ids = HostTensor::fromI64({4}, {0, 2, 1, 2});
+  HostTensor pred = HostTensor::fromF32(shape, randomFloats(12, rng));
+  HostTensor tgt = HostTensor::fromF32(shape, randomFloats(12, rng));
+  struct Case {
+    const char *op;
+    HostTensor a, b;
+    std::vector<int64_t> out;
+    int64_t held;
+  };
+  std::vector<Case> cases = {{"cross_entropy", logits, ids, {1}, 4},
+                             {"cross_entropy_grad", logits, ids, shape, 4},
+                             {"mse", pred, tgt, {1}, 12},
+                             {"mse_grad", pred, tgt, shape, 12}};
+  for (const Case &c : cases) {
+    auto withCount = [&](int64_t n) {
+      return runOp(c.op, {c.a, c.b}, {c.out}, [n](plan::Instruction &i) {
+        (*i.mutable_attrs())["count"].set_i(n);
+      });
+    };
+    auto local = runOp(c.op, {c.a, c.b}, {c.out});
+    auto global = withCount(3 * c.held);
+    ASSERT_TRUE(local.isOk() && global.isOk()) << c.op;
+    std::vector<float> l = values((*local)[0]), g = values((*global)[0]);
+    for (size_t k = 0; k < l.size(); ++k)
+      EXPECT_NEAR(3 * g[k], l[k], 1e-6 * std::fabs(l[k]) + 1e-12)
+          << c.op << "[" << k << "]";
+    auto bad = withCount(c.held - 1);
+    ASSERT_FALSE(bad.isOk()) << c.op;
+    EXPECT_NE(bad.status().message().find("count"), std::string::npos)
+        << bad.status().message();
+  }
+}
+
 TEST(KernelTest, AllReduceOnOneRankCopies) {
   auto r = runOp("all_reduce", {HostTensor::fromF32({2}, {3, -1})}, {{2}},
                  [](plan::Instruction &i) { setInts(i, "axes", {0}); });
