@@ -38,9 +38,6 @@
 
 namespace loom::runtime::cuda {
 
-using cpu::flagAttr;
-using cpu::product;
-
 namespace {
 
 /// Shapes of q `[..., Sq, D]`, k `[..., Sk, D]`, v `[..., Sk, Dv]` (verified

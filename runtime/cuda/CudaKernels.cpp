@@ -26,10 +26,6 @@
 
 namespace loom::runtime::cuda {
 
-using cpu::axisAttr;
-using cpu::flagAttr;
-using cpu::product;
-
 Status expectDType(const OpView &op, bool output, size_t i, plan::DType dtype) {
   const plan::Buffer *b = output ? op.outputs[i] : op.inputs[i];
   if (b->dtype() == dtype)

@@ -26,10 +26,6 @@
 
 namespace loom::runtime::cuda {
 
-using cpu::axisAttr;
-using cpu::flagAttr;
-using cpu::product;
-
 namespace {
 
 /// The same copy the other way round: a dense source scattered through the

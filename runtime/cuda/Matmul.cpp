@@ -61,7 +61,7 @@ namespace {
 Shape2 asMatrix(const std::vector<int64_t> &shape) {
   if (shape.empty())
     return {1, 1};
-  return {cpu::product(shape, 0, shape.size() - 1), shape.back()};
+  return {product(shape, 0, shape.size() - 1), shape.back()};
 }
 
 cudaDataType_t cudaType(Elem e) {
@@ -500,12 +500,12 @@ StatusOr<KernelFn> bindMatmul(const OpView &op, BindContext &ctx) {
 }
 
 StatusOr<KernelFn> bindLinear(const OpView &op, BindContext &ctx) {
-  LOOM_ASSIGN_OR_RETURN(bool tw, cpu::flagAttr(op, "transpose_weight"));
+  LOOM_ASSIGN_OR_RETURN(bool tw, flagAttr(op, "transpose_weight"));
   std::vector<int64_t> xs = op.inShape(0), ws = op.inShape(1);
   // x [.., K] collapses to [rows, K]; with K = 0 the rows come from the
   // leading dims (as the CPU kernel).
   int64_t k = xs.back();
-  int64_t rows = cpu::product(xs, 0, xs.size() - 1);
+  int64_t rows = product(xs, 0, xs.size() - 1);
   LOOM_ASSIGN_OR_RETURN(FloatIn x, floatIn(op, ctx, 0));
   LOOM_ASSIGN_OR_RETURN(FloatIn w, floatIn(op, ctx, 1));
   LOOM_ASSIGN_OR_RETURN(FloatOut y, floatOut(op, ctx, 0));
@@ -519,8 +519,8 @@ StatusOr<KernelFn> bindLinear(const OpView &op, BindContext &ctx) {
 }
 
 StatusOr<KernelFn> bindBatchMatmul(const OpView &op, BindContext &ctx) {
-  LOOM_ASSIGN_OR_RETURN(bool ta, cpu::flagAttr(op, "transpose_lhs"));
-  LOOM_ASSIGN_OR_RETURN(bool tb, cpu::flagAttr(op, "transpose_rhs"));
+  LOOM_ASSIGN_OR_RETURN(bool ta, flagAttr(op, "transpose_lhs"));
+  LOOM_ASSIGN_OR_RETURN(bool tb, flagAttr(op, "transpose_rhs"));
   LOOM_ASSIGN_OR_RETURN(FloatIn a, floatIn(op, ctx, 0));
   LOOM_ASSIGN_OR_RETURN(FloatIn b, floatIn(op, ctx, 1));
   LOOM_ASSIGN_OR_RETURN(FloatOut c, floatOut(op, ctx, 0));

@@ -4,7 +4,7 @@
 // split over OpenMP threads (OpenBLAS itself single-threaded, so thread pools
 // do not multiply). The attribute readers and `product` live in the plan
 // format library (runtime/OpView.h, support/HostTensor.h), which the
-// compiler links too; they are named here for the kernels' `cpu::` spelling.
+// compiler links too.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,12 +22,6 @@
 #include <vector>
 
 namespace loom::runtime::cpu {
-
-using ::loom::runtime::axisAttr;
-using ::loom::runtime::flagAttr;
-using ::loom::runtime::intAttr;
-using ::loom::runtime::intsAttrOfSize;
-using ::loom::runtime::product;
 
 /// Checks that input `i` has `shape`.
 Status expectInShape(const OpView &op, size_t i,
