@@ -84,22 +84,12 @@ double mlir::loom::contractionFlops(Operation *op) {
   return 0;
 }
 
-/// The operand that only gives the result's shape (`like`), which the
-/// kernels never read, or -1.
-static int shapeOnlyOperand(Operation *op) {
-  if (isa<SumToOp, BroadcastLikeOp, SliceGradOp>(op))
-    return 1;
-  if (isa<GatherGradOp, Conv2dGradInputOp, Conv2dGradFilterOp>(op))
-    return 2;
-  return -1;
-}
-
 static planner::OpRecord opRecordOf(Operation *op) {
   planner::OpRecord r;
   r.flops = contractionFlops(op);
-  int skip = shapeOnlyOperand(op);
+  std::optional<unsigned> skip = shapeOnlyOperand(op);
   for (OpOperand &operand : op->getOpOperands())
-    if (static_cast<int>(operand.getOperandNumber()) != skip)
+    if (operand.getOperandNumber() != skip)
       r.bytes += bytesOf(operand.get());
   for (Value result : op->getResults())
     r.bytes += bytesOf(result);

@@ -305,10 +305,8 @@ LogicalResult Emitter::emitOp(Operation *op) {
   // A `like` operand only gives the result's shape, which the output buffer
   // carries: it is not an input of the instruction.
   SmallVector<Value> ins(op->getOperands());
-  if (isa<SumToOp, BroadcastLikeOp, SliceGradOp>(op))
-    ins.erase(ins.begin() + 1);
-  else if (isa<GatherGradOp, Conv2dGradInputOp, Conv2dGradFilterOp>(op))
-    ins.erase(ins.begin() + 2);
+  if (std::optional<unsigned> like = shapeOnlyOperand(op))
+    ins.erase(ins.begin() + *like);
   plan::Instruction &inst = addInstruction(name, ins, outs, loc);
   if (auto mm = dyn_cast<MatmulOp>(op)) {
     setI(inst, "transpose_a", mm.getTransposeLhs() ? 1 : 0);

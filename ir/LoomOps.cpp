@@ -371,3 +371,11 @@ LogicalResult AdamwOp::verify() {
     return emitOpError("learning rate and eps must be non-negative");
   return success();
 }
+
+std::optional<unsigned> mlir::loom::shapeOnlyOperand(Operation *op) {
+  if (isa<SumToOp, BroadcastLikeOp, SliceGradOp>(op))
+    return 1;
+  if (isa<GatherGradOp, Conv2dGradInputOp, Conv2dGradFilterOp>(op))
+    return 2;
+  return std::nullopt;
+}

@@ -9,6 +9,8 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include <optional>
+
 namespace mlir::loom::trait {
 namespace impl {
 LogicalResult verifySameFloatOperandElementType(Operation *op);
@@ -44,6 +46,11 @@ inline constexpr llvm::StringLiteral kLoss = LoomDialect::LossAttrHelper::getNam
 inline constexpr llvm::StringLiteral kGrad = LoomDialect::GradAttrHelper::getNameStr();
 inline constexpr llvm::StringLiteral kState = LoomDialect::StateAttrHelper::getNameStr();
 } // namespace attr
+
+/// The operand of `op` that only gives its result's shape (the `like` of
+/// sum_to, broadcast_like, slice_grad, gather_grad and the convolution
+/// gradients), which kernels never read; none for other ops.
+std::optional<unsigned> shapeOnlyOperand(Operation *op);
 
 /// Shape of the result of a `loom.reshape` of `input` with the ONNX shape
 /// specification `spec` (`0` copies, one `-1` infers), or failure with a
