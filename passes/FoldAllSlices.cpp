@@ -4,7 +4,8 @@
 // value is a uniform constant, or a loom op whose sliced dimension is a
 // splittable parallel loop of its nest (ir/sharding/LoopNest.h), the block
 // can be computed from blocks of the operands: the slice moves up until it
-// meets a constant (which shrinks) or an argument.
+// meets a constant (which shrinks) or an argument. A parameter expanded to
+// the batch (ViT's class token) is expanded to the local batch instead.
 //
 //===----------------------------------------------------------------------===//
 
@@ -59,7 +60,7 @@ struct SliceThroughOp : OpRewritePattern<shard::AllSliceOp> {
     Operation *op = slice.getInput().getDefiningOp();
     if (!op || !isa<LoomDialect>(op->getDialect()) ||
         op->getNumResults() != 1 || !op->getResult(0).hasOneUse() ||
-        isa<ConstantOp, ReshapeOp, ExpandOp>(op)) // shapes in attributes
+        isa<ConstantOp>(op))
       return rewriter.notifyMatchFailure(slice, "not a single-use loom op");
     int64_t axis = slice.getSliceAxis().getSExtValue();
     int64_t n = blocksOf(slice);
@@ -91,6 +92,10 @@ struct SliceThroughOp : OpRewritePattern<shard::AllSliceOp> {
     Operation *local = rewriter.clone(*op);
     local->setOperands(operands);
     local->getResult(0).setType(slice.getResult().getType());
+    // Reshape and expand name their result shape: now the local one.
+    if (isa<ReshapeOp, ExpandOp>(local))
+      local->setAttr("shape", rewriter.getDenseI64ArrayAttr(
+                                  slice.getResult().getType().getShape()));
     rewriter.replaceOp(slice, local->getResults());
     rewriter.eraseOp(op);
     return success();

@@ -61,13 +61,16 @@ void mlir::loom::buildLoomPlanPipeline(OpPassManager &pm,
   mesh.pp = options.pp;
   pm.addPass(createLoomChooseMeshPass(mesh));
   pm.addPass(createLoomShardDataParallelPass());
-  // Forward only: from the split data through the step. Backward first would
-  // take the replicated results' annotation back into the activations.
+  // Forward first: from the split data through the step. Backward first
+  // would take the replicated results' annotation back into the activations.
+  // The backward sweep then annotates what only its users constrain: a
+  // constant mask expanded to the batch takes the split of the op it feeds.
   shard::ShardingPropagationOptions propagation;
-  propagation.traversal = shard::TraversalOrder::Forward;
+  propagation.traversal = shard::TraversalOrder::ForwardBackward;
   pm.addNestedPass<func::FuncOp>(shard::createShardingPropagation(propagation));
   if (!options.lower)
     return;
+  pm.addNestedPass<func::FuncOp>(createLoomVerifyShardingPass());
   pm.addNestedPass<func::FuncOp>(shard::createPartition());
   pm.addNestedPass<func::FuncOp>(createLoomFoldAllSlicesPass());
   pm.addNestedPass<func::FuncOp>(createLoomSinkAllReducesPass());

@@ -227,6 +227,21 @@ def LoomFoldAllSlicesPass : InterfacePass<"loom-fold-all-slices", "mlir::Functio
   let dependentDialects = ["::mlir::shard::ShardDialect"];
 }
 
+def LoomVerifyShardingPass : InterfacePass<"loom-verify-sharding", "mlir::FunctionOpInterface"> {
+  let summary = "Check that sharding propagation annotated every value";
+  let description = [{
+    Pre: a step after `sharding-propagation`. `shard-partition` needs every
+    tensor value annotated: each operand of an op read through a
+    `shard.shard ... annotate_for_users`, each result used once, by a
+    `shard.shard` without it, and each argument used once, by a
+    `shard.shard` (constants and 0-d tensors excepted). A function without
+    `shard.shard` ops (one rank) is not partitioned and not checked.
+    Post: unchanged; a value that is not annotated is an error at the op
+    (and the ONNX node) that holds it, instead of a failure inside
+    partition.
+  }];
+}
+
 def LoomSinkAllReducesPass : InterfacePass<"loom-sink-all-reduces", "mlir::FunctionOpInterface"> {
   let summary = "Move sum all-reduces past the linear ops that consume them";
   let description = [{

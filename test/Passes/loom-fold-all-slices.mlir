@@ -31,3 +31,22 @@ func.func @slices_that_stay(%x: tensor<4x8xf32>) -> (tensor<4x4xf32>, tensor<2x8
   %t = shard.all_slice %r on @mesh grid_axes = [1] slice_axis = 0 : tensor<4x8xf32> -> tensor<2x8xf32>
   return %s, %t, %r : tensor<4x4xf32>, tensor<2x8xf32>, tensor<4x8xf32>
 }
+
+// -----
+
+// A parameter expanded to the batch (ViT's class token) is expanded to the
+// local batch; a reshape that keeps the batch outermost reshapes the block.
+// CHECK-LABEL: func.func @expand_and_reshape_take_the_local_shape
+// CHECK:         %[[E:.*]] = loom.expand %arg0 [4, 1, 64] : tensor<1x1x64xf32> -> tensor<4x1x64xf32>
+// CHECK:         %[[X:.*]] = shard.all_slice %arg1 on @mesh grid_axes = [1] slice_axis = 0 : tensor<8x6xf32> -> tensor<4x6xf32>
+// CHECK-NEXT:    %[[R:.*]] = loom.reshape %[[X]] [4, 2, 3] : tensor<4x6xf32> -> tensor<4x2x3xf32>
+// CHECK-NOT:     shard.all_slice
+// CHECK:         return %[[E]], %[[R]]
+shard.grid @mesh(shape = 1x2x1)
+func.func @expand_and_reshape_take_the_local_shape(%cls: tensor<1x1x64xf32>, %x: tensor<8x6xf32>) -> (tensor<4x1x64xf32>, tensor<4x2x3xf32>) {
+  %e = loom.expand %cls [8, -1, -1] : tensor<1x1x64xf32> -> tensor<8x1x64xf32>
+  %s = shard.all_slice %e on @mesh grid_axes = [1] slice_axis = 0 : tensor<8x1x64xf32> -> tensor<4x1x64xf32>
+  %r = loom.reshape %x [8, 2, 3] : tensor<8x6xf32> -> tensor<8x2x3xf32>
+  %t = shard.all_slice %r on @mesh grid_axes = [1] slice_axis = 0 : tensor<8x2x3xf32> -> tensor<4x2x3xf32>
+  return %s, %t : tensor<4x1x64xf32>, tensor<4x2x3xf32>
+}
