@@ -88,6 +88,17 @@ struct Options {
                                  cl::desc("fp32 | bf16 (bf16 activations, f32 "
                                           "master weights and optimizer)"),
                                  cl::cat(cat)};
+  cl::opt<std::string> train{
+      "train", cl::init(""),
+      cl::desc("train the float initializers whose whole name matches this "
+               "regular expression, whatever the defaults say (wins over "
+               "--freeze)"),
+      cl::value_desc("REGEX"), cl::cat(cat)};
+  cl::opt<std::string> freeze{
+      "freeze", cl::init(""),
+      cl::desc("keep the float initializers whose whole name matches this "
+               "regular expression constant (not trained)"),
+      cl::value_desc("REGEX"), cl::cat(cat)};
   cl::opt<std::string> force{"force", cl::init(""),
                              cl::desc("force plan choices: dp=N,tp=N,pp=N,micro=N,"
                                       "zero=N,remat=none,schedule=1f1b"),
@@ -334,6 +345,8 @@ int run(Options &o) {
   if (failed(parseInputShapes(o.inputShapes, importOptions)))
     return 1;
   importOptions.allowMissingWeights = o.noWeights;
+  importOptions.trainPattern = o.train;
+  importOptions.freezePattern = o.freeze;
   OwningOpRef<ModuleOp> module = importOnnxFile(&ctx, o.model, importOptions);
   if (!module)
     return 1;

@@ -116,6 +116,10 @@ std::string mlir::loom::summaryText(const plan::Plan &plan,
     os << "  precision   fp32\n";
   os << "  parameters  " << figures.numParameters << " ("
      << mib(memory.parameters) << ")\n";
+  for (const plan::TiedInitializer &tie : plan.tied_initializers())
+    os << "  tied        " << tie.name() << " = " << tie.parameter()
+       << (tie.transposed() ? "^T" : "")
+       << " (the exporter's copy; trained as one, exported from it)\n";
   os << "  memory      " << mib(memory.total())
      << " per rank (parameters " << mib(memory.parameters) << ", gradients "
      << mib(memory.gradients) << ", optimizer state "

@@ -475,6 +475,15 @@ FailureOr<plan::Plan> mlir::loom::emitPlan(ModuleOp module,
     axis->set_size(size);
   }
   plan.set_model_path(options.modelPath);
+  if (auto module = func->getParentOfType<ModuleOp>())
+    if (auto tied = module->getAttrOfType<DictionaryAttr>(attr::kTied))
+      for (NamedAttribute entry : tied) {
+        auto tie = cast<DictionaryAttr>(entry.getValue());
+        plan::TiedInitializer *t = plan.add_tied_initializers();
+        t->set_name(entry.getName().str());
+        t->set_parameter(tie.getAs<StringAttr>("of").str());
+        t->set_transposed(static_cast<bool>(tie.get("transposed")));
+      }
   plan.set_is_training(program.loss_buffer() >= 0);
   *plan.mutable_training() = options.training;
 

@@ -9,10 +9,11 @@
 //
 // - integer and boolean tensors (shape operands, masks: values the importer
 //   folds) are read into `raw_data`; their data must be there;
-// - float32 tensors (parameters, whose values the compiler does not need)
-//   are not read: their file is checked and they get a stub value for the
-//   checker; where their bytes live is kept for the few float tensors the
-//   importer does fold (BatchNormalization's running statistics). A missing
+// - float32 tensors (mostly parameters, whose values the compiler does not
+//   need) are not read: their file is checked and they get a stub value for
+//   the checker; where their bytes live is kept for the few float tensors
+//   the importer does read (constants, BatchNormalization's running
+//   statistics, copies of parameters: frontend/OnnxParameters.cpp). A missing
 //   file is an error unless the caller plans without stored weights.
 //
 //===----------------------------------------------------------------------===//
@@ -147,8 +148,8 @@ onnx_import::resolveExternalData(Location loc, StringRef modelPath,
         return failure();
       t.set_raw_data(std::move(*data));
     } else {
-      // ONNX's checker wants exactly one value field; the importer never
-      // reads a parameter's value, and float constants it folds are read
+      // ONNX's checker wants exactly one value field; the float values the
+      // importer reads (constants, and candidates for tied copies) are read
       // through `floats`.
       if (present)
         floats[t.name()] = ref;

@@ -123,10 +123,11 @@ Location SourceLocator::valueLoc(StringRef name) const {
 GraphImporter::GraphImporter(MLIRContext *ctx, const onnx::ModelProto &model,
                              SourceLocator &locator, int64_t opset,
                              llvm::StringMap<SmallVector<int64_t>> folded,
-                             llvm::StringMap<ExternalTensor> external)
+                             llvm::StringMap<ExternalTensor> external,
+                             InitializerRoles roles)
     : ctx(ctx), model(model), locator(locator), opsetVersion(opset), b(ctx),
       folded(std::move(folded)), external(std::move(external)),
-      currentLoc(UnknownLoc::get(ctx)) {
+      roles(std::move(roles)), currentLoc(UnknownLoc::get(ctx)) {
   const onnx::GraphProto &graph = model.graph();
   for (const auto &info : graph.input())
     known[info.name()].type = &info.type();
@@ -286,7 +287,8 @@ LogicalResult GraphImporter::importInto(ModuleOp module) {
   }
   size_t numInputs = argTypes.size();
   for (const auto &init : graph.initializer()) {
-    if (init.data_type() != onnx::TensorProto::FLOAT)
+    if (init.data_type() != onnx::TensorProto::FLOAT ||
+        roles.constants.count(init.name()) || roles.tied.count(init.name()))
       continue;
     SmallVector<int64_t> shape(init.dims().begin(), init.dims().end());
     argTypes.push_back(RankedTensorType::get(shape, Float32Type::get(ctx)));
@@ -437,8 +439,18 @@ const ConstTensor *GraphImporter::constantNamed(StringRef name) {
   if (it != consts.end())
     return &it->second;
   const onnx::TensorProto *init = known[name].initializer;
-  if (!init || init->data_type() == onnx::TensorProto::FLOAT)
+  if (!init)
     return nullptr;
+  if (init->data_type() == onnx::TensorProto::FLOAT) {
+    if (!roles.constants.count(name))
+      return nullptr;
+    std::optional<std::vector<float>> values =
+        readFloatInitializer(currentLoc, *init, external);
+    if (!values)
+      return nullptr;
+    SmallVector<int64_t> shape(init->dims().begin(), init->dims().end());
+    return &(consts[name] = ConstTensor::ofFloats(shape, std::move(*values)));
+  }
   auto parsed = parseInitializer(*init);
   if (failed(parsed))
     return nullptr;
@@ -464,26 +476,12 @@ std::optional<ConstTensor> GraphImporter::floatInitializer(unsigned index) {
   const onnx::TensorProto *init = known[current->input(index)].initializer;
   if (!init || init->data_type() != onnx::TensorProto::FLOAT)
     return std::nullopt;
-  SmallVector<int64_t> shape(init->dims().begin(), init->dims().end());
-  auto ext = external.find(init->name());
-  if (ext != external.end()) {
-    FailureOr<std::string> bytes =
-        readExternalData(currentLoc, init->name(), ext->second);
-    if (failed(bytes) ||
-        static_cast<int64_t>(bytes->size()) != product(shape) * 4)
-      return std::nullopt;
-    std::vector<float> values(product(shape));
-    std::memcpy(values.data(), bytes->data(), bytes->size());
-    return ConstTensor::ofFloats(shape, std::move(values));
-  }
-  if (init->has_raw_data() &&
-      static_cast<int64_t>(init->raw_data().size()) != product(shape) * 4)
-    return std::nullopt; // a parameter planned without its stored value
-  auto data = onnx::ParseData<float>(init);
-  if (static_cast<int64_t>(data.size()) != product(shape))
+  std::optional<std::vector<float>> values =
+      readFloatInitializer(currentLoc, *init, external);
+  if (!values)
     return std::nullopt;
-  return ConstTensor::ofFloats(shape,
-                               std::vector<float>(data.begin(), data.end()));
+  SmallVector<int64_t> shape(init->dims().begin(), init->dims().end());
+  return ConstTensor::ofFloats(shape, std::move(*values));
 }
 
 Value GraphImporter::runtimeValue(unsigned index) {
@@ -516,6 +514,23 @@ FailureOr<Value> GraphImporter::data(unsigned index) {
                  "integer data is not supported (only float32); integer "
                  "tensors may be shape operands, indices and Cast inputs");
   }
+  auto tie = roles.tied.find(name);
+  if (tie != roles.tied.end() && !values.count(name)) {
+    // The exporter's copy of a parameter reads the parameter.
+    Value param = values.lookup(tie->second.parameter);
+    if (!param)
+      return error("tensor '" + name + "' is a copy of parameter '" +
+                   tie->second.parameter + "', which is not imported");
+    if (tie->second.transposed)
+      param = TransposeOp::create(b, currentLoc, param,
+                                  b.getDenseI64ArrayAttr({1, 0}));
+    values[name] = param;
+  }
+  if (roles.constants.count(name) && !values.count(name))
+    return error("constant initializer '" + name + "' (" +
+                     roles.constants.lookup(name) + ") has no stored value",
+                 "the program needs it; give the model with its data, or "
+                 "--train it to make it a parameter");
   auto it = values.find(name);
   if (it != values.end()) {
     Type elem = cast<RankedTensorType>(it->second.getType()).getElementType();
@@ -640,8 +655,13 @@ LogicalResult GraphImporter::forward(unsigned in, unsigned out) {
     return error(
         llvm::formatv("{0} is missing input {1}", current->op_type(), in));
   auto it = values.find(current->input(in));
-  if (it == values.end())
-    return data(in); // Reports why.
+  if (it == values.end()) {
+    // A tied copy is defined by its first read; anything else reports why.
+    FailureOr<Value> value = data(in);
+    if (failed(value))
+      return failure();
+    return define(out, *value);
+  }
   if (holdsConvertedInts(in))
     convertedInts.insert(current->output(out));
   return define(out, it->second);

@@ -29,7 +29,8 @@ namespace mlir::loom::onnx_import {
 
 /// A tensor whose value the importer knows: integer and boolean tensors of
 /// shape subgraphs and masks, and float tensors computed from `Constant`
-/// nodes. Float initializers are parameters, never `ConstTensor`s.
+/// nodes and constant initializers (`InitializerRoles`). Parameters are
+/// never `ConstTensor`s.
 struct ConstTensor {
   enum class Kind { Int, Float, Bool };
   Kind kind = Kind::Int;
@@ -118,6 +119,35 @@ resolveExternalData(Location loc, StringRef modelPath, onnx::ModelProto &model,
 FailureOr<std::string> readExternalData(Location loc, StringRef name,
                                         const ExternalTensor &ref);
 
+/// The values of a float32 initializer, from the file or its external data;
+/// none when they are not stored (`--no-weights`, a stub).
+std::optional<std::vector<float>>
+readFloatInitializer(Location loc, const onnx::TensorProto &init,
+                     const llvm::StringMap<ExternalTensor> &external);
+
+/// A float32 initializer that is another one, or its transpose.
+struct Tie {
+  std::string parameter;
+  bool transposed = false;
+};
+
+/// What the float32 initializers are to training (OnnxParameters.cpp):
+/// parameters unless listed here.
+struct InitializerRoles {
+  /// Constants of the program, with why ("a scalar", "--freeze", ...).
+  llvm::StringMap<std::string> constants;
+  /// Copies of a parameter made by the exporter: trained as that parameter.
+  llvm::StringMap<Tie> tied;
+};
+
+/// Classifies the float32 initializers of `model`; `trainPattern` and
+/// `freezePattern` are regular expressions matched against whole names
+/// (empty: none), or a diagnostic when they do not compile.
+FailureOr<InitializerRoles>
+classifyInitializers(Location loc, const onnx::ModelProto &model,
+                     const llvm::StringMap<ExternalTensor> &external,
+                     StringRef trainPattern, StringRef freezePattern);
+
 /// Converts the nodes of one checked, shape-inferred ONNX graph.
 class GraphImporter {
 public:
@@ -126,10 +156,13 @@ public:
   /// subgraphs) are imported as integer constants.
   /// `external` holds the float initializers whose data is in external
   /// files (`resolveExternalData`).
+  /// `roles` says which float initializers are constants or tied copies
+  /// rather than parameters.
   GraphImporter(MLIRContext *ctx, const onnx::ModelProto &model,
                 SourceLocator &locator, int64_t opset,
                 llvm::StringMap<SmallVector<int64_t>> folded = {},
-                llvm::StringMap<ExternalTensor> external = {});
+                llvm::StringMap<ExternalTensor> external = {},
+                InitializerRoles roles = {});
 
   /// Builds `@main` into `module`; emits diagnostics and fails on the first
   /// node that cannot be imported.
@@ -149,7 +182,7 @@ public:
   /// Whether the current node has a non-empty input `index`.
   bool hasInput(unsigned index) const;
   /// The known value of input `index`, or null when it is computed at run
-  /// time (or is a float initializer, i.e. a parameter).
+  /// time (or is a float initializer trained as a parameter).
   const ConstTensor *constant(unsigned index);
   /// Whether every non-empty input of the current node is a known value.
   bool allInputsConstant();
@@ -243,6 +276,7 @@ private:
   llvm::StringSet<> used;
   llvm::StringMap<SmallVector<int64_t>> folded;
   llvm::StringMap<ExternalTensor> external;
+  InitializerRoles roles;
 
   std::vector<Location> nodeLocs;
   const onnx::NodeProto *current = nullptr;

@@ -410,8 +410,8 @@ static OwningOpRef<ModuleOp> importImpl(MLIRContext *ctx, StringRef path,
 
   OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
   Builder b(ctx);
-  (*module)->setAttr("loom.model_path", b.getStringAttr(absolutePath(path)));
-  (*module)->setAttr("loom.opset", b.getI64IntegerAttr(*opset));
+  (*module)->setAttr(attr::kModelPath, b.getStringAttr(absolutePath(path)));
+  (*module)->setAttr(attr::kOpset, b.getI64IntegerAttr(*opset));
   SourceLocator locator(ctx, path, text);
   llvm::StringMap<SmallVector<int64_t>> folded;
   for (const auto &[name, data] : shapeData) {
@@ -422,8 +422,24 @@ static OwningOpRef<ModuleOp> importImpl(MLIRContext *ctx, StringRef path,
     if (static_cast<int>(values.size()) == data.dim_size())
       folded[name] = std::move(values);
   }
+  auto roles = classifyInitializers(fileLoc, model, *external,
+                                    options.trainPattern,
+                                    options.freezePattern);
+  if (failed(roles))
+    return nullptr;
+  if (!roles->tied.empty()) {
+    SmallVector<NamedAttribute> tied;
+    for (const auto &[copy, tie] : roles->tied) {
+      SmallVector<NamedAttribute> fields = {
+          b.getNamedAttr("of", b.getStringAttr(tie.parameter))};
+      if (tie.transposed)
+        fields.push_back(b.getNamedAttr("transposed", b.getUnitAttr()));
+      tied.push_back(b.getNamedAttr(copy, b.getDictionaryAttr(fields)));
+    }
+    (*module)->setAttr(attr::kTied, b.getDictionaryAttr(tied));
+  }
   GraphImporter importer(ctx, model, locator, *opset, std::move(folded),
-                         std::move(*external));
+                         std::move(*external), std::move(*roles));
   if (failed(importer.importInto(*module)))
     return nullptr;
   if (failed(verify(*module)))

@@ -22,12 +22,21 @@ struct OnnxImportOptions {
   /// data files that are missing are then not an error (`loomc
   /// --no-weights`). Integer constants the importer folds always need theirs.
   bool allowMissingWeights = false;
+  /// Regular expressions matched against whole initializer names: float
+  /// initializers to train whatever the defaults say, and to keep constant
+  /// (`loomc --train`, `--freeze`; `train` wins). Empty: none.
+  std::string trainPattern;
+  std::string freezePattern;
 };
 
 /// Imports the ONNX model at `path` (binary protobuf, or ONNX text syntax
 /// when the file name ends in `.onnxtext`) into a module holding one function
 /// `@main`: arguments are the graph inputs (`loom.input = NAME`) followed by
-/// the floating-point initializers (`loom.param = NAME`); results are the
+/// the floating-point initializers that are parameters (`loom.param =
+/// NAME`); scalars, exporter-made constants and `freezePattern` matches are
+/// constants of the program, and an exporter's copy of a parameter (its
+/// transpose, for a folded tied embedding) reads the parameter and is listed
+/// in the module's `loom.tied` (docs/frontend.md); results are the
 /// graph outputs (`loom.output = NAME`). The module carries
 /// `loom.model_path` (the absolute path of the file) and `loom.opset`.
 /// Initializers may store their data in external files (relative to the

@@ -91,14 +91,16 @@ static LogicalResult convertFoldOnly(GraphImporter &g) {
     return g.error("cannot fold " + g.node().op_type(),
                    llvm::formatv("the result has more than {0} elements",
                                  kMaxFoldedElements));
-  // A float initializer is a parameter (trained), not a constant.
+  // A float initializer trained as a parameter is not a constant.
   bool param = g.isInitializer(runtime);
   return g.error(
       "unsupported " + g.node().op_type() + " of a value computed at run time",
       "loom has no such op; the importer only folds it when all "
       "inputs are constants, and input '" +
           runtime + "' is " +
-          (param ? "a float32 initializer, i.e. a parameter" : "not"));
+          (param ? "a float32 initializer trained as a parameter (--freeze "
+                   "it to make it a constant)"
+                 : "not"));
 }
 
 /// Cast of a runtime value: float to float is the identity, int64 to float

@@ -94,6 +94,27 @@ LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
   }
   if (name == ModelPathAttrHelper::getNameStr())
     return expectKind<StringAttr>(op, attr, "a string");
+  if (name == TiedAttrHelper::getNameStr()) {
+    // {copy = {of = "parameter", transposed}}: an initializer that the
+    // importer read as (the transpose of) a parameter.
+    auto tied = dyn_cast<DictionaryAttr>(attr.getValue());
+    if (!tied || !isa<ModuleOp>(op))
+      return op->emitError("'loom.tied' belongs on the module, as a "
+                           "dictionary of initializer names");
+    for (NamedAttribute entry : tied) {
+      auto tie = dyn_cast<DictionaryAttr>(entry.getValue());
+      if (!tie || !tie.getAs<StringAttr>("of") ||
+          llvm::any_of(tie, [](NamedAttribute f) {
+            return f.getName() != "of" &&
+                   !(f.getName() == "transposed" && isa<UnitAttr>(f.getValue()));
+          }))
+        return op->emitError("'loom.tied' entry '")
+               << entry.getName().getValue()
+               << "' must be {of = \"PARAMETER\"[, transposed]}, got "
+               << entry.getValue();
+    }
+    return success();
+  }
   if (name == RecomputeAttrHelper::getNameStr())
     return expectKind<UnitAttr>(op, attr, "a unit attribute");
   if (name == OpsetAttrHelper::getNameStr() || name == StageAttrHelper::getNameStr() ||

@@ -53,6 +53,7 @@ def Loom_Dialect : Dialect {
     "ArrayAttr":$mesh_axes,
     "StringAttr":$model_path,
     "IntegerAttr":$opset,
+    "DictionaryAttr":$tied,
     "IntegerAttr":$stage,
     "UnitAttr":$recompute,
     "IntegerAttr":$zero_stage

@@ -45,6 +45,11 @@ inline constexpr llvm::StringLiteral kOutput = LoomDialect::OutputAttrHelper::ge
 inline constexpr llvm::StringLiteral kLoss = LoomDialect::LossAttrHelper::getNameStr();
 inline constexpr llvm::StringLiteral kGrad = LoomDialect::GradAttrHelper::getNameStr();
 inline constexpr llvm::StringLiteral kState = LoomDialect::StateAttrHelper::getNameStr();
+// The module's model: its file, opset, and initializers that are copies of
+// parameters.
+inline constexpr llvm::StringLiteral kModelPath = LoomDialect::ModelPathAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral kOpset = LoomDialect::OpsetAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral kTied = LoomDialect::TiedAttrHelper::getNameStr();
 } // namespace attr
 
 /// The operand of `op` that only gives its result's shape (the `like` of

@@ -19,6 +19,7 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include "onnx/defs/parser.h"
 #include "onnx/onnx_pb.h"
 
 #include <gtest/gtest.h>
@@ -53,6 +54,37 @@ protected:
   OwningOpRef<ModuleOp> importText(StringRef text,
                                    const OnnxImportOptions &options = {}) {
     return importOnnxFile(&ctx, write("model.onnxtext", text), options);
+  }
+
+  /// Imports ONNX text written to a binary file, with every `onnx_` in a
+  /// value name spelled `onnx::` as torch's exporter names them (a name the
+  /// text syntax cannot write).
+  OwningOpRef<ModuleOp> importExporterNames(StringRef text,
+                                            const OnnxImportOptions &options) {
+    onnx::ModelProto model;
+    onnx::Status status = onnx::OnnxParser::Parse(model, text.str().c_str());
+    EXPECT_TRUE(status.IsOK()) << status.ErrorMessage();
+    auto rename = [](std::string *name) {
+      if (StringRef(*name).starts_with("onnx_"))
+        name->replace(0, 5, "onnx::");
+    };
+    onnx::GraphProto *g = model.mutable_graph();
+    for (auto &init : *g->mutable_initializer())
+      rename(init.mutable_name());
+    for (auto &node : *g->mutable_node())
+      for (auto &in : *node.mutable_input())
+        rename(&in);
+    return importOnnxFile(&ctx, write("model.onnx", model.SerializeAsString()),
+                          options);
+  }
+
+  static SmallVector<std::string> paramNames(ModuleOp module) {
+    func::FuncOp func = lookupEntryFunction(module);
+    SmallVector<std::string> names;
+    for (unsigned i = 0; i < func.getNumArguments(); ++i)
+      if (auto p = func.getArgAttrOfType<StringAttr>(i, attr::kParam))
+        names.push_back(p.str());
+    return names;
   }
 
   /// The single error reported, or "" (and a test failure) otherwise.
@@ -309,6 +341,71 @@ g (float[2, 3] x) => (float[2, 3] y) {
   ASSERT_TRUE(constant);
   EXPECT_EQ(constant.getType(),
             RankedTensorType::get({}, Float32Type::get(&ctx)));
+}
+
+// What torch's folded export writes: a tied embedding's transpose as
+// `onnx::MatMul_7` (bit for bit `w` transposed), an untied folded weight,
+// a uniform copy (all-ones tensors are equal without being tied), a scalar
+// exponent and an exporter constant.
+constexpr const char *kFolded = R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2, 3] x) => (float[2, 4] y, float[2, 3] z)
+  <float[4, 3] w = {1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0},
+   float[3, 4] onnx_MatMul_7 = {1.0, 4.0, 7.0, 10.0, 2.0, 5.0, 8.0, 11.0, 3.0, 6.0, 9.0, 12.0},
+   float[3, 4] onnx_MatMul_9 = {0.5, 4.0, 7.0, 10.0, 2.0, 5.0, 8.0, 11.0, 3.0, 6.0, 9.0, 12.0},
+   float[4, 3] u = {1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0},
+   float[3, 4] onnx_MatMul_11 = {1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0},
+   float two = {2.0},
+   float[3] onnx_Add_5 = {1.0, 2.0, 3.0}>
+{
+  a = MatMul(x, onnx_MatMul_7)
+  b = MatMul(x, onnx_MatMul_9)
+  c = MatMul(x, onnx_MatMul_11)
+  ab = Add(a, b)
+  y = Add(ab, c)
+  p = Pow(x, two)
+  q = MatMul(a, u)
+  pq = Add(p, q)
+  z = Add(pq, onnx_Add_5)
+}
+)";
+
+TEST_F(OnnxImporterTest, ExporterCopiesAreTiedAndConstantsAreNotTrained) {
+  auto module = importExporterNames(kFolded, {});
+  ASSERT_TRUE(module) << onlyError();
+  EXPECT_EQ(paramNames(*module),
+            (Names{"w", "onnx::MatMul_9", "u", "onnx::MatMul_11"}));
+  auto tied = (*module)->getAttrOfType<DictionaryAttr>(attr::kTied);
+  ASSERT_TRUE(tied);
+  ASSERT_EQ(tied.size(), 1u);
+  auto tie = tied.getAs<DictionaryAttr>("onnx::MatMul_7");
+  ASSERT_TRUE(tie);
+  EXPECT_EQ(tie.getAs<StringAttr>("of").getValue(), "w");
+  EXPECT_TRUE(tie.get("transposed"));
+  // The copy reads `w` transposed.
+  int transposes = 0;
+  mainOf(*module).walk([&](TransposeOp op) {
+    ++transposes;
+    EXPECT_EQ(cast<BlockArgument>(op.getInput()).getArgNumber(), 1u);
+  });
+  EXPECT_EQ(transposes, 1);
+}
+
+TEST_F(OnnxImporterTest, FreezeAndTrainOverrideTheDefaults) {
+  OnnxImportOptions options;
+  options.freezePattern = "w|onnx::MatMul_.*";
+  options.trainPattern = "onnx::MatMul_11|onnx::Add_5";
+  auto module = importExporterNames(kFolded, options);
+  ASSERT_TRUE(module) << onlyError();
+  // A copy of a frozen parameter is frozen with it; --train wins.
+  EXPECT_EQ(paramNames(*module),
+            (Names{"u", "onnx::MatMul_11", "onnx::Add_5"}));
+  EXPECT_FALSE((*module)->hasAttr(attr::kTied));
+
+  options.trainPattern = "(";
+  EXPECT_FALSE(importExporterNames(kFolded, options));
+  EXPECT_NE(onlyError().find("--train '(' is not a valid regular expression"),
+            std::string::npos);
 }
 
 TEST_F(OnnxImporterTest, GraphInputThatIsAnInitializerIsAParameter) {
@@ -583,8 +680,9 @@ protected:
 
   /// Imports node test `test` with the graph inputs `names` turned into
   /// initializers holding the test's first input data set.
-  OwningOpRef<ModuleOp> importWithConstants(StringRef test,
-                                            ArrayRef<std::string> names) {
+  OwningOpRef<ModuleOp>
+  importWithConstants(StringRef test, ArrayRef<std::string> names,
+                      const OnnxImportOptions &options = {}) {
     onnx::ModelProto proto;
     auto buffer = llvm::MemoryBuffer::getFile(model(test));
     EXPECT_TRUE(buffer) << test.str();
@@ -611,7 +709,7 @@ protected:
     std::string bytes;
     proto.SerializeToString(&bytes);
     write("model.onnx", bytes);
-    return importOnnxFile(&ctx, path, {});
+    return importOnnxFile(&ctx, path, options);
   }
 };
 
@@ -848,12 +946,17 @@ TEST_F(OnnxConformanceTest, UnsupportedNodeVariantsAreDiagnosed) {
         << test << ": " << errors.front();
   }
   errors.clear();
-  // Float initializers are parameters, so they do not fold.
+  // Scalar float initializers are constants and fold; one trained as a
+  // parameter does not.
+  EXPECT_TRUE(importWithConstants("test_range_float_type_positive_delta",
+                                  {"start", "limit", "delta"}));
+  OnnxImportOptions train;
+  train.trainPattern = "start";
   EXPECT_FALSE(importWithConstants("test_range_float_type_positive_delta",
-                                   {"start", "limit", "delta"}));
+                                   {"start", "limit", "delta"}, train));
   ASSERT_EQ(errors.size(), 1u);
-  EXPECT_NE(errors.front().find("input 'start' is a float32 initializer, "
-                                "i.e. a parameter"),
+  EXPECT_NE(errors.front().find("input 'start' is a float32 initializer "
+                                "trained as a parameter"),
             std::string::npos)
       << errors.front();
 }
