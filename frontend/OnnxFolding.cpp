@@ -7,7 +7,9 @@
 // this file folds a node whose inputs are all known, following the ONNX
 // reference semantics, so that such subgraphs leave known values behind and
 // no ops. Layout ops (`Reshape`, `Gather`, `Slice`, ...) fold in their own
-// converters, which share the attribute handling with the op they emit.
+// converters, which share the attribute handling with the op they emit;
+// indexing and scans (`CumSum`, `ScatterND`, `Tile`, `GatherElements`,
+// `Pad`) fold in OnnxFoldingIndex.cpp.
 //
 //===----------------------------------------------------------------------===//
 
@@ -351,9 +353,9 @@ static FailureOr<bool> foldUnary(GraphImporter &g) {
     g.defineConst(0, std::move(out));
     return true;
   }
-  if (op == "Neg" && !in.isFloat()) {
+  if ((op == "Neg" || op == "Abs") && !in.isFloat()) {
     for (int64_t i = 0; i < n; ++i)
-      out.ints[i] = -in.ints[i];
+      out.ints[i] = op == "Neg" ? -in.ints[i] : std::abs(in.ints[i]);
     g.defineConst(0, std::move(out));
     return true;
   }
@@ -365,6 +367,8 @@ static FailureOr<bool> foldUnary(GraphImporter &g) {
   };
   if (op == "Neg")
     apply([](double x) { return -x; });
+  else if (op == "Abs")
+    apply([](double x) { return std::fabs(x); });
   else if (op == "Sqrt")
     apply([](double x) { return std::sqrt(x); });
   else if (op == "Exp")
@@ -479,6 +483,36 @@ static FailureOr<bool> foldBinary(GraphImporter &g) {
   return true;
 }
 
+/// `Clip(x, min, max)`, bounds optional (opset >= 11; earlier ones are
+/// attributes).
+static FailureOr<bool> foldClip(GraphImporter &g) {
+  const ConstTensor &in = *g.constant(0);
+  double lo = -INFINITY, hi = INFINITY;
+  if (g.opset() < 11) {
+    lo = g.floatAttr("min", -INFINITY);
+    hi = g.floatAttr("max", INFINITY);
+  }
+  for (unsigned i : {1u, 2u}) {
+    if (!g.hasInput(i))
+      continue;
+    const ConstTensor *bound = g.constant(i);
+    if (!bound || bound->numElements() != 1)
+      return g.error("Clip bounds must be scalars");
+    (i == 1 ? lo : hi) = bound->get(0);
+  }
+  ConstTensor out = in;
+  for (int64_t i = 0, n = in.numElements(); i < n; ++i) {
+    if (in.isFloat())
+      out.floats[i] = static_cast<float>(
+          std::min(std::max(static_cast<double>(in.floats[i]), lo), hi));
+    else
+      out.ints[i] = static_cast<int64_t>(
+          std::min(std::max(static_cast<double>(in.ints[i]), lo), hi));
+  }
+  g.defineConst(0, std::move(out));
+  return true;
+}
+
 static FailureOr<bool> foldWhere(GraphImporter &g) {
   const ConstTensor &c = *g.constant(0), &x = *g.constant(1),
                     &y = *g.constant(2);
@@ -578,16 +612,20 @@ static FailureOr<bool> foldConstantNode(GraphImporter &g) {
 }
 
 static const Folder kFolders[] = {
+    {"Abs", foldUnary},
     {"Add", foldBinary},
     {"And", foldBinary},
     {"Cast", foldCast},
+    {"Clip", foldClip},
     {"Constant", foldConstantNode},
     {"ConstantOfShape", foldConstantOfShape},
     {"Cos", foldUnary},
+    {"CumSum", foldCumSum},
     {"Div", foldBinary},
     {"Equal", foldBinary},
     {"Erf", foldUnary},
     {"Exp", foldUnary},
+    {"GatherElements", foldGatherElements},
     {"Greater", foldBinary},
     {"GreaterOrEqual", foldBinary},
     {"Less", foldBinary},
@@ -600,15 +638,18 @@ static const Folder kFolders[] = {
     {"Neg", foldUnary},
     {"Not", foldUnary},
     {"Or", foldBinary},
+    {"Pad", foldPad},
     {"Pow", foldBinary},
     {"Range", foldRange},
     {"Reciprocal", foldUnary},
     {"Relu", foldUnary},
+    {"ScatterND", foldScatterND},
     {"Sigmoid", foldUnary},
     {"Sin", foldUnary},
     {"Sqrt", foldUnary},
     {"Sub", foldBinary},
     {"Tanh", foldUnary},
+    {"Tile", foldTile},
     {"Trilu", foldTrilu},
     {"Where", foldWhere},
     {"Xor", foldBinary},

@@ -306,6 +306,23 @@ ArrayRef<OpConverter> getMathOpConverters();
 ArrayRef<OpConverter> getShapeOpConverters();
 ArrayRef<OpConverter> getValueOpConverters();
 ArrayRef<OpConverter> getNNOpConverters();
+/// Ops built from other loom ops (OnnxComposedOps.cpp).
+ArrayRef<OpConverter> getComposedOpConverters();
+
+/// The window attributes of a 1-D or 2-D Conv/pooling node, lifted to 2-D
+/// (a 1-D window over `[N, C, L]` is a `1 x k` window over `[N, C, 1, L]`).
+struct Window {
+  SmallVector<int64_t> kernel, strides, dilations;
+  /// `[top, left, bottom, right]`.
+  SmallVector<int64_t> pads;
+};
+/// Reads `kernel_shape` (default `kernelDflt`), `strides`, `dilations`,
+/// `pads` and `auto_pad` for the spatial dimensions `spatial` (1 or 2 of
+/// them), or a diagnostic (OnnxNNOps.cpp).
+FailureOr<Window> windowAttrs(GraphImporter &g, ArrayRef<int64_t> spatial,
+                              ArrayRef<int64_t> kernelDflt);
+/// `windowAttrs` of a pooling node: `kernel_shape` required, dilation 1.
+FailureOr<Window> poolWindow(GraphImporter &g, ArrayRef<int64_t> spatial);
 
 /// Folds the current node when all its inputs are known and its op type has
 /// a folder (OnnxFolding.cpp). Returns true when the outputs were defined,
@@ -314,6 +331,27 @@ ArrayRef<OpConverter> getNNOpConverters();
 FailureOr<bool> foldNode(GraphImporter &g);
 /// Whether `opType` has a folder.
 bool hasFolder(StringRef opType);
+
+/// Folders of indexing and scan ops (OnnxFoldingIndex.cpp), dispatched by
+/// `foldNode`: true when the output was defined, false when too large.
+FailureOr<bool> foldCumSum(GraphImporter &g);
+FailureOr<bool> foldTile(GraphImporter &g);
+FailureOr<bool> foldGatherElements(GraphImporter &g);
+FailureOr<bool> foldScatterND(GraphImporter &g);
+FailureOr<bool> foldPad(GraphImporter &g);
+
+/// Elements added before and after one axis by `Pad` (negative: removed).
+struct PadSpec {
+  int64_t before = 0;
+  int64_t after = 0;
+};
+/// The pads of the current `Pad` node per axis of a rank-`rank` input
+/// (inputs `pads` and the optional `axes`), or a diagnostic.
+FailureOr<SmallVector<PadSpec>> padSpecs(GraphImporter &g, int64_t rank);
+
+/// The converter of ops that only fold: a diagnostic naming the input that
+/// is computed at run time.
+LogicalResult convertFoldOnly(GraphImporter &g);
 
 /// A `loom.reshape` of `input` to the static `outShape` with a batch-agnostic
 /// specification (`batchAgnosticReshapeSpec`), or a diagnostic.

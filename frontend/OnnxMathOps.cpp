@@ -80,7 +80,7 @@ static LogicalResult convertWhere(GraphImporter &g) {
 }
 
 /// Ops that loom has no runtime equivalent for: they only fold.
-static LogicalResult convertFoldOnly(GraphImporter &g) {
+LogicalResult onnx_import::convertFoldOnly(GraphImporter &g) {
   std::string runtime;
   for (int i = 0; i < g.node().input_size(); ++i)
     if (g.hasInput(i) && !g.constant(i)) {

@@ -304,21 +304,11 @@ static LogicalResult convertBatchNorm(GraphImporter &g) {
 // Convolution and pooling
 //===----------------------------------------------------------------------===//
 
-/// The window attributes of a 1-D or 2-D Conv/MaxPool, lifted to 2-D (a
-/// 1-D window over `[N, C, L]` is a `1 x k` window over `[N, C, 1, L]`).
-struct Window {
-  SmallVector<int64_t> kernel, strides, dilations;
-  /// `[top, left, bottom, right]`.
-  SmallVector<int64_t> pads;
-};
-
-/// Reads `kernel_shape` (default `kernelDflt`), `strides`, `dilations`,
-/// `pads` and `auto_pad` for the spatial dimensions `spatial` (1 or 2 of
-/// them). SAME_UPPER / SAME_LOWER become explicit pads giving
-/// `ceil(in / stride)` outputs, the odd pad at the end / the beginning.
-static FailureOr<Window> windowAttrs(GraphImporter &g,
-                                     ArrayRef<int64_t> spatial,
-                                     ArrayRef<int64_t> kernelDflt) {
+/// SAME_UPPER / SAME_LOWER become explicit pads giving `ceil(in / stride)`
+/// outputs, the odd pad at the end / the beginning.
+FailureOr<Window> onnx_import::windowAttrs(GraphImporter &g,
+                                           ArrayRef<int64_t> spatial,
+                                           ArrayRef<int64_t> kernelDflt) {
   size_t r = spatial.size();
   Window w;
   w.kernel = intsAttr(g, "kernel_shape", kernelDflt);
@@ -372,6 +362,20 @@ static FailureOr<Window> windowAttrs(GraphImporter &g,
     w.pads = {0, w.pads[0], 0, w.pads[1]};
   }
   return w;
+}
+
+FailureOr<Window> onnx_import::poolWindow(GraphImporter &g,
+                                          ArrayRef<int64_t> spatial) {
+  if (!g.attr("kernel_shape"))
+    return g.error(g.node().op_type() + " needs the attribute kernel_shape");
+  auto win = windowAttrs(g, spatial, {});
+  if (failed(win))
+    return failure();
+  if (llvm::any_of(win->dilations, [](int64_t d) { return d != 1; }))
+    return g.error("unsupported attribute dilations=" +
+                       listText(intsAttr(g, "dilations", {})),
+                   "only dilation 1 is supported");
+  return win;
 }
 
 /// `[N, C, L]` as `[N, C, 1, L]`; 4-D values unchanged.
@@ -463,17 +467,11 @@ static LogicalResult convertMaxPool(GraphImporter &g) {
     return g.error("unsupported MaxPool of shape " + shapeText(in),
                    "only 1-D and 2-D pooling of NC(H)W inputs is supported");
   size_t rank = in.size();
-  if (!g.attr("kernel_shape"))
-    return g.error("MaxPool needs the attribute kernel_shape");
-  auto win = windowAttrs(g, in.drop_front(2), {});
+  auto win = poolWindow(g, in.drop_front(2));
   if (failed(win))
     return failure();
   if (g.intAttr("storage_order", 0) != 0)
     return g.error("unsupported attribute storage_order=1");
-  if (llvm::any_of(win->dilations, [](int64_t d) { return d != 1; }))
-    return g.error("unsupported attribute dilations=" +
-                       listText(intsAttr(g, "dilations", {})),
-                   "only dilation 1 is supported");
   auto x2 = liftTo2d(g, *x);
   if (failed(x2))
     return failure();

@@ -2,8 +2,9 @@
 //
 // The converters live with their op family: OnnxMathOps.cpp (element-wise,
 // linear algebra, softmax, reductions), OnnxShapeOps.cpp (layout, indexing),
-// OnnxValueOps.cpp (known values) and OnnxNNOps.cpp (normalisation, convolution, pooling); known
-// inputs fold in OnnxFolding.cpp. This file merges their tables.
+// OnnxValueOps.cpp (known values), OnnxNNOps.cpp (normalisation,
+// convolution, pooling) and OnnxComposedOps.cpp (ops built from other loom
+// ops); known inputs fold in OnnxFolding*.cpp. This file merges their tables.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,7 +21,8 @@ ArrayRef<OpConverter> onnx_import::getOpConverters() {
     std::vector<OpConverter> all;
     for (ArrayRef<OpConverter> family :
          {getMathOpConverters(), getShapeOpConverters(),
-          getValueOpConverters(), getNNOpConverters()})
+          getValueOpConverters(), getNNOpConverters(),
+          getComposedOpConverters()})
       all.insert(all.end(), family.begin(), family.end());
     llvm::sort(all, [](const OpConverter &a, const OpConverter &b) {
       return StringRef(a.opType) < StringRef(b.opType);

@@ -688,7 +688,10 @@ static const OpConverter kShapeConverters[] = {
     {"Flatten", 1, 17, convertFlatten, "loom.reshape"},
     {"Gather", 1, 17, convertGather,
      "loom.gather (float32 data, int64 indices); known inputs fold"},
+    {"GatherElements", 11, 17, convertFoldOnly,
+     "folded (constant inputs only)"},
     {"Reshape", 1, 17, convertReshape, "loom.reshape"},
+    {"ScatterND", 11, 17, convertFoldOnly, "folded (constant inputs only)"},
     {"Slice", 1, 17, convertSlice,
      "loom.slice (whole-dimension axes dropped); negative steps: loom.slice "
      "and loom.gather reversing the axis"},

@@ -27,7 +27,8 @@ under each op type of its graph, or, if unsupported for its ops, under those ops
 the totals, and the pass rate over the tests whose ops are all supported.
 Exit 0; 1 if a test of supported ops failed and is not listed in --known-failures
 (default: node_conformance_known_failures.txt next to this script; one test name per
-line, `# reason` comments); 2 on bad usage or a missing binary or directory.
+line, `# reason` comments), or with --require-all if any test did not pass; 2 on bad
+usage or a missing binary or directory.
 """
 import argparse
 import concurrent.futures
@@ -303,6 +304,9 @@ def main(argv=None):
                    help="file of test names expected to fail (default %s)"
                    % os.path.basename(DEFAULT_KNOWN))
     p.add_argument("--verbose", "-v", action="store_true", help="one line per test")
+    p.add_argument("--require-all", action="store_true",
+                   help="exit 1 unless every test passed (for suites written for loom, "
+                   "where an unsupported test is a failure)")
     p.add_argument("--no-freeze-ints", dest="freeze_ints", action="store_false",
                    help="feed integer inputs as inputs instead of freezing them into "
                    "initializers")
@@ -398,6 +402,8 @@ def main(argv=None):
         print("note: listed as known failures but passed now (remove them from %s): %s"
               % (os.path.basename(args.known_failures), " ".join(fixed)))
     unexpected = [t for t in tests if t.status == "failed" and not t.known]
+    if args.require_all:
+        unexpected = [t for t in tests if t.status != "passed"]
     if unexpected:
         print("FAILED: %s" % " ".join(t.name for t in unexpected))
         return 1

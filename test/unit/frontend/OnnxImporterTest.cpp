@@ -408,6 +408,49 @@ TEST_F(OnnxImporterTest, FreezeAndTrainOverrideTheDefaults) {
             std::string::npos);
 }
 
+TEST_F(OnnxImporterTest, ComposedOpsRefuseWhatTheyCannotBuild) {
+  const std::pair<const char *, const char *> cases[] = {
+      {R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[2, 3] x, int64[2, 3] i) => (float[2, 3] y) {
+  y = GatherElements<axis = 1>(x, i)
+})",
+       "unsupported GatherElements of a value computed at run time at node "
+       "'GatherElements_0'"},
+      {R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[2, 3] x) => (float[2, 5] y) <int64[4] p = {0, 1, 0, 1}> {
+  y = Pad<mode = "wrap">(x, p)
+})",
+       "unsupported Pad mode 'wrap' at node 'Pad_0'"},
+      {R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[2, 3] x) => (float[2, 6] y) <int64[4] p = {0, 3, 0, 0}> {
+  y = Pad<mode = "reflect">(x, p)
+})",
+       "cannot Pad axis 1 of size 3 by 3 and 0 in reflect mode"},
+      {R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[2, 3] x) => (float[2, 0] y) <int64[2] r = {1, 0}> {
+  y = Tile(x, r)
+})",
+       "unsupported Tile repeats [1, 0] of a tensor of shape 2x3"},
+      {R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[2, 3] x, float[3] lo) => (float[2, 3] y) {
+  y = Clip(x, lo)
+})",
+       "unsupported Clip bound 'lo' of shape 3 at node 'Clip_0': the bounds "
+       "must be scalars"},
+      {R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[1, 2, 4, 4, 4] x) => (float[1, 2, 2, 2, 2] y) {
+  y = AveragePool<kernel_shape = [2, 2, 2], strides = [2, 2, 2]>(x)
+})",
+       "unsupported AveragePool of shape 1x2x4x4x4"},
+  };
+  for (auto [text, message] : cases) {
+    errors.clear();
+    EXPECT_FALSE(importText(text)) << text;
+    std::string error = onlyError();
+    EXPECT_NE(error.find(message), std::string::npos) << error;
+  }
+}
+
 TEST_F(OnnxImporterTest, GraphInputThatIsAnInitializerIsAParameter) {
   // Exporters before IR version 4 list every initializer as a graph input.
   auto module = importText(R"(

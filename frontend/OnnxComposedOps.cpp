@@ -1,0 +1,369 @@
+//===- OnnxComposedOps.cpp - ONNX ops built from other loom ops -*- C++ -*-===//
+//
+// ONNX ops that real models use at run time and that loom builds from ops
+// it has, so they train with the existing kernels and gradients:
+//
+// - `Abs(x)` = `max(x, -x)`; `Clip(x, lo, hi)` = `min(max(x, lo), hi)`
+//   (MobileNet's ReLU6), scalar bounds;
+// - `CumSum` along an axis = a product with a constant triangular matrix
+//   (exact for the integer counts position ids are made of);
+// - `Tile` = `concat` of copies; `Pad` = `concat` with constant blocks
+//   (constant mode) or with slices of the edge (edge, reflect), `slice` for
+//   negative pads;
+// - `AveragePool` = a depthwise `conv2d` with a constant 1/k filter, scaled
+//   by the share of real elements in each window when the padding is not
+//   counted (ONNX's default).
+//
+// With all inputs known, each folds instead (OnnxFolding*.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontend/OnnxGraphImporter.h"
+
+#include "ir/LoomOps.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::loom;
+using namespace mlir::loom::onnx_import;
+
+static Value scalar(GraphImporter &g, float value) {
+  return g.materialize(ConstTensor::ofFloats({}, {value}));
+}
+
+//===----------------------------------------------------------------------===//
+// Element-wise
+//===----------------------------------------------------------------------===//
+
+static LogicalResult convertAbs(GraphImporter &g) {
+  auto x = g.data(0);
+  if (failed(x))
+    return failure();
+  OpBuilder &b = g.builder();
+  Value neg = NegOp::create(b, g.loc(), *x);
+  return g.define(0, MaxOp::create(b, g.loc(), *x, neg));
+}
+
+static LogicalResult convertClip(GraphImporter &g) {
+  auto x = g.data(0);
+  if (failed(x))
+    return failure();
+  // Bounds: attributes before opset 11, optional scalar inputs after.
+  Value lo, hi;
+  if (g.opset() < 11) {
+    if (g.attr("min"))
+      lo = scalar(g, g.floatAttr("min", 0));
+    if (g.attr("max"))
+      hi = scalar(g, g.floatAttr("max", 0));
+  }
+  for (unsigned i : {1u, 2u}) {
+    if (!g.hasInput(i))
+      continue;
+    auto bound = g.data(i);
+    if (failed(bound))
+      return failure();
+    if (!shapeOf(*bound).empty())
+      return g.error("unsupported Clip bound '" + g.node().input(i) +
+                         "' of shape " + shapeText(shapeOf(*bound)),
+                     "the bounds must be scalars");
+    (i == 1 ? lo : hi) = *bound;
+  }
+  OpBuilder &b = g.builder();
+  Value y = *x;
+  if (lo)
+    y = MaxOp::create(b, g.loc(), y, lo);
+  if (hi)
+    y = MinOp::create(b, g.loc(), y, hi);
+  return g.holdsConvertedInts(0) ? g.defineConvertedInts(0, y)
+                                 : g.define(0, y);
+}
+
+//===----------------------------------------------------------------------===//
+// Scans and repetition
+//===----------------------------------------------------------------------===//
+
+/// `perm` moving axis `axis` of a rank-`rank` tensor last (its own inverse
+/// composed with `inversePerm`).
+static SmallVector<int64_t> axisLast(int64_t axis, int64_t rank) {
+  SmallVector<int64_t> perm;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis)
+      perm.push_back(d);
+  perm.push_back(axis);
+  return perm;
+}
+
+static SmallVector<int64_t> inversePerm(ArrayRef<int64_t> perm) {
+  SmallVector<int64_t> inv(perm.size());
+  for (auto [i, p] : llvm::enumerate(perm))
+    inv[p] = i;
+  return inv;
+}
+
+static LogicalResult convertCumSum(GraphImporter &g) {
+  auto x = g.data(0);
+  if (failed(x))
+    return failure();
+  auto axisValues = g.constInts(1);
+  if (failed(axisValues))
+    return failure();
+  ArrayRef<int64_t> shape = shapeOf(*x);
+  int64_t rank = shape.size();
+  if (axisValues->size() != 1 || rank == 0)
+    return g.error("unsupported CumSum axis " + listText(*axisValues),
+                   "expected one axis of a tensor of rank >= 1");
+  auto axis = normalizeAxis((*axisValues)[0], rank);
+  if (failed(axis))
+    return g.error(llvm::formatv("unsupported axis {0}", (*axisValues)[0]),
+                   llvm::formatv("the input has rank {0}", rank));
+  int64_t len = shape[*axis];
+  if (len * len > kMaxFoldedElements)
+    return g.error(llvm::formatv("unsupported CumSum over {0} elements", len),
+                   "loom computes it as a product with a " +
+                       std::to_string(len) + "x" + std::to_string(len) +
+                       " triangular matrix, which is too large");
+  bool exclusive = g.intAttr("exclusive", 0) != 0;
+  bool reverse = g.intAttr("reverse", 0) != 0;
+  // out[j] = sum_i x[i] * u[i][j], u[i][j] = 1 where i reaches j.
+  std::vector<float> u(len * len, 0.0f);
+  for (int64_t i = 0; i < len; ++i)
+    for (int64_t j = 0; j < len; ++j) {
+      bool reaches = reverse ? i > j : i < j;
+      u[i * len + j] = (reaches || (!exclusive && i == j)) ? 1.0f : 0.0f;
+    }
+  OpBuilder &b = g.builder();
+  SmallVector<int64_t> perm = axisLast(*axis, rank);
+  Value v = *x;
+  bool moved = *axis != rank - 1;
+  if (moved)
+    v = TransposeOp::create(b, g.loc(), v, b.getDenseI64ArrayAttr(perm));
+  SmallVector<int64_t> movedShape(shapeOf(v));
+  int64_t rows = product(movedShape) / std::max<int64_t>(len, 1);
+  auto flat = reshapeTo(g, v, {rows, len});
+  if (failed(flat))
+    return failure();
+  Value tri = g.materialize(ConstTensor::ofFloats({len, len}, std::move(u)));
+  Value sum = MatmulOp::create(b, g.loc(), *flat, tri, UnitAttr(), UnitAttr());
+  auto back = reshapeTo(g, sum, movedShape);
+  if (failed(back))
+    return failure();
+  Value y = *back;
+  if (moved)
+    y = TransposeOp::create(b, g.loc(), y,
+                            b.getDenseI64ArrayAttr(inversePerm(perm)));
+  return g.holdsConvertedInts(0) ? g.defineConvertedInts(0, y)
+                                 : g.define(0, y);
+}
+
+/// `count` copies of `v` along `axis`, or `v` itself.
+static Value repeatAlong(GraphImporter &g, Value v, int64_t axis,
+                         int64_t count) {
+  if (count == 1)
+    return v;
+  SmallVector<Value> copies(count, v);
+  return ConcatOp::create(g.builder(), g.loc(), copies,
+                          g.builder().getI64IntegerAttr(axis));
+}
+
+static LogicalResult convertTile(GraphImporter &g) {
+  auto x = g.data(0);
+  if (failed(x))
+    return failure();
+  auto repeats = g.constInts(1);
+  if (failed(repeats))
+    return failure();
+  ArrayRef<int64_t> shape = shapeOf(*x);
+  if (repeats->size() != shape.size() ||
+      llvm::any_of(*repeats, [](int64_t r) { return r < 1; }))
+    return g.error("unsupported Tile repeats " + listText(*repeats) +
+                       " of a tensor of shape " + shapeText(shape),
+                   "expected one positive repeat count per dimension");
+  Value v = *x;
+  for (auto [axis, count] : llvm::enumerate(*repeats))
+    v = repeatAlong(g, v, axis, count);
+  return g.holdsConvertedInts(0) ? g.defineConvertedInts(0, v)
+                                 : g.define(0, v);
+}
+
+//===----------------------------------------------------------------------===//
+// Padding
+//===----------------------------------------------------------------------===//
+
+/// `v[start:end]` along `axis`.
+static Value sliceAlong(GraphImporter &g, Value v, int64_t axis, int64_t start,
+                        int64_t end) {
+  OpBuilder &b = g.builder();
+  return SliceOp::create(b, g.loc(), v, b.getDenseI64ArrayAttr({axis}),
+                         b.getDenseI64ArrayAttr({start}),
+                         b.getDenseI64ArrayAttr({end}),
+                         b.getDenseI64ArrayAttr({1}));
+}
+
+/// The `count` elements padded on one side of `axis` (`before` or after);
+/// `fill` is the scalar of constant mode.
+static Value padBlock(GraphImporter &g, Value v, int64_t axis, int64_t count,
+                      bool before, StringRef mode, Value fill) {
+  SmallVector<int64_t> shape(shapeOf(v));
+  int64_t len = shape[axis];
+  if (mode == "constant") {
+    shape[axis] = count;
+    return ExpandOp::create(g.builder(), g.loc(), fill,
+                            g.builder().getDenseI64ArrayAttr(shape));
+  }
+  if (mode == "edge")
+    return repeatAlong(g, before ? sliceAlong(g, v, axis, 0, 1)
+                                 : sliceAlong(g, v, axis, len - 1, len),
+                       axis, count);
+  // reflect: the elements next to the edge, mirrored, one slice each.
+  SmallVector<Value> parts;
+  for (int64_t k = 0; k < count; ++k) {
+    int64_t src = before ? count - k : len - 2 - k;
+    parts.push_back(sliceAlong(g, v, axis, src, src + 1));
+  }
+  if (parts.size() == 1)
+    return parts.front();
+  return ConcatOp::create(g.builder(), g.loc(), parts,
+                          g.builder().getI64IntegerAttr(axis));
+}
+
+static LogicalResult convertPad(GraphImporter &g) {
+  auto x = g.data(0);
+  if (failed(x))
+    return failure();
+  ArrayRef<int64_t> shape = shapeOf(*x);
+  int64_t rank = shape.size();
+  auto specs = padSpecs(g, rank);
+  if (failed(specs))
+    return failure();
+  std::string mode = g.attr("mode") ? g.attr("mode")->s() : "constant";
+  if (mode != "constant" && mode != "reflect" && mode != "edge")
+    return g.error("unsupported Pad mode '" + mode + "'",
+                   "constant, reflect and edge are supported");
+  Value fill;
+  if (g.hasInput(2)) {
+    auto value = g.data(2);
+    if (failed(value))
+      return failure();
+    if (!shapeOf(*value).empty())
+      return g.error("unsupported Pad constant_value '" + g.node().input(2) +
+                         "' of shape " + shapeText(shapeOf(*value)),
+                     "it must be a scalar");
+    fill = *value;
+  } else if (mode == "constant") {
+    fill = scalar(g, 0.0f);
+  }
+  Value v = *x;
+  for (int64_t axis = 0; axis < rank; ++axis) {
+    PadSpec s = (*specs)[axis];
+    int64_t len = shapeOf(v)[axis];
+    // Negative pads crop.
+    if (s.before < 0 || s.after < 0) {
+      int64_t start = std::max<int64_t>(0, -s.before);
+      int64_t end = len - std::max<int64_t>(0, -s.after);
+      if (end <= start)
+        return g.error("Pad crops all of axis " + std::to_string(axis) +
+                       " of " + shapeText(shape));
+      v = sliceAlong(g, v, axis, start, end);
+      len = end - start;
+    }
+    int64_t before = std::max<int64_t>(0, s.before);
+    int64_t after = std::max<int64_t>(0, s.after);
+    if (before == 0 && after == 0)
+      continue;
+    if ((mode == "reflect" && (before >= len || after >= len)) ||
+        (mode == "edge" && len == 0))
+      return g.error(llvm::formatv("cannot Pad axis {0} of size {1} by {2} "
+                                   "and {3} in {4} mode",
+                                   axis, len, before, after, mode));
+    SmallVector<Value> parts;
+    if (before)
+      parts.push_back(padBlock(g, v, axis, before, true, mode, fill));
+    parts.push_back(v);
+    if (after)
+      parts.push_back(padBlock(g, v, axis, after, false, mode, fill));
+    v = ConcatOp::create(g.builder(), g.loc(), parts,
+                         g.builder().getI64IntegerAttr(axis));
+  }
+  return g.holdsConvertedInts(0) ? g.defineConvertedInts(0, v)
+                                 : g.define(0, v);
+}
+
+//===----------------------------------------------------------------------===//
+// Average pooling
+//===----------------------------------------------------------------------===//
+
+static LogicalResult convertAveragePool(GraphImporter &g) {
+  auto x = g.data(0);
+  if (failed(x))
+    return failure();
+  ArrayRef<int64_t> in = shapeOf(*x);
+  if (in.size() != 4)
+    return g.error("unsupported AveragePool of shape " + shapeText(in),
+                   "only 2-D pooling of NCHW inputs is supported");
+  auto win = poolWindow(g, in.drop_front(2));
+  if (failed(win))
+    return failure();
+  if (g.intAttr("ceil_mode", 0) != 0) {
+    for (int d = 0; d < 2; ++d)
+      if ((in[2 + d] + win->pads[d] + win->pads[d + 2] - win->kernel[d]) %
+              win->strides[d] !=
+          0)
+        return g.error("unsupported attribute ceil_mode=1",
+                       "the windows do not tile the padded input exactly");
+  }
+  int64_t kh = win->kernel[0], kw = win->kernel[1], c = in[1];
+  OpBuilder &b = g.builder();
+  Value filter = g.materialize(ConstTensor::ofFloats(
+      {c, 1, kh, kw}, std::vector<float>(c * kh * kw, 1.0f / (kh * kw))));
+  Value y = Conv2dOp::create(b, g.loc(), *x, filter,
+                             b.getDenseI64ArrayAttr(win->strides),
+                             b.getDenseI64ArrayAttr(win->pads),
+                             b.getDenseI64ArrayAttr({1, 1}),
+                             b.getI64IntegerAttr(c));
+  bool padded = llvm::any_of(win->pads, [](int64_t p) { return p > 0; });
+  if (padded && g.intAttr("count_include_pad", 0) == 0) {
+    // Each output divides by the real elements of its window, not k.
+    ArrayRef<int64_t> out = shapeOf(y);
+    int64_t oh = out[2], ow = out[3];
+    std::vector<float> scale(oh * ow);
+    for (int64_t i = 0; i < oh; ++i)
+      for (int64_t j = 0; j < ow; ++j) {
+        auto real = [&](int64_t o, int d, int64_t k, int64_t size) {
+          int64_t start = o * win->strides[d] - win->pads[d];
+          return std::min(start + k, size) - std::max<int64_t>(start, 0);
+        };
+        int64_t count = real(i, 0, kh, in[2]) * real(j, 1, kw, in[3]);
+        scale[i * ow + j] = static_cast<float>(kh * kw) / count;
+      }
+    y = MulOp::create(b, g.loc(), y,
+                      g.materialize(ConstTensor::ofFloats({1, 1, oh, ow},
+                                                          std::move(scale))));
+  }
+  return g.define(0, y);
+}
+
+//===----------------------------------------------------------------------===//
+// The family's table
+//===----------------------------------------------------------------------===//
+
+static const OpConverter kComposedConverters[] = {
+    {"Abs", 6, 17, convertAbs, "loom.max(x, loom.neg(x))"},
+    {"AveragePool", 7, 17, convertAveragePool,
+     "depthwise loom.conv2d with a constant 1/k filter (x the window's share "
+     "of real elements when padding is not counted); 2-D, dilation 1"},
+    {"Clip", 6, 17, convertClip,
+     "loom.max / loom.min with the scalar bounds"},
+    {"CumSum", 11, 17, convertCumSum,
+     "loom.matmul with a constant triangular matrix along the axis"},
+    {"Pad", 11, 17, convertPad,
+     "loom.concat with constant blocks (constant) or edge slices (edge, "
+     "reflect); loom.slice for negative pads"},
+    {"Tile", 6, 17, convertTile, "loom.concat of copies"},
+};
+
+ArrayRef<OpConverter> onnx_import::getComposedOpConverters() {
+  return kComposedConverters;
+}

@@ -1,0 +1,130 @@
+#!/usr/bin/python3
+"""Write node tests for the ONNX ops loom builds from other ops (frontend/OnnxComposedOps.cpp).
+
+  composed_ops.py --out DIR [--seed S]
+
+Each test is DIR/test_NAME/ laid out like ONNX's backend node tests (model.onnx,
+test_data_set_0/input_K.pb and output_0.pb), so node_conformance.py runs them: float32
+graphs of one node with runtime inputs (the forms the ONNX suite only has in float64
+or int32): Pad in constant (runtime value), edge and reflect modes and with negative
+pads, CumSum along each axis, exclusive and reversed, AveragePool with strides and pads
+counted or not, Clip with runtime bounds, Abs, Tile; and `fold_*` copies of each with
+every input an initializer (the importer folds them), plus the fold-only GatherElements
+and ScatterND. Expected outputs come from ONNX Runtime. Inputs are N(0, 1) under
+numpy's default_rng(S).
+"""
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _venv import require  # noqa: E402
+
+if __name__ == "__main__":
+    require(["onnxruntime"], "composed_ops")
+
+import numpy as np  # noqa: E402
+import onnx  # noqa: E402
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+F = TensorProto.FLOAT
+
+
+def node_model(op, inputs, out_shape, attrs=None, inits=(), order=None):
+    """A one-node graph: `inputs` are (name, array) graph inputs, `inits` (name, array)
+    integer initializers (pads, repeats, axes: constants in exported graphs); the node
+    reads them in `order` (names; default inputs then initializers)."""
+    names = order or [n for n, _ in inputs] + [n for n, _ in inits]
+    node = helper.make_node(op, names, ["y"], **(attrs or {}))
+    graph = helper.make_graph(
+        [node], "g",
+        [helper.make_tensor_value_info(n, F, list(a.shape)) for n, a in inputs],
+        [helper.make_tensor_value_info("y", F, list(out_shape))],
+        initializer=[numpy_helper.from_array(a, n) for n, a in inits])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model
+
+
+def cases(rng):
+    x4 = rng.standard_normal((2, 3, 5, 6)).astype(np.float32)
+    x3 = rng.standard_normal((2, 4, 5)).astype(np.float32)
+    pads = lambda *p: ("pads", np.array(p, dtype=np.int64))  # noqa: E731
+    value = ("value", np.array(0.25, dtype=np.float32))
+    yield "pad_constant_runtime_value", "Pad", [("x", x3), value], {}, \
+        [pads(0, 1, 2, 0, 2, 1)], ["x", "pads", "value"]
+    yield "pad_edge", "Pad", [("x", x3)], {"mode": "edge"}, [pads(0, 2, 1, 0, 1, 3)]
+    yield "pad_reflect", "Pad", [("x", x3)], {"mode": "reflect"}, [pads(0, 3, 2, 0, 2, 1)]
+    yield "pad_negative", "Pad", [("x", x3)], {}, [pads(0, -1, 2, 0, 1, -2)]
+    for axis in (0, 1, 2, -1):
+        yield ("cumsum_axis_%d" % axis if axis >= 0 else "cumsum_axis_minus_1"), "CumSum", \
+            [("x", x3)], {}, [("axis", np.array(axis, dtype=np.int64))]
+    yield "cumsum_exclusive_reverse", "CumSum", [("x", x3)], {"exclusive": 1, "reverse": 1}, \
+        [("axis", np.array(1, dtype=np.int64))]
+    yield "cumsum_reverse", "CumSum", [("x", x3)], {"reverse": 1}, \
+        [("axis", np.array(2, dtype=np.int64))]
+    yield "averagepool_strided", "AveragePool", [("x", x4)], \
+        {"kernel_shape": [2, 3], "strides": [2, 1]}, []
+    yield "averagepool_pads", "AveragePool", [("x", x4)], \
+        {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "strides": [2, 2]}, []
+    yield "averagepool_pads_counted", "AveragePool", [("x", x4)], \
+        {"kernel_shape": [3, 2], "pads": [1, 0, 2, 1], "count_include_pad": 1}, []
+    yield "clip_runtime_bounds", "Clip", [("x", x3), ("lo", np.array(-0.5, np.float32)),
+                                          ("hi", np.array(0.7, np.float32))], {}, []
+    yield "abs", "Abs", [("x", x3)], {}, []
+    yield "tile", "Tile", [("x", x3)], {}, [("repeats", np.array([1, 2, 3], dtype=np.int64))]
+
+
+def folded_cases(rng):
+    """Ops whose inputs are all constants fold at import (OnnxFolding*.cpp): the same
+    forms with the data as initializers, and the fold-only indexing ops."""
+    # Float initializers named as exporters name constants ("/..."), so that the
+    # importer does not take them for parameters.
+    const = lambda n: "/c/" + n  # noqa: E731
+    for name, op, inputs, attrs, inits, *order in cases(rng):
+        names = order[0] if order else [n for n, _ in inputs] + [n for n, _ in inits]
+        data = [(const(n), a) for n, a in inputs]
+        yield ("fold_" + name, op, [], attrs, data + list(inits),
+               [const(n) if n in dict(inputs) else n for n in names])
+    data = rng.standard_normal((3, 4, 2)).astype(np.float32)
+    yield "fold_gather_elements", "GatherElements", [], {"axis": 1}, \
+        [(const("data"), data), ("idx", rng.integers(-4, 4, (3, 5, 2)).astype(np.int64))]
+    yield "fold_scatter_nd", "ScatterND", [], {}, \
+        [(const("data"), data), ("idx", np.array([[2, 1], [0, -1]], dtype=np.int64)),
+         (const("upd"), rng.standard_normal((2, 2)).astype(np.float32))]
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", required=True)
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args(argv)
+    import onnxruntime as ort
+    rng = np.random.default_rng(args.seed)
+    n = 0
+    for name, op, inputs, attrs, inits, *order in list(cases(rng)) + list(folded_cases(rng)):
+        order = order[0] if order else None
+        # The output shape from ONNX Runtime itself.
+        probe = node_model(op, inputs, [], attrs, inits, order)
+        probe.graph.output[0].type.tensor_type.ClearField("shape")
+        sess = ort.InferenceSession(probe.SerializeToString(),
+                                    providers=["CPUExecutionProvider"])
+        y = sess.run(None, {k: v for k, v in inputs})[0]
+        d = os.path.join(args.out, "test_" + name)
+        os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
+        onnx.save(node_model(op, inputs, y.shape, attrs, inits, order),
+                  os.path.join(d, "model.onnx"))
+        for i, (k, v) in enumerate(inputs):
+            with open(os.path.join(d, "test_data_set_0", "input_%d.pb" % i), "wb") as f:
+                f.write(numpy_helper.from_array(v, k).SerializeToString())
+        with open(os.path.join(d, "test_data_set_0", "output_0.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(y, "y").SerializeToString())
+        n += 1
+    print("composed_ops: %d tests -> %s" % (n, args.out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
