@@ -260,7 +260,9 @@ Status Executor::runStep(int64_t step) {
     for (const plan::Buffer *b : stepInputs)
       LOOM_RETURN_IF_ERROR(theDevice->upload(deviceArena + b->offset(),
                                              bufferData(*b), b->size_bytes()));
-    LOOM_RETURN_IF_ERROR(runCalls(ctx));
+    Status ran = runCalls(ctx);
+    ranAStep = true;
+    LOOM_RETURN_IF_ERROR(ran);
     // Waiting here makes step times honest and surfaces the kernels'
     // device-side data checks before the loss is read.
     LOOM_RETURN_IF_ERROR(
@@ -273,10 +275,14 @@ Status Executor::runStep(int64_t step) {
                                                loss->size_bytes()));
     return Status::ok();
   }
-  return runCalls(ctx);
+  Status ran = runCalls(ctx);
+  ranAStep = true;
+  return ran;
 }
 
 Status Executor::runCalls(const StepContext &ctx) {
+  if (checkNumerics)
+    return runCallsChecked(ctx);
   if (profile) {
     using Clock = std::chrono::steady_clock;
     std::vector<double> &acc =
@@ -298,6 +304,182 @@ Status Executor::runCalls(const StepContext &ctx) {
     Status s = call.fn(ctx);
     if (!s.isOk())
       return s.withContext(where(call.index));
+  }
+  return Status::ok();
+}
+
+void Executor::setCheckNumerics(bool on) {
+  checkNumerics = on;
+  fault.reset();
+  floatOperands.clear();
+  constantInf.reset();
+  scanCopy.clear();
+  if (!on)
+    return;
+  int64_t largest = 0;
+  std::map<int32_t, int> position;
+  for (int i = 0; i < theProgram->buffers_size(); ++i) {
+    const plan::Buffer &b = theProgram->buffers(i);
+    if (b.dtype() == plan::F32 || b.dtype() == plan::BF16) {
+      position[b.id()] = i;
+      largest = std::max(largest, b.size_bytes());
+    }
+  }
+  auto floats = [&](const auto &ids) {
+    std::vector<int> out;
+    for (int32_t id : ids)
+      if (auto it = position.find(id); it != position.end())
+        out.push_back(it->second);
+    return out;
+  };
+  for (const Call &call : calls) {
+    const plan::Instruction &inst = theProgram->instructions(call.index);
+    floatOperands.push_back({floats(inst.inputs()), floats(inst.outputs())});
+  }
+  if (theDevice)
+    scanCopy.resize((largest + sizeof(float) - 1) / sizeof(float));
+}
+
+StatusOr<std::optional<NonFinite>> Executor::scanBuffer(const plan::Buffer &b,
+                                                        bool nanOnly) {
+  const void *bytes = bufferData(b);
+  if (theDevice) {
+    LOOM_RETURN_IF_ERROR(
+        theDevice->download(reinterpret_cast<uint8_t *>(scanCopy.data()),
+                            deviceArena + b.offset(), b.size_bytes()));
+    bytes = scanCopy.data();
+  }
+  int64_t n = numElements(bufferShape(b));
+  if (b.dtype() == plan::BF16) {
+    const auto *bits = static_cast<const uint16_t *>(bytes);
+    return nanOnly ? findNanBf16(bits, n) : findNonFiniteBf16(bits, n);
+  }
+  const auto *values = static_cast<const float *>(bytes);
+  return nanOnly ? findNan(values, n) : findNonFinite(values, n);
+}
+
+namespace {
+
+/// `instruction 41 'softmax' (ONNX node '/h.0/attn/Softmax')`; instructions
+/// loomc added (losses, optimizer updates) carry an MLIR location instead
+/// of a node name, shown as it is.
+std::string describeInstruction(int index, const plan::Instruction &inst) {
+  std::string text =
+      "instruction " + std::to_string(index) + " '" + inst.op() + "'";
+  if (inst.loc().empty())
+    return text;
+  if (inst.loc().rfind("loc(", 0) == 0)
+    return text + " (at " + inst.loc() + ")";
+  return text + " (ONNX node '" + inst.loc() + "')";
+}
+
+std::string stepPrefix(int64_t step) {
+  return "step " + std::to_string(step + 1) + ": ";
+}
+
+const char *roleName(plan::Role role) {
+  switch (role) {
+  case plan::PARAMETER:
+    return "parameter";
+  case plan::OPTIMIZER_STATE:
+    return "optimizer state";
+  default:
+    return "constant";
+  }
+}
+
+} // namespace
+
+Status Executor::checkStoredValues(int64_t step) {
+  auto stored = [&](const plan::Buffer &b, const NonFinite &hit) {
+    return NumericsFault{0, stepPrefix(step) + roleName(b.role()) +
+                                " buffer '" + b.name() + "' holds " +
+                                nonFiniteName(hit) + " at element " +
+                                std::to_string(hit.index) +
+                                " before the first instruction (its initial "
+                                "value)"};
+  };
+  // Constants never change: which of them hold infinities (masks) is found
+  // once; a NaN in one is a fault.
+  if (!constantInf) {
+    std::vector<char> inf(theProgram->buffers_size(), 0);
+    for (int i = 0; i < theProgram->buffers_size(); ++i) {
+      const plan::Buffer &b = theProgram->buffers(i);
+      if (b.role() != plan::CONSTANT ||
+          (b.dtype() != plan::F32 && b.dtype() != plan::BF16))
+        continue;
+      LOOM_ASSIGN_OR_RETURN(std::optional<NonFinite> nan, scanBuffer(b, true));
+      if (nan) {
+        fault = stored(b, *nan);
+        return Status::ok();
+      }
+      LOOM_ASSIGN_OR_RETURN(std::optional<NonFinite> hit, scanBuffer(b));
+      inf[i] = hit.has_value();
+    }
+    constantInf = std::move(inf);
+  }
+  // Later steps only see values that checked instructions wrote.
+  if (ranAStep)
+    return Status::ok();
+  for (const plan::Buffer &b : theProgram->buffers()) {
+    if ((b.role() != plan::PARAMETER && b.role() != plan::OPTIMIZER_STATE) ||
+        (b.dtype() != plan::F32 && b.dtype() != plan::BF16))
+      continue;
+    LOOM_ASSIGN_OR_RETURN(std::optional<NonFinite> hit, scanBuffer(b));
+    if (hit) {
+      fault = stored(b, *hit);
+      break;
+    }
+  }
+  return Status::ok();
+}
+
+Status Executor::runCallsChecked(const StepContext &ctx) {
+  fault.reset();
+  LOOM_RETURN_IF_ERROR(checkStoredValues(ctx.step));
+  // Outputs are marked as they are written; the constants keep theirs.
+  if (constantInf)
+    stepInf = *constantInf;
+  else
+    stepInf.assign(theProgram->buffers_size(), 0);
+  for (size_t c = 0; c < calls.size(); ++c) {
+    const Call &call = calls[c];
+    Status s = call.fn(ctx);
+    // A device reports its kernels' data checks here, before their outputs
+    // are read as numbers.
+    if (s.isOk() && theDevice)
+      s = theDevice->synchronize();
+    if (!s.isOk())
+      return s.withContext(where(call.index));
+    if (fault)
+      continue;
+    const FloatOperands &operands = floatOperands[c];
+    bool readsInf = false;
+    for (int i : operands.inputs)
+      readsInf |= stepInf[i] != 0;
+    for (int o : operands.outputs) {
+      const plan::Buffer &b = theProgram->buffers(o);
+      StatusOr<std::optional<NonFinite>> hit = scanBuffer(b);
+      // An infinity that flows from a mask is the mask's; NaN is not.
+      bool maskInf = false;
+      if (hit.isOk() && *hit && !(*hit)->nan && readsInf) {
+        hit = scanBuffer(b, true);
+        maskInf = hit.isOk() && !*hit;
+      }
+      if (!hit.isOk())
+        return hit.status().withContext(where(call.index));
+      stepInf[o] = maskInf;
+      if (!*hit)
+        continue;
+      fault = NumericsFault{
+          call.index + 1,
+          stepPrefix(ctx.step) +
+              describeInstruction(call.index,
+                                  theProgram->instructions(call.index)) +
+              " wrote " + nonFiniteName(**hit) + " to buffer '" + b.name() +
+              "' at element " + std::to_string((*hit)->index)};
+      break;
+    }
   }
   return Status::ok();
 }

@@ -11,6 +11,7 @@
 
 #include "runtime/Arena.h"
 #include "runtime/Device.h"
+#include "runtime/Numerics.h"
 #include "runtime/Plan.h"
 #include "runtime/comm/Communicator.h"
 #include "runtime/init/RandomInit.h"
@@ -20,6 +21,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -85,6 +87,21 @@ public:
   /// The value of the program's LOSS buffer.
   StatusOr<float> loss() const;
 
+  /// `loom-run --check-numerics`: with `on`, each step scans the F32 and
+  /// BF16 outputs of every instruction after it runs (downloaded from the
+  /// device when there is one) and, before the first instruction of the
+  /// executor's first step, the PARAMETER and OPTIMIZER_STATE buffers. The
+  /// first NaN or infinity of the step is kept in `numericsFault()`; the
+  /// rest of the step then runs unchecked, so every rank still reaches the
+  /// same collectives. CONSTANT buffers may hold infinities (attention
+  /// masks): an infinity written by an instruction that reads one, directly
+  /// or through other such writes, is not a fault; NaN always is. Off (the
+  /// default), nothing is scanned. Allocates the host copy the device scans
+  /// use.
+  void setCheckNumerics(bool on);
+  /// The first NaN or infinity of the last step (with `setCheckNumerics`).
+  const std::optional<NumericsFault> &numericsFault() const { return fault; }
+
 private:
   class Binder;
   struct Call {
@@ -103,6 +120,14 @@ private:
   Executor(const plan::Plan &plan, int rank, std::string planPath);
   Status initializeBuffers(const ParameterInit &init);
   Status runCalls(const StepContext &ctx);
+  /// `runCalls`, scanning outputs for --check-numerics.
+  Status runCallsChecked(const StepContext &ctx);
+  /// Before a checked step's first instruction: the persistent buffers.
+  Status checkStoredValues(int64_t step);
+  /// The first non-finite element (or, with `nanOnly`, NaN) of the F32 or
+  /// BF16 buffer `b`.
+  StatusOr<std::optional<NonFinite>> scanBuffer(const plan::Buffer &b,
+                                                bool nanOnly = false);
   /// Copies `b` from the host arena to the device arena (no-op on the host).
   Status uploadBuffer(const plan::Buffer &b);
   std::string where(int index) const;
@@ -122,6 +147,22 @@ private:
   std::map<std::vector<int64_t>, std::unique_ptr<Communicator>> axisComms;
   std::vector<Call> calls;
   std::unique_ptr<Profile> profile;
+  /// --check-numerics: whether it is on; each call's F32/BF16 inputs and
+  /// outputs (positions in the program's buffers); which buffers hold
+  /// infinities from a constant, for the constants (found once) and this
+  /// step; the host copy of a device buffer being scanned; the step's
+  /// fault; and whether a step ran (the persistent buffers are checked
+  /// before the first one).
+  struct FloatOperands {
+    std::vector<int> inputs, outputs;
+  };
+  bool checkNumerics = false;
+  std::vector<FloatOperands> floatOperands;
+  std::optional<std::vector<char>> constantInf;
+  std::vector<char> stepInf;
+  std::vector<float> scanCopy;
+  std::optional<NumericsFault> fault;
+  bool ranAStep = false;
   void printProfile() const;
 };
 

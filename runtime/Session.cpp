@@ -44,15 +44,62 @@ Status Session::setInput(const std::string &binding, const HostTensor &value) {
 }
 
 Status Session::runStep(int64_t step) {
+  dataFault.reset();
   for (const plan::Buffer &b : exec->program().buffers()) {
     if (b.role() != plan::INPUT && b.role() != plan::TARGET)
       continue;
     auto it = data.find(b.binding());
-    if (it != data.end())
-      feedSamples(*thePlan, b, it->second, step, exec->rank(),
-                  exec->bufferData(b));
+    if (it == data.end())
+      continue;
+    uint8_t *dst = exec->bufferData(b);
+    feedSamples(*thePlan, b, it->second, step, exec->rank(), dst);
+    if (!checkNumerics || dataFault || b.dtype() != plan::F32)
+      continue;
+    // The fed copy is scanned (f64 data is rounded to f32 on the way, and a
+    // huge value becomes inf there).
+    int64_t perSample = numElements(bufferShape(b)) / b.shape(0);
+    if (std::optional<NonFinite> hit = findNonFinite(
+            reinterpret_cast<const float *>(dst), numElements(bufferShape(b)))) {
+      int64_t sample = (firstSample(*thePlan, b, step, exec->rank()) +
+                        hit->index / perSample) %
+                       it->second.shape[0];
+      dataFault = NumericsFault{
+          0, "step " + std::to_string(step + 1) + ": the data '" +
+                 b.binding() + "' has " + nonFiniteName(*hit) +
+                 " in sample " + std::to_string(sample) + " (element " +
+                 std::to_string(hit->index % perSample) + " of the sample)"};
+    }
   }
   return exec->runStep(step);
+}
+
+void Session::setCheckNumerics(bool on) {
+  checkNumerics = on;
+  dataFault.reset();
+  exec->setCheckNumerics(on);
+}
+
+const std::optional<NumericsFault> &Session::numericsFault() const {
+  return dataFault ? dataFault : exec->numericsFault();
+}
+
+std::string Session::stepSamples(int64_t step) const {
+  if (data.empty())
+    return "";
+  int64_t batch = thePlan->training().global_batch();
+  int64_t first = step * batch;
+  int64_t length = data.begin()->second.shape[0];
+  bool sameLength = true;
+  for (const auto &kv : data)
+    sameLength &= kv.second.shape[0] == length;
+  if (sameLength)
+    return sampleRangeText(first, batch, length) + " of the data";
+  std::string text;
+  for (const auto &[binding, array] : data)
+    text += (text.empty() ? "" : ", ") +
+            sampleRangeText(first, batch, array.shape[0]) + " of '" +
+            binding + "'";
+  return text;
 }
 
 StatusOr<float> Session::loss() const { return exec->loss(); }
@@ -106,6 +153,31 @@ Status Session::exportOnnx(const std::string &outPath) const {
     return makeError("%s: the plan names no ONNX model to export",
                      planPath.c_str());
   LOOM_ASSIGN_OR_RETURN(auto params, parameters());
+  // The exporter's copies of a parameter are written from it.
+  for (const plan::TiedInitializer &tie : thePlan->tied_initializers()) {
+    auto it = params.find(tie.parameter());
+    if (it == params.end())
+      return makeError("%s: initializer '%s' is tied to '%s', which is not "
+                       "a parameter of the plan",
+                       planPath.c_str(), tie.name().c_str(),
+                       tie.parameter().c_str());
+    HostTensor copy = it->second;
+    if (tie.transposed()) {
+      if (copy.shape.size() != 2 || copy.type != ElemType::F32)
+        return makeError("%s: initializer '%s' is the transpose of '%s', "
+                         "which is not a 2-D float32 tensor",
+                         planPath.c_str(), tie.name().c_str(),
+                         tie.parameter().c_str());
+      int64_t rows = copy.shape[0], cols = copy.shape[1];
+      const float *src = it->second.data<float>();
+      float *dst = copy.data<float>();
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c)
+          dst[c * rows + r] = src[r * cols + c];
+      copy.shape = {cols, rows};
+    }
+    params[tie.name()] = std::move(copy);
+  }
   return exportOnnxWithWeights(thePlan->model_path(), params, outPath);
 }
 

@@ -21,6 +21,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace loom::runtime {
@@ -47,6 +48,20 @@ public:
 
   /// Feeds this step's slice of every attached array, then runs the program.
   Status runStep(int64_t step);
+
+  /// `loom-run --check-numerics`: with `on`, each step also scans the float
+  /// samples it feeds and every instruction's float outputs for NaN and
+  /// infinity (`Executor::setCheckNumerics`).
+  void setCheckNumerics(bool on);
+  /// The first NaN or infinity of the last step with the checks on: in the
+  /// step's data (`step 8: the data 'x' has nan in sample 57 ...`), else
+  /// the executor's.
+  const std::optional<NumericsFault> &numericsFault() const;
+
+  /// The samples of the attached data that step `step` (0-based) reads
+  /// over all ranks, e.g. "samples 56..63 of the data" (per binding when
+  /// the arrays' lengths differ); empty without attached data.
+  std::string stepSamples(int64_t step) const;
 
   /// The loss of the last step (already averaged over ranks by the plan).
   StatusOr<float> loss() const;
@@ -76,6 +91,8 @@ private:
   std::string planPath;
   std::unique_ptr<Executor> exec;
   std::map<std::string, HostTensor> data;
+  bool checkNumerics = false;
+  std::optional<NumericsFault> dataFault;
 };
 
 } // namespace loom::runtime

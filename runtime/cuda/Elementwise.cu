@@ -128,7 +128,7 @@ constexpr float kGeluCubic = 0.044715f;
 
 template <UnaryOp Op> __device__ __forceinline__ float unary(float v) {
   if constexpr (Op == UnaryOp::Relu)
-    return v > 0.0f ? v : 0.0f;
+    return !(v <= 0.0f) ? v : 0.0f; // NaN stays NaN, as in torch.relu
   else if constexpr (Op == UnaryOp::Tanh)
     return tanhf(v);
   else if constexpr (Op == UnaryOp::Sigmoid)

@@ -115,6 +115,23 @@ int64_t firstSample(const plan::Plan &plan, const plan::Buffer &b,
          meshCoordinate(plan, rank, "dp") * b.shape(0) + b.sample_offset();
 }
 
+std::string sampleRangeText(int64_t first, int64_t count, int64_t length) {
+  if (count >= length)
+    return length == 1 ? "sample 0"
+                       : "samples 0.." + std::to_string(length - 1);
+  int64_t start = first % length;
+  int64_t end = start + count - 1; // inclusive
+  auto range = [](int64_t a, int64_t b) {
+    return a == b ? std::to_string(a)
+                  : std::to_string(a) + ".." + std::to_string(b);
+  };
+  if (count == 1)
+    return "sample " + std::to_string(start);
+  if (end < length)
+    return "samples " + range(start, end);
+  return "samples " + range(start, length - 1) + ", " + range(0, end - length);
+}
+
 void feedSamples(const plan::Plan &plan, const plan::Buffer &b,
                  const HostTensor &data, int64_t step, int rank,
                  uint8_t *dst) {

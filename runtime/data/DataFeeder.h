@@ -40,6 +40,12 @@ Status checkPlanData(const plan::Plan &plan,
 int64_t firstSample(const plan::Plan &plan, const plan::Buffer &b,
                     int64_t step, int rank);
 
+/// The samples [first, first + count) of an array of `length` samples, as
+/// read modulo the length: "sample 57", "samples 56..63", or
+/// "samples 60..63, 0..3" where the range wraps; every sample when `count`
+/// covers the array.
+std::string sampleRangeText(int64_t first, int64_t count, int64_t length);
+
 /// Copies `b`'s samples for `step` out of `data` into `dst` (the buffer's
 /// memory), converting f64->f32 and i32->i64. `data` must have passed
 /// `checkBindingData`.

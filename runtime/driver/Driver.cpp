@@ -2,18 +2,21 @@
 //
 // Every rank validates everything (options, plan, world size, data) before
 // the first step, and the ranks agree on failure with a collective after
-// each phase, so one bad input never leaves a rank waiting in a collective.
-// The error is printed once: by the lowest failing rank.
+// each phase and each step (runtime/driver/Agreement.h), so one bad input
+// never leaves a rank waiting in a collective. A step whose loss is not
+// finite ends the run (exit status 3) before any later step or export.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/driver/Driver.h"
 
 #include "runtime/Metrics.h"
+#include "runtime/Numerics.h"
 #include "runtime/Session.h"
 #include "runtime/comm/MpiCommunicator.h"
 #include "runtime/data/DataFeeder.h"
 #include "runtime/data/Npy.h"
+#include "runtime/driver/Agreement.h"
 #include "runtime/support/Threads.h"
 
 #if LOOM_HAVE_CUDA
@@ -21,7 +24,6 @@
 #endif
 
 #include <chrono>
-#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -34,26 +36,6 @@ void printError(const std::string &message) {
 }
 
 namespace {
-
-/// Agrees across ranks on whether `local` failed; the lowest failing rank
-/// prints its error. Returns true when every rank succeeded.
-bool agree(Communicator &world, const Status &local) {
-  int mine = local.isOk() ? INT_MAX : world.rank();
-  StatusOr<int> lowest = world.allReduceMin(mine);
-  if (!lowest.isOk()) {
-    printError("rank " + std::to_string(world.rank()) + ": " +
-               lowest.status().message());
-    return false;
-  }
-  if (*lowest == INT_MAX)
-    return true;
-  if (*lowest == world.rank())
-    printError(world.rank() == 0 || world.size() == 1
-                   ? local.message()
-                   : "rank " + std::to_string(world.rank()) + ": " +
-                         local.message());
-  return false;
-}
 
 std::string humanBytes(int64_t bytes) {
   const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -181,6 +163,19 @@ Status loadInputs(const RunOptions &opts, Communicator &world, Loaded &out) {
   return Status::ok();
 }
 
+/// The error of a step whose loss is `loss` (NaN or infinite).
+Status nonFiniteLoss(const Session &session, float loss, int64_t step) {
+  std::string samples = session.stepSamples(step);
+  return makeError("the loss is %s at step %lld%s; rerun with "
+                   "--check-numerics to find the first instruction that "
+                   "produced it",
+                   std::isnan(loss) ? "nan"
+                   : loss > 0       ? "inf"
+                                    : "-inf",
+                   (long long)step + 1,
+                   samples.empty() ? "" : (" (" + samples + ")").c_str());
+}
+
 int train(const RunOptions &opts, Communicator &world) {
   bool root = world.rank() == 0;
   Loaded in;
@@ -220,6 +215,7 @@ int train(const RunOptions &opts, Communicator &world) {
       return 1;
   }
   in.data.clear();
+  session->setCheckNumerics(opts.checkNumerics);
   // What a device's kernels took at bind besides the arena (loomc's memory
   // proof counts it as kernel workspace).
   int64_t workspace = device ? device->workspaceBytes() : 0;
@@ -255,7 +251,10 @@ int train(const RunOptions &opts, Communicator &world) {
             .count();
     if (s.isOk()) {
       StatusOr<float> loss = session->loss();
-      lastLoss = loss.isOk() ? *loss : NAN;
+      if (loss.isOk())
+        lastLoss = *loss;
+      else
+        s = loss.status();
     }
     if (s.isOk() && in.metrics) {
       StepMetrics m;
@@ -267,14 +266,32 @@ int train(const RunOptions &opts, Communicator &world) {
       m.peakMemoryBytes = ownArena + workspace;
       s = in.metrics->write(m);
     }
-    if (!agree(world, s))
+    // Every rank's loss is the same (the plan all-reduces it), but the ranks
+    // agree anyway: the agreement is the collective the step ends with.
+    Status lossFinite = Status::ok();
+    if (s.isOk() && !std::isfinite(lastLoss))
+      lossFinite = nonFiniteLoss(*session, lastLoss, step);
+    Status faultFound = Status::ok();
+    if (const std::optional<NumericsFault> &fault = session->numericsFault())
+      faultFound = Status::error(fault->message);
+    StepOutcome outcome =
+        agreeOnStep(world, s, faultFound.isOk() ? lossFinite : faultFound,
+                    !opts.checkNumerics);
+    if (outcome == StepOutcome::Failed)
       return 1;
     total += seconds;
-    bool logged = (step + 1) % opts.logEvery == 0 || step + 1 == opts.steps;
+    bool logged = (step + 1) % opts.logEvery == 0 || step + 1 == opts.steps ||
+                  outcome == StepOutcome::NonFinite;
     if (root && !opts.quiet && logged) {
       std::printf("step %lld/%lld  loss %.6f  %.2f ms\n", (long long)step + 1,
                   (long long)opts.steps, lastLoss, seconds * 1e3);
       std::fflush(stdout);
+    }
+    if (outcome == StepOutcome::NonFinite) {
+      if (opts.checkNumerics)
+        reportFirstFault(world, session->numericsFault(),
+                         lossFinite.isOk() ? "" : lossFinite.message());
+      return kExitNonFinite;
     }
   }
 

@@ -7,8 +7,14 @@
 
 namespace loom::runtime {
 
+/// The exit status of a run stopped by a NaN or infinite loss, or by a
+/// value --check-numerics found: the inputs were valid but training
+/// diverged, which a script sweeping hyper-parameters tells from an error.
+constexpr int kExitNonFinite = 3;
+
 /// loom-run's entry point (docs/runtime.md); returns the exit code: 0 on
-/// success, 1 after printing one `loom-run: error: ...` line.
+/// success, 1 after printing one `loom-run: error: ...` line,
+/// `kExitNonFinite` after printing one for a non-finite loss or value.
 int runMain(int argc, char **argv);
 
 /// `loom-run --forward`: compiles the model with loomc, runs it on one rank

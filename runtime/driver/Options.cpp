@@ -13,7 +13,7 @@ const char *helpText() {
   [mpirun -np N] loom-run PLAN --data NAME=FILE.npy ... --steps K
                  [--init onnx|random[:SEED]] [--seed S] [--metrics FILE.jsonl]
                  [--export-onnx FILE.onnx] [--log-every N] [--quiet]
-                 [--device cpu|cuda] [--model MODEL.onnx]
+                 [--device cpu|cuda] [--model MODEL.onnx] [--check-numerics]
   loom-run --forward MODEL.onnx --input NAME=FILE.npy ... --output-dir DIR
                  [--precision fp32|bf16]
 
@@ -58,6 +58,12 @@ training options:
                           trained weights. Default: the path loomc
                           recorded, else the file of that name next to the
                           plan (a plan moved with its model)
+  --check-numerics        after each instruction, scan its float outputs for
+                          NaN and inf (and the step's data before it): the
+                          first one stops the run, naming the step, the
+                          instruction, its op and ONNX node and the buffer
+                          (or the data sample). Slow; off, nothing is
+                          scanned. Without it, only the loss is checked
 
 forward options:
   --forward MODEL.onnx    compile MODEL with loomc --forward-only (loomc is
@@ -93,6 +99,9 @@ environment:
                           start-up (default 1e9; 0: all)
 
 Errors are printed once as 'loom-run: error: ...' and exit with status 1.
+A loss that is NaN or inf stops training after its step (its metrics line is
+written; nothing is exported) with one such line and exit status 3, as does
+a value --check-numerics finds.
 )";
 }
 
@@ -153,6 +162,13 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
     }
     if (flag == "--quiet") {
       opts.quiet = true;
+      continue;
+    }
+    if (flag == "--check-numerics") {
+      if (inlineValue)
+        return makeError("--check-numerics takes no value, got '%s'",
+                         value.c_str());
+      opts.checkNumerics = true;
       continue;
     }
     static const char *const withValue[] = {
@@ -237,7 +253,8 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
       return makeError("unexpected argument '%s' with --forward",
                        positional[0].c_str());
     if (sawData || opts.steps != -1 || !opts.metricsPath.empty() ||
-        !opts.exportOnnxPath.empty() || sawInit || !opts.modelPath.empty())
+        !opts.exportOnnxPath.empty() || sawInit || !opts.modelPath.empty() ||
+        opts.checkNumerics)
       return makeError(
           "--forward takes --input, --output-dir and --precision only");
     if (opts.outputDir.empty())

@@ -27,6 +27,7 @@ struct RunOptions {
   std::string outputDir;
   int64_t logEvery = 1; // print every N-th step (and the last)
   bool quiet = false;
+  bool checkNumerics = false; // --check-numerics
   std::string device = "cpu"; // --device cpu|cuda
   std::string precision;      // --forward: loomc --precision (fp32 | bf16)
 };

@@ -192,7 +192,9 @@ StatusOr<KernelFn> bindUnary(const OpView &op, BindContext &ctx) {
   const std::string &name = op.inst.op();
   if (name == "relu")
     return KernelFn([=](const StepContext &) {
-      forEach(n, [&](int64_t i) { y[i] = x[i] > 0.0f ? x[i] : 0.0f; });
+      // `!(x <= 0)` keeps NaN, as torch.relu does: a NaN must reach the
+      // loss, which loom-run checks, not vanish into a zero.
+      forEach(n, [&](int64_t i) { y[i] = !(x[i] <= 0.0f) ? x[i] : 0.0f; });
       return Status::ok();
     });
   if (name == "tanh")

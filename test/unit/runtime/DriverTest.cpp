@@ -39,6 +39,8 @@ TEST(OptionsTest, Training) {
   EXPECT_EQ(o->metricsPath, "m.jsonl");
   EXPECT_TRUE(o->quiet);
   EXPECT_EQ(o->logEvery, 10);
+  EXPECT_FALSE(o->checkNumerics);
+  EXPECT_TRUE(parse({"p", "--steps", "1", "--check-numerics"})->checkNumerics);
 }
 
 TEST(OptionsTest, Init) {
@@ -103,6 +105,10 @@ TEST(OptionsTest, Errors) {
        "--precision belongs to --forward"},
       {{"--forward", "m.onnx", "--output-dir", "o", "--precision", "fp16"},
        "--precision must be fp32 or bf16, got 'fp16'"},
+      {{"p", "--steps", "1", "--check-numerics=yes"},
+       "--check-numerics takes no value, got 'yes'"},
+      {{"--forward", "m.onnx", "--output-dir", "o", "--check-numerics"},
+       "--forward takes --input, --output-dir and --precision only"},
   };
   for (const Case &c : cases) {
     auto o = parse(c.args);
@@ -185,6 +191,63 @@ TEST_F(RunMainTest, ErrorsExitWithOne) {
   EXPECT_EQ(run({dir + "/p.loomplan", "--data", "x=" + dir + "/none.npy", "--data",
                  "target=" + dir + "/y.npy", "--steps", "1"}),
             1);
+}
+
+// Sample 2 holds a NaN; step 2 reads samples 2 and 0 (the global batch is 2
+// of 3 samples), so its loss is the first that is not finite.
+class NanDataTest : public RunMainTest {
+protected:
+  void SetUp() override {
+    RunMainTest::SetUp();
+    ASSERT_TRUE(writeNpy(dir + "/nan_x.npy",
+                         HostTensor::fromF32({3, 2}, {1, 2, 0, 1, NAN, 3}))
+                    .isOk());
+  }
+
+  /// Runs 5 steps on the NaN data with `extra` flags; returns the exit code
+  /// and leaves stderr in `err`, the metrics lines in `lines`.
+  int runOnNan(std::vector<std::string> extra) {
+    std::vector<std::string> args = {
+        dir + "/p.loomplan", "--data=x=" + dir + "/nan_x.npy",
+        "--data=target=" + dir + "/y.npy", "--steps=5", "--quiet",
+        "--metrics=" + dir + "/nan.jsonl"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    testing::internal::CaptureStderr();
+    int code = run(args);
+    err = testing::internal::GetCapturedStderr();
+    lines.clear();
+    std::ifstream in(dir + "/nan.jsonl");
+    for (std::string line; std::getline(in, line);)
+      lines.push_back(line);
+    return code;
+  }
+
+  std::string err;
+  std::vector<std::string> lines;
+};
+
+TEST_F(NanDataTest, ANanLossStopsAfterItsStep) {
+  EXPECT_EQ(runOnNan({}), kExitNonFinite);
+  EXPECT_EQ(err, "loom-run: error: the loss is nan at step 2 (samples 2, 0 "
+                 "of the data); rerun with --check-numerics to find the first "
+                 "instruction that produced it\n");
+  // The stopping step's metrics are written, and no step after it runs.
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[1].rfind("{\"step\":2,\"loss\":null,", 0), 0u) << lines[1];
+}
+
+TEST_F(NanDataTest, CheckNumericsNamesTheDataSample) {
+  EXPECT_EQ(runOnNan({"--check-numerics"}), kExitNonFinite);
+  EXPECT_EQ(err, "loom-run: error: step 2: the data 'x' has nan in sample 2 "
+                 "(element 0 of the sample)\n");
+  EXPECT_EQ(lines.size(), 2u);
+}
+
+TEST_F(RunMainTest, CheckNumericsLeavesAFiniteRunAlone) {
+  EXPECT_EQ(run({dir + "/p.loomplan", "--data", "x=" + dir + "/x.npy", "--data",
+                 "target=" + dir + "/y.npy", "--steps", "3", "--quiet",
+                 "--check-numerics"}),
+            0);
 }
 
 TEST_F(RunMainTest, ForwardReportsAMissingLoomc) {

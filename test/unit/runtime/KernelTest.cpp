@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 using namespace loom::runtime;
 using namespace loom::runtime::test;
@@ -176,6 +177,21 @@ TEST(KernelTest, UnaryOpsAndGrads) {
     }
     expectNear(values((*g)[0]), wantGrad, 1e-6);
   }
+}
+
+// As in PyTorch, relu keeps NaN (so a NaN in the data reaches the loss) and
+// +inf.
+TEST(KernelTest, ReluKeepsNanAndInf) {
+  const float inf = std::numeric_limits<float>::infinity();
+  auto r =
+      runOp("relu", {HostTensor::fromF32({5}, {NAN, inf, -inf, -1, 2})}, {{5}});
+  ASSERT_TRUE(r.isOk()) << r.status().message();
+  std::vector<float> y = values((*r)[0]);
+  EXPECT_TRUE(std::isnan(y[0]));
+  EXPECT_EQ(y[1], inf);
+  EXPECT_EQ(y[2], 0.0f);
+  EXPECT_EQ(y[3], 0.0f);
+  EXPECT_EQ(y[4], 2.0f);
 }
 
 TEST(KernelTest, ScaleInPlaceAndCopy) {

@@ -174,6 +174,38 @@ TEST_F(OnnxWeightsTest, PlanInitialisesFromOnnxAndExportsTrainedWeights) {
   EXPECT_EQ((*reread)->get("a", ElemType::F32)->toF32(), trained);
 }
 
+TEST_F(OnnxWeightsTest, TiedCopiesAreExportedFromTheirParameter) {
+  // The plan ties initializer `e` to the transpose of parameter `a` (untrained
+  // here: [[1, 2], [3, 4]]); the export writes `e` from `a`.
+  plan::Plan p = makeLinearRegressionPlan(1, 2, 2, 2, 0.5, std::vector<float>(4, 0));
+  p.set_model_path(modelPath);
+  plan::Buffer &w = *p.mutable_programs(0)->mutable_buffers(2);
+  w.set_binding("a");
+  w.set_onnx_initializer("a");
+  plan::TiedInitializer *t = p.add_tied_initializers();
+  t->set_name("e");
+  t->set_parameter("a");
+  t->set_transposed(true);
+  LocalCommunicator world;
+  auto s = Session::create(p, world);
+  ASSERT_TRUE(s.isOk()) << s.status().message();
+  std::string out = dir + "/tied.onnx";
+  ASSERT_TRUE((*s)->exportOnnx(out).isOk());
+  auto reread = OnnxWeights::load(out);
+  ASSERT_TRUE(reread.isOk());
+  auto e = (*reread)->get("e", ElemType::F32);
+  ASSERT_TRUE(e.isOk());
+  EXPECT_EQ(e->shape, (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(e->toF32(), (std::vector<float>{1, 3, 2, 4}));
+
+  t->set_parameter("nothing");
+  auto bad = Session::create(p, world);
+  ASSERT_TRUE(bad.isOk());
+  Status st = (*bad)->exportOnnx(dir + "/bad.onnx");
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("tied to 'nothing'"), std::string::npos) << st.message();
+}
+
 TEST_F(OnnxWeightsTest, ShardedParametersTakeTheirBlock) {
   // A [1, 2] shard at offset [1, 0] of the 2x2 initializer `a`.
   plan::Plan p = makePlan(1, false);
