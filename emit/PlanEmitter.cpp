@@ -40,6 +40,27 @@ std::string describeLoc(Location loc) {
   return s;
 }
 
+/// The error for an all-gather, which the runtime does not have yet: what
+/// is gathered, along which dimension, and what usually causes it.
+LogicalResult gatherError(shard::AllGatherOp op) {
+  Value input = op.getInput();
+  auto type = cast<RankedTensorType>(input.getType());
+  int64_t dim = op.getGatherAxis().getSExtValue();
+  std::string shape;
+  llvm::raw_string_ostream os(shape);
+  llvm::interleave(type.getShape(), os, "x");
+  std::string what = "a value";
+  Location loc = input.getLoc();
+  if (isa<NameLoc>(loc) || isa<FusedLoc>(loc))
+    what = "'" + describeLoc(loc) + "'";
+  return op.emitError("cannot emit a plan: ")
+         << what << " (" << shape << " per rank) must be gathered whole "
+         << "along dimension " << dim
+         << " and loom has no runtime all-gather yet; this happens when a "
+            "parameter or a graph output has a dimension that follows the "
+            "split batch (a batch size baked into a parameter)";
+}
+
 class Emitter {
 public:
   Emitter(func::FuncOp func, MemoryBreakdown &memory, bool storedWeights)
@@ -149,8 +170,10 @@ LogicalResult Emitter::emitArguments() {
     case plan::PARAMETER:
       buf->set_name(param.str());
       buf->set_binding(param.str());
-      if (storedWeights)
-        buf->set_onnx_initializer(param.str());
+      if (storedWeights) {
+        auto from = func.getArgAttrOfType<StringAttr>(i, attr::kInitializer);
+        buf->set_onnx_initializer(from ? from.str() : param.str());
+      }
       *buf->mutable_init_rule() = chooseInitRule(arg);
       memory.parameters += buf->size_bytes();
       memory.numParameters +=
@@ -288,8 +311,12 @@ LogicalResult Emitter::emitOp(Operation *op) {
   StringRef name;
   if (isa<shard::AllReduceOp>(op))
     name = "all_reduce";
+  else if (isa<shard::AllSliceOp>(op))
+    name = "all_slice";
   else if (isa<LoomDialect>(op->getDialect()))
     name = op->getName().stripDialect();
+  else if (auto gather = dyn_cast<shard::AllGatherOp>(op))
+    return gatherError(gather);
   else
     return op->emitError("cannot emit '")
            << op->getName() << "' into a plan: no runtime instruction for it";
@@ -318,6 +345,11 @@ LogicalResult Emitter::emitOp(Operation *op) {
     for (int16_t axis : ar.getGridAxes())
       axes.mutable_ints()->add_values(axis);
     (*inst.mutable_attrs())["reduction"].set_s("sum");
+  } else if (auto slice = dyn_cast<shard::AllSliceOp>(op)) {
+    plan::Attr &axes = (*inst.mutable_attrs())["axes"];
+    for (int16_t axis : slice.getGridAxes())
+      axes.mutable_ints()->add_values(axis);
+    setI(inst, "axis", slice.getSliceAxis().getSExtValue());
   } else {
     // Every other op's attributes carry over by name (docs/plan-format.md).
     // A conversion's target type is its output buffer's dtype.
@@ -365,9 +397,13 @@ LogicalResult Emitter::emitReturn(func::ReturnOp ret) {
       // Updated parameters and states must already live in their argument's
       // buffer (the optimizer updates in place).
       DictionaryAttr attrs = func.getResultAttrDict(r);
+      auto sameRole = [&](unsigned i) {
+        return func.getArgAttr(i, attr::kParam) == attrs.get(attr::kParam) &&
+               func.getArgAttr(i, attr::kState) == attrs.get(attr::kState);
+      };
       bool found = false;
       for (BlockArgument arg : func.getArguments())
-        if (func.getArgAttrDict(arg.getArgNumber()) == attrs) {
+        if (sameRole(arg.getArgNumber())) {
           found = bufferOf(arg) == id;
           break;
         }

@@ -295,6 +295,18 @@ LogicalResult GraphImporter::importInto(ModuleOp module) {
     argLocs.push_back(locator.valueLoc(init.name()));
     argRoles.push_back({attr::kParam, init.name()});
   }
+  // Parameters the exporter deduplicated start from the initializer they
+  // were merged into.
+  llvm::DenseMap<unsigned, StringRef> startsFrom;
+  for (const std::string &name : roles.deduplicatedOrder) {
+    StringRef from = roles.deduplicated.find(name)->second;
+    const onnx::TensorProto *init = known[from].initializer;
+    SmallVector<int64_t> shape(init->dims().begin(), init->dims().end());
+    startsFrom[argTypes.size()] = from;
+    argTypes.push_back(RankedTensorType::get(shape, Float32Type::get(ctx)));
+    argLocs.push_back(locator.valueLoc(name));
+    argRoles.push_back({attr::kParam, name});
+  }
 
   b.setInsertionPointToEnd(module.getBody());
   auto func = func::FuncOp::create(b, locator.fileLoc(), kEntryFunction,
@@ -304,6 +316,8 @@ LogicalResult GraphImporter::importInto(ModuleOp module) {
     BlockArgument arg = entry->getArgument(i);
     arg.setLoc(argLocs[i]);
     func.setArgAttr(i, role.first, b.getStringAttr(role.second));
+    if (auto from = startsFrom.find(i); from != startsFrom.end())
+      func.setArgAttr(i, attr::kInitializer, b.getStringAttr(from->second));
     values[role.second] = arg;
   }
   b.setInsertionPointToStart(entry);

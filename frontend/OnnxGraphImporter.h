@@ -138,6 +138,13 @@ struct InitializerRoles {
   llvm::StringMap<std::string> constants;
   /// Copies of a parameter made by the exporter: trained as that parameter.
   llvm::StringMap<Tie> tied;
+  /// Parameters the exporter wrote as `Identity` of another one with the
+  /// same initial value (torch's eval-mode export deduplicates equal
+  /// initializers: all-ones norm scales, zero biases): the output's name
+  /// -> the initializer it starts from. Each is a parameter of its own.
+  llvm::StringMap<std::string> deduplicated;
+  /// The keys of `deduplicated`, in node order (the arguments' order).
+  std::vector<std::string> deduplicatedOrder;
 };
 
 /// Classifies the float32 initializers of `model`; `trainPattern` and
@@ -228,6 +235,12 @@ public:
   }
   /// Whether some later node or the graph outputs read output `index`.
   bool outputUsed(unsigned index) const;
+  /// Whether output `index` of the current node is a parameter argument of
+  /// its own (`InitializerRoles::deduplicated`).
+  bool outputIsParameter(unsigned index) const {
+    return index < static_cast<unsigned>(current->output_size()) &&
+           roles.deduplicated.count(current->output(index));
+  }
 
   /// Attribute accessors for the current node, with ONNX defaults.
   const onnx::AttributeProto *attr(StringRef name) const;

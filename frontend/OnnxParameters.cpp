@@ -10,7 +10,10 @@
 //   `lm_head`), a bit-for-bit transpose of another initializer: tied to it;
 // - folded constants are scalars (Pow's exponent, GELU's 0.5, attention
 //   scales) or exporter-named tensors fed to other ops (`onnx::Where_12`,
-//   `/h.0/attn/Constant_output_0`): not parameters.
+//   `/h.0/attn/Constant_output_0`): not parameters;
+// - torch's eval-mode export writes parameters that are equal at export
+//   (all-ones norm scales, zero biases) once, and the others as `Identity`
+//   of it under their own names: each is a parameter of its own.
 //
 // `--train REGEX` and `--freeze REGEX` (matched against the whole name)
 // override the rules, `--train` first.
@@ -22,6 +25,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/Hashing.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Regex.h"
 
 #include "onnx/defs/tensor_proto_util.h"
@@ -160,6 +164,24 @@ onnx_import::classifyInitializers(Location loc, const onnx::ModelProto &model,
       continue;
     }
     candidates.push_back(&init);
+  }
+
+  // `Identity` of a parameter under a state-dict name: the exporter merged
+  // two parameters that were equal at export; they train apart.
+  llvm::StringSet<> inits;
+  for (const onnx::TensorProto &init : model.graph().initializer())
+    if (init.data_type() == onnx::TensorProto::FLOAT)
+      inits.insert(init.name());
+  for (const onnx::NodeProto &node : model.graph().node()) {
+    if (node.op_type() != "Identity" || node.input_size() != 1 ||
+        node.output_size() != 1)
+      continue;
+    const std::string &in = node.input(0), &out = node.output(0);
+    if (!inits.contains(in) || roles.constants.count(in) ||
+        isExporterName(out) || inits.contains(out))
+      continue;
+    if (roles.deduplicated.try_emplace(out, in).second)
+      roles.deduplicatedOrder.push_back(out);
   }
 
   // A folded weight that is bit for bit a named parameter, or its

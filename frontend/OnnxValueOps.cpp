@@ -25,6 +25,9 @@ using namespace mlir::loom::onnx_import;
 //===----------------------------------------------------------------------===//
 
 static LogicalResult convertIdentity(GraphImporter &g) {
+  // A deduplicated parameter is an argument already.
+  if (g.outputIsParameter(0))
+    return success();
   return g.forward(0, 0);
 }
 
@@ -147,7 +150,9 @@ static const OpConverter kValueConverters[] = {
     {"Dropout", 1, 17, convertDropout,
      "forwards its input (ratio 0 or inference mode); the mask is a known "
      "all-true value"},
-    {"Identity", 1, 17, convertIdentity, "forwards its input"},
+    {"Identity", 1, 17, convertIdentity,
+     "forwards its input; of a parameter under a parameter's name, a "
+     "parameter of its own (eval-mode exports deduplicate equal ones)"},
     {"Shape", 1, 17, convertShape, "a known int64 value (static shapes)"},
     {"Size", 1, 17, convertSize, "a known int64 value (static shapes)"},
 };

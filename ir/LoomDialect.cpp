@@ -45,14 +45,22 @@ LogicalResult verifyRole(Operation *op, NamedAttribute attr,
       return op->emitError("'loom.state' needs the 'loom.param' it belongs to");
     return success();
   }
+  if (!result && name == attr::kInitializer) {
+    if (failed(expectKind<StringAttr>(op, attr, "a string")))
+      return failure();
+    if (!all.get(attr::kParam) || all.get(attr::kState))
+      return op->emitError("'loom.initializer' belongs on a 'loom.param' "
+                           "argument");
+    return success();
+  }
   if ((!result && name == attr::kTarget) || (result && name == attr::kLoss))
     return expectKind<UnitAttr>(op, attr, "a unit attribute");
   return op->emitError("'")
          << name << "' is not a role of a function "
          << (result ? "result (loom.output, loom.loss, loom.grad, "
                       "loom.param, loom.state)"
-                    : "argument (loom.param, loom.input, loom.target, "
-                      "loom.state)");
+                    : "argument (loom.param, loom.initializer, loom.input, "
+                      "loom.target, loom.state)");
 }
 
 } // namespace

@@ -17,13 +17,15 @@ def Loom_Dialect : Dialect {
 
     Function arguments and results carry the roles of the values they hold:
     `loom.param = "NAME"` (a weight, initialised from the ONNX initializer
-    `NAME`), `loom.input = "NAME"` (graph input `NAME`), `loom.target`
+    `NAME`, or from `loom.initializer = "OTHER"` when the exporter merged it
+    into another one), `loom.input = "NAME"` (graph input `NAME`), `loom.target`
     (the loss target), `loom.output = "NAME"` (graph output `NAME`),
     `loom.loss`, `loom.grad = "NAME"` (the gradient of parameter `NAME`) and
     `loom.state = "SLOT"` with `loom.param` (an optimizer state slot of a
     parameter). Operations may carry `loom.mesh_axes` (on the `shard.grid`:
-    one name per mesh axis), `loom.model_path` and `loom.opset` (on the
-    module: the ONNX model it was imported from), and the planner's marks
+    one name per mesh axis), `loom.model_path`, `loom.opset` and `loom.tied`
+    (on the module: the ONNX model it was imported from, and its
+    initializers that are copies of a parameter), and the planner's marks
     `loom.stage` (pipeline stage, >= 0), `loom.recompute` (recompute in the
     backward) and `loom.zero_stage` (0 to 3). The dialect verifies each
     where it appears, and rejects a `loom.` attribute it does not know.
@@ -42,6 +44,7 @@ def Loom_Dialect : Dialect {
   let discardableAttrs = (ins
     // Arguments and results.
     "StringAttr":$param,
+    "StringAttr":$initializer,
     "StringAttr":$input,
     "UnitAttr":$target,
     "StringAttr":$output,

@@ -39,6 +39,8 @@ namespace mlir::loom {
 namespace attr {
 // The roles, named by the dialect's discardable attributes (LoomDialect.td).
 inline constexpr llvm::StringLiteral kParam = LoomDialect::ParamAttrHelper::getNameStr();
+// The ONNX initializer a parameter starts from, when not its own name.
+inline constexpr llvm::StringLiteral kInitializer = LoomDialect::InitializerAttrHelper::getNameStr();
 inline constexpr llvm::StringLiteral kInput = LoomDialect::InputAttrHelper::getNameStr();
 inline constexpr llvm::StringLiteral kTarget = LoomDialect::TargetAttrHelper::getNameStr();
 inline constexpr llvm::StringLiteral kOutput = LoomDialect::OutputAttrHelper::getNameStr();

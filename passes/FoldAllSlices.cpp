@@ -58,10 +58,19 @@ struct SliceThroughOp : OpRewritePattern<shard::AllSliceOp> {
   LogicalResult matchAndRewrite(shard::AllSliceOp slice,
                                 PatternRewriter &rewriter) const override {
     Operation *op = slice.getInput().getDefiningOp();
+    // Every user must take the same block (copies of one slice, as two
+    // layers reading one mask make before CSE merges them).
+    auto sameBlock = [&](Operation *user) {
+      auto other = dyn_cast<shard::AllSliceOp>(user);
+      return other && other.getSliceAxis() == slice.getSliceAxis() &&
+             other.getGridAttr() == slice.getGridAttr() &&
+             other.getGridAxes() == slice.getGridAxes();
+    };
     if (!op || !isa<LoomDialect>(op->getDialect()) ||
-        op->getNumResults() != 1 || !op->getResult(0).hasOneUse() ||
-        isa<ConstantOp>(op))
-      return rewriter.notifyMatchFailure(slice, "not a single-use loom op");
+        op->getNumResults() != 1 || isa<ConstantOp>(op) ||
+        !llvm::all_of(op->getUsers(), sameBlock))
+      return rewriter.notifyMatchFailure(
+          slice, "not a loom op whose users all take this block");
     int64_t axis = slice.getSliceAxis().getSExtValue();
     int64_t n = blocksOf(slice);
     sharding::LoopNest nest = sharding::loopNestOf(op);
@@ -71,23 +80,34 @@ struct SliceThroughOp : OpRewritePattern<shard::AllSliceOp> {
         nest.loops[loop].type != utils::IteratorType::parallel)
       return rewriter.notifyMatchFailure(slice, "the loop does not split");
 
-    SmallVector<Value> operands;
+    // The dimension of each operand that the loop indexes, if any.
+    SmallVector<std::optional<int64_t>> splitDims;
     for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
       auto dims = nest.maps[i];
       auto it = llvm::find(dims, loop);
       if (it == dims.end()) {
-        operands.push_back(operand);
+        splitDims.push_back(std::nullopt);
         continue;
       }
       int64_t d = it - dims.begin();
-      auto type = cast<RankedTensorType>(operand.getType());
-      if (type.getDimSize(d) % n != 0)
+      if (cast<RankedTensorType>(operand.getType()).getDimSize(d) % n != 0)
         return rewriter.notifyMatchFailure(slice, "an operand does not split");
+      splitDims.push_back(d);
+    }
+    // After `op`, so the block dominates every slice it replaces.
+    rewriter.setInsertionPointAfter(op);
+    SmallVector<Value> operands;
+    for (auto [operand, d] : llvm::zip(op->getOperands(), splitDims)) {
+      if (!d) {
+        operands.push_back(operand);
+        continue;
+      }
+      auto type = cast<RankedTensorType>(operand.getType());
       SmallVector<int64_t> shape(type.getShape());
-      shape[d] /= n;
+      shape[*d] /= n;
       operands.push_back(shard::AllSliceOp::create(
           rewriter, slice.getLoc(), type.clone(shape), operand,
-          slice.getGrid(), slice.getGridAxes(), d));
+          slice.getGrid(), slice.getGridAxes(), *d));
     }
     Operation *local = rewriter.clone(*op);
     local->setOperands(operands);
@@ -96,7 +116,8 @@ struct SliceThroughOp : OpRewritePattern<shard::AllSliceOp> {
     if (isa<ReshapeOp, ExpandOp>(local))
       local->setAttr("shape", rewriter.getDenseI64ArrayAttr(
                                   slice.getResult().getType().getShape()));
-    rewriter.replaceOp(slice, local->getResults());
+    for (Operation *user : llvm::make_early_inc_range(op->getUsers()))
+      rewriter.replaceOp(user, local->getResults());
     rewriter.eraseOp(op);
     return success();
   }

@@ -89,6 +89,21 @@ LogicalResult GradientBuilder::backwardMath(Operation *op, Value dy) {
         accumulate(x, scale(mul(dy, g, loc), 2.0 / std::sqrt(M_PI), loc), loc);
         return success();
       })
+      .Case<MaxOp, MinOp>([&](auto op) {
+        // The gradient goes to the operand the op picked; on a tie to the
+        // second (Clip's bound, so a value at the bound gets none, as in
+        // PyTorch's clamp). `relu_grad` masks where the first wins strictly.
+        Value a = op.getLhs(), c = op.getRhs();
+        Value margin = isa<MaxOp>(op.getOperation())
+                           ? SubOp::create(b, loc, a, c).getResult()
+                           : SubOp::create(b, loc, c, a).getResult();
+        Value toFirst = ReluGradOp::create(b, loc, dy, margin);
+        if (wanted(a))
+          accumulate(a, toFirst, loc);
+        if (wanted(c))
+          accumulate(c, SubOp::create(b, loc, dy, toFirst), loc);
+        return success();
+      })
       .Case<SelectOp>([&](SelectOp s) {
         Value zero = scalar(0.0, dy, loc);
         if (wanted(s.getOnTrue()))

@@ -70,7 +70,7 @@ Executor::create(const plan::Plan &plan, Communicator &world,
   std::set<std::vector<int64_t>> axisSets;
   for (const plan::Program &program : plan.programs())
     for (const plan::Instruction &inst : program.instructions()) {
-      if (inst.op() != "all_reduce")
+      if (inst.op() != "all_reduce" && inst.op() != "all_slice")
         continue;
       auto it = inst.attrs().find("axes");
       if (it == inst.attrs().end())

@@ -26,6 +26,7 @@ const std::vector<OpInfo> &opTable() {
       {"mse", 2, 2, 1, 1},
       {"mse_grad", 2, 2, 1, 1},
       {"all_reduce", 1, 1, 1, 1},
+      {"all_slice", 1, 1, 1, 1},
       {"sgd", 2, 3, 1, 2},
       {"adamw", 4, 4, 3, 3},
       {"batch_matmul", 2, 2, 1, 1},

@@ -159,8 +159,8 @@ FailureOr<Value> combine(OpBuilder &b, Operation *op, Value value,
   return reduced;
 }
 
-/// A constant split by its users: a splat shrinks; anything else would need
-/// each device's block of it, which the runtime does not select.
+/// A constant split by its users: a splat shrinks; anything else is whole on
+/// every device, which keeps its block (`shard.all_slice`).
 LogicalResult partitionConstant(ConstantOp op, const LoopNest &nest,
                                 const shard::ShardingArray &loopAxes,
                                 shard::GridOp grid, IRMapping &partitionMap,
@@ -175,11 +175,22 @@ LogicalResult partitionConstant(ConstantOp op, const LoopNest &nest,
     return success();
   }
   auto splat = dyn_cast<SplatElementsAttr>(op.getValue());
-  if (!splat)
-    return op.emitOpError("a constant that is not uniform cannot be split ")
-           << "(it is " << type << ", each device would take " << *local
-           << "); make it an input or a parameter";
-  Value c = ConstantOp::create(b, op.getLoc(), splat.resizeSplat(*local));
+  if (splat) {
+    Value c = ConstantOp::create(b, op.getLoc(), splat.resizeSplat(*local));
+    partitionMap.map(op.getResult(), c);
+    return success();
+  }
+  // Every device holds the whole constant and keeps its block.
+  Value c = b.clone(*op)->getResult(0);
+  for (auto [d, loop] : llvm::enumerate(nest.maps[0])) {
+    if (loopAxes[loop].empty())
+      continue;
+    auto current = cast<RankedTensorType>(c.getType());
+    SmallVector<int64_t> shape(current.getShape());
+    shape[d] /= devicesOn(grid, loopAxes[loop]);
+    c = shard::AllSliceOp::create(b, op.getLoc(), current.clone(shape), c,
+                                  grid.getSymName(), loopAxes[loop], d);
+  }
   partitionMap.map(op.getResult(), c);
   return success();
 }

@@ -396,6 +396,20 @@ StatusOr<KernelFn> bindAllReduce(const OpView &op, BindContext &ctx) {
   });
 }
 
+StatusOr<KernelFn> bindAllSlice(const OpView &op, BindContext &ctx) {
+  // This rank's block: strided rows of bytes, any element type.
+  LOOM_ASSIGN_OR_RETURN(cpu::BlockCopy c, cpu::allSliceCopy(op, ctx));
+  cudaStream_t s = cudaDevice(ctx).stream();
+  return KernelFn([c, s](const StepContext &) {
+    if (c.rows == 0 || c.blockBytes == 0)
+      return Status::ok();
+    return cudaCheck(cudaMemcpy2DAsync(c.dst, c.blockBytes, c.src, c.rowBytes,
+                                       c.blockBytes, c.rows,
+                                       cudaMemcpyDeviceToDevice, s),
+                     "cudaMemcpy2DAsync (all_slice)");
+  });
+}
+
 // --- optimizers --------------------------------------------------------------
 
 StatusOr<KernelFn> bindSgd(const OpView &op, BindContext &ctx) {

@@ -48,6 +48,7 @@ const KernelDef kCudaKernels[] = {
     {"mse", cpu::verifyMse, bindMse},
     {"mse_grad", cpu::verifyMseGrad, bindMseGrad},
     {"all_reduce", cpu::verifyAllReduce, bindAllReduce},
+    {"all_slice", cpu::verifyAllSlice, bindAllSlice},
     {"sgd", cpu::verifySgd, bindSgd},
     {"adamw", cpu::verifyAdamW, bindAdamW},
     {"softmax", cpu::verifySoftmax, bindSoftmax},

@@ -31,6 +31,7 @@ const KernelDef kKernels[] = {
     {"mse", verifyMse, bindMse},
     {"mse_grad", verifyMseGrad, bindMseGrad},
     {"all_reduce", verifyAllReduce, bindAllReduce},
+    {"all_slice", verifyAllSlice, bindAllSlice},
     {"sgd", verifySgd, bindSgd},
     {"adamw", verifyAdamW, bindAdamW},
     {"batch_matmul", verifyBatchMatmul, bindBatchMatmul},

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <unordered_map>
 
 namespace loom::runtime {
@@ -247,6 +248,32 @@ Status exportOnnxWithWeights(const std::string &modelPath,
       t.set_data_location(onnx::TensorProto::DEFAULT);
       t.set_raw_data(bytes);
     }
+  }
+  // A parameter the exporter wrote as `Identity` of an equal one (eval-mode
+  // exports deduplicate) becomes an initializer of its own again.
+  onnx::GraphProto &graph = *model.mutable_graph();
+  std::set<std::string> present;
+  for (const onnx::TensorProto &t : graph.initializer())
+    present.insert(t.name());
+  for (int i = graph.node_size() - 1; i >= 0; --i) {
+    const onnx::NodeProto &node = graph.node(i);
+    if (node.op_type() != "Identity" || node.output_size() != 1 ||
+        present.count(node.output(0)))
+      continue;
+    auto it = values.find(node.output(0));
+    if (it == values.end())
+      continue;
+    const HostTensor &v = it->second;
+    if (v.type != ElemType::F32)
+      return makeError("exported value of '%s' must be float32",
+                       node.output(0).c_str());
+    onnx::TensorProto *t = graph.add_initializer();
+    t->set_name(node.output(0));
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : v.shape)
+      t->add_dims(d);
+    t->set_raw_data(std::string(v.bytes.begin(), v.bytes.end()));
+    graph.mutable_node()->DeleteSubrange(i, 1);
   }
   std::ofstream out(outPath, std::ios::binary | std::ios::trunc);
   if (!out)

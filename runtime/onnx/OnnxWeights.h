@@ -43,7 +43,9 @@ private:
 
 /// Writes a copy of the model at `modelPath` to `outPath` in which the
 /// initializer of each name in `values` holds that value (as raw_data) and
-/// every external-data initializer is inlined.
+/// every external-data initializer is inlined. A value named by the output
+/// of an `Identity` node (a parameter the exporter deduplicated) replaces
+/// that node as an initializer of its own.
 Status exportOnnxWithWeights(const std::string &modelPath,
                              const std::map<std::string, HostTensor> &values,
                              const std::string &outPath);

@@ -197,8 +197,16 @@ func.func @state_without_param(%m: tensor<3xf32> {loom.state = "exp_avg"}) -> te
 
 // -----
 
+// Only a parameter starts from another initializer.
+// expected-error @+1 {{'loom.initializer' belongs on a 'loom.param' argument}}
+func.func @initializer_without_param(%m: tensor<3xf32> {loom.initializer = "w"}) -> tensor<3xf32> {
+  return %m : tensor<3xf32>
+}
+
+// -----
+
 // The loss is a result, not an argument.
-// expected-error @+1 {{'loom.loss' is not a role of a function argument (loom.param, loom.input, loom.target, loom.state)}}
+// expected-error @+1 {{'loom.loss' is not a role of a function argument (loom.param, loom.initializer, loom.input, loom.target, loom.state)}}
 func.func @loss_as_argument(%l: tensor<f32> {loom.loss}) -> tensor<f32> {
   return %l : tensor<f32>
 }

@@ -11,15 +11,4 @@ func.func @operands_split_differently(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) 
   %y = loom.add %as, %bs : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
   return %y : tensor<4x8xf32>
 }
-// -----
 
-// A constant with different values per row cannot follow a split batch.
-shard.grid @mesh(shape = 1x2x2)
-func.func @constant_not_uniform(%x: tensor<2x2xf32>) -> tensor<2x2xf32> {
-  %s = shard.sharding @mesh split_axes = [[1]] : !shard.sharding
-  %xs = shard.shard %x to %s : tensor<2x2xf32>
-  // expected-error @+1 {{'loom.constant' op a constant that is not uniform cannot be split (it is 'tensor<2x2xf32>', each device would take 'tensor<1x2xf32>'); make it an input or a parameter}}
-  %c = loom.constant dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf32>
-  %y = loom.add %xs, %c : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32>
-  return %y : tensor<2x2xf32>
-}

@@ -145,3 +145,20 @@ func.func @constant_uniform(%x: tensor<2x2xf32>) -> tensor<2x2xf32> {
   %y = loom.add %xs, %c : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32>
   return %y : tensor<2x2xf32>
 }
+
+// -----
+shard.grid @mesh(shape = 1x2x1)
+
+// A constant with different values per row (a mask baked at the export
+// batch) is whole on every device, which keeps its block.
+// CHECK-LABEL: func.func @constant_not_uniform
+// CHECK:         %[[C:.*]] = loom.constant dense<{{\[\[}}1.000000e+00, 2.000000e+00], [3.000000e+00, 4.000000e+00]]> : tensor<2x2xf32>
+// CHECK-NEXT:    %[[B:.*]] = shard.all_slice %[[C]] on @mesh grid_axes = [1] slice_axis = 0 : tensor<2x2xf32> -> tensor<1x2xf32>
+// CHECK-NEXT:    loom.add %{{.*}}, %[[B]]
+func.func @constant_not_uniform(%x: tensor<2x2xf32>) -> tensor<2x2xf32> {
+  %s = shard.sharding @mesh split_axes = [[1]] : !shard.sharding
+  %xs = shard.shard %x to %s : tensor<2x2xf32>
+  %c = loom.constant dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf32>
+  %y = loom.add %xs, %c : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32>
+  return %y : tensor<2x2xf32>
+}

@@ -50,3 +50,21 @@ func.func @expand_and_reshape_take_the_local_shape(%cls: tensor<1x1x64xf32>, %x:
   %t = shard.all_slice %r on @mesh grid_axes = [1] slice_axis = 0 : tensor<8x2x3xf32> -> tensor<4x2x3xf32>
   return %s, %t : tensor<4x1x64xf32>, tensor<4x2x3xf32>
 }
+
+// -----
+
+// Two identical slices of one value (two layers reading one mask, before
+// CSE) both take the block computed locally.
+// CHECK-LABEL: func.func @copies_of_one_slice
+// CHECK:         %[[C:.*]] = loom.constant dense<-0.000000e+00> : tensor<4x1x1x32xf32>
+// CHECK-NEXT:    %[[A:.*]] = loom.add %arg0, %[[C]] : (tensor<1x4x32x32xf32>, tensor<4x1x1x32xf32>) -> tensor<4x4x32x32xf32>
+// CHECK-NOT:     shard.all_slice
+// CHECK:         return %[[A]], %[[A]]
+shard.grid @mesh(shape = 1x2x1)
+func.func @copies_of_one_slice(%a: tensor<1x4x32x32xf32>) -> (tensor<4x4x32x32xf32>, tensor<4x4x32x32xf32>) {
+  %c = loom.constant dense<-0.000000e+00> : tensor<8x1x1x32xf32>
+  %m = loom.add %a, %c : (tensor<1x4x32x32xf32>, tensor<8x1x1x32xf32>) -> tensor<8x4x32x32xf32>
+  %s = shard.all_slice %m on @mesh grid_axes = [1] slice_axis = 0 : tensor<8x4x32x32xf32> -> tensor<4x4x32x32xf32>
+  %t = shard.all_slice %m on @mesh grid_axes = [1] slice_axis = 0 : tensor<8x4x32x32xf32> -> tensor<4x4x32x32xf32>
+  return %s, %t : tensor<4x4x32x32xf32>, tensor<4x4x32x32xf32>
+}

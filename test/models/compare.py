@@ -164,6 +164,12 @@ def read_onnx_weights(path):
         arr = numpy_helper.to_array(init)
         if arr.dtype.kind == "f":
             out[init.name] = arr
+    # A parameter an eval-mode export wrote as Identity of an equal initializer
+    # (deduplicated) has that initializer's value, under its own name.
+    for node in model.graph.node:
+        if (node.op_type == "Identity" and len(node.input) == 1 and node.input[0] in out
+                and node.output[0] not in out):
+            out[node.output[0]] = out[node.input[0]]
     return out
 
 

@@ -32,7 +32,9 @@ Writes to DIR:
   config.json    what hf_train.py needs to rebuild the module: model kind, HF config,
                  shapes, and the initializer map: "parameters" (trainable, ONNX name
                  -> every module parameter name sharing it, e.g. GPT-2's lm_head.weight
-                 under transformer.wte.weight), "buffers" (initializers that are module
+                 under transformer.wte.weight), "copies" (initializers that hold a
+                 parameter's values, possibly transposed: what constant folding
+                 writes; empty here), "buffers" (initializers that are module
                  buffers, not trained: BatchNorm running stats) and "constants"
                  (initializers that are neither, if the exporter lifted any).
 
@@ -92,15 +94,16 @@ class ModelError(Exception):
 
 # ----------------------------------------------------------------------------- models
 
-def _logits_only(model, call_kwargs):
-    """Make `model` (an HF *For* model) return only the logits tensor from forward(input_ids).
+def _logits_only(model, call_kwargs, arg="input_ids"):
+    """Make `model` (an HF model) return only its first output (the logits, or an
+    encoder's last hidden state) from forward(x), x passed as keyword `arg`.
 
     The class is swapped for a subclass instead of wrapping the module, so parameter
     and initializer names stay the HF state-dict names (no 'm.' prefix)."""
     base = type(model)
 
-    def forward(self, input_ids):
-        return base.forward(self, input_ids=input_ids, return_dict=False, **call_kwargs)[0]
+    def forward(self, x):
+        return base.forward(self, **{arg: x}, return_dict=False, **call_kwargs)[0]
 
     model.__class__ = type(base.__name__ + "Logits", (base,), {"forward": forward})
     return model
@@ -143,7 +146,9 @@ def check_no_dropout(model, config=None):
            if isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p != 0]
     if config is not None:
         for key in ("attention_dropout", "attn_pdrop", "attention_probs_dropout_prob",
-                    "hidden_dropout_prob", "resid_pdrop", "embd_pdrop"):
+                    "hidden_dropout_prob", "resid_pdrop", "embd_pdrop", "dropout",
+                    "activation_dropout", "embed_dropout", "resid_dropout", "dropout_rate",
+                    "layerdrop"):
             if getattr(config, key, 0) not in (0, 0.0, None):
                 bad.append("config.%s=%g" % (key, getattr(config, key)))
     if bad:
@@ -165,8 +170,9 @@ def text_tokens(path, vocab):
     return np.frombuffer(data, dtype=np.uint8).astype(np.int64) % vocab
 
 
-def make_lm_data(kind, text, samples, seed, vocab=VOCAB, seq=SEQ):
-    """(input_ids, target), int64 [N, S]; see the module docstring."""
+def make_lm_data(kind, text, samples, seed, vocab=VOCAB, seq=SEQ, masked=None):
+    """(input_ids, target), int64 [N, S]; see the module docstring. masked: masked-LM
+    data instead of next-token windows (default: for BERT)."""
     tokens = text_tokens(text, vocab)
     windows = (len(tokens) - 1) // seq
     if windows < 1:
@@ -177,7 +183,7 @@ def make_lm_data(kind, text, samples, seed, vocab=VOCAB, seq=SEQ):
                          % (text, windows, seq + 1, samples))
     idx = np.arange(n)[:, None] * seq + np.arange(seq + 1)[None, :]
     win = tokens[idx]
-    if kind == "bert":
+    if (kind == "bert") if masked is None else masked:
         rng = np.random.default_rng(seed + 1)
         target = win[:, :seq].copy()
         inputs = target.copy()
@@ -220,8 +226,11 @@ def make_data(kind, samples, seed, text=DEFAULT_TEXT, image_size=IMAGE, image_da
 
 # ----------------------------------------------------------------------------- export
 
-def export(model, example, path, in_name, out_name="logits"):
-    """torch.onnx.export, opset 17, static shapes, training mode, no constant folding.
+def export(model, example, path, in_name, out_name="logits", do_constant_folding=False,
+           training=True):
+    """torch.onnx.export, opset 17, static shapes, training mode, no constant folding
+    unless asked (the model zoo exports both ways, and in eval mode, torch's default,
+    where the model has no BatchNorm: training=False).
 
     Tracing in training mode runs the forward once, which updates BatchNorm's running
     statistics (and num_batches_tracked) in place, and the exporter writes the updated
@@ -232,8 +241,9 @@ def export(model, example, path, in_name, out_name="logits"):
         warnings.simplefilter("ignore")
         torch.onnx.export(model, (example,), path, input_names=[in_name],
                           output_names=[out_name], opset_version=17,
-                          do_constant_folding=False,
-                          training=torch.onnx.TrainingMode.TRAINING)
+                          do_constant_folding=do_constant_folding,
+                          training=(torch.onnx.TrainingMode.TRAINING if training
+                                    else torch.onnx.TrainingMode.EVAL))
     model.train()
     changed = [n for n, b in model.named_buffers() if not torch.equal(b, saved[n])]
     if changed:
@@ -279,16 +289,49 @@ def _module_tensors(module):
     return params, buffers, aliases
 
 
+def _copied_parameter(array, sources):
+    """(parameter alias names, transposed) of the one parameter in `sources` that
+    `array` holds bit for bit, as it is or transposed; None if none does.
+
+    sources: [(alias names, numpy value)] of the parameters whose elements are not all
+    equal (a norm scale of ones or a zero bias is no source: a folded constant may
+    equal it)."""
+    found = []
+    for names, value in sources:
+        if value.size != array.size or value.dtype != array.dtype:
+            continue
+        for transposed, v in ((False, value), (True, value.T if value.ndim == 2 else None)):
+            if v is not None and v.shape == array.shape and \
+                    np.ascontiguousarray(v).tobytes() == array.tobytes():
+                found.append((names, transposed))
+    if len(found) > 1:
+        raise ModelError("an initializer equals parameters %s and %s: cannot tell which it copies"
+                         % (found[0][0][0], found[1][0][0]))
+    return found[0] if found else None
+
+
 def initializer_map(module, onnx_model):
     """Map ONNX initializers to the module's tensors.
 
-    Returns {"parameters": {init: [param alias names]}, "buffers": [init...],
-    "constants": [init...]}. Raises ModelError unless every parameter of the module is
-    one initializer exactly once (tied parameters count once) with the right shape."""
+    Returns {"parameters": {init: [param alias names]}, "copies": {init: {"parameter":
+    alias name, "transposed": bool}}, "deduplicated": {param name: init}, "buffers":
+    [init...], "constants": [init...]}. "deduplicated" are the parameters an eval-mode
+    export wrote as Identity of an initializer equal to them at export (their own name,
+    the initializer they start from).
+    An initializer named like no parameter or buffer is a *copy* of a parameter when it
+    holds that parameter's values bit for bit, as they are or transposed: with constant
+    folding the exporter writes the transposed weight of a bias-free Linear as a new
+    initializer ('onnx::MatMul_123'), and a tied weight used that way becomes an untied
+    copy of its other use (GPT-2's lm_head of wte). Call it with the module as it was
+    exported. Raises ModelError unless every parameter of the module is one initializer
+    by name, or copied (tied parameters count once), with the right shape."""
     params, buffers, aliases = _module_tensors(module)
     inits = {t.name: t for t in onnx_model.graph.initializer}
-    out = {"parameters": {}, "buffers": [], "constants": []}
-    covered = {}
+    out = {"parameters": {}, "copies": {}, "deduplicated": {}, "buffers": [],
+           "constants": []}
+    named, covered = {}, set()
+    sources = [(names, params[names[0]].detach().numpy()) for names in aliases.values()]
+    sources = [(names, v) for names, v in sources if v.size and v.min() != v.max()]
     for name, t in inits.items():
         shape = tuple(t.dims)
         if name in params:
@@ -296,10 +339,11 @@ def initializer_map(module, onnx_model):
             if tuple(p.shape) != shape:
                 raise ModelError("initializer %s has shape %s, parameter has %s"
                                  % (name, list(shape), list(p.shape)))
-            if id(p) in covered:
+            if id(p) in named:
                 raise ModelError("parameter %s is two initializers: %s and %s"
-                                 % (name, covered[id(p)], name))
-            covered[id(p)] = name
+                                 % (name, named[id(p)], name))
+            named[id(p)] = name
+            covered.add(id(p))
             out["parameters"][name] = list(aliases[id(p)])
         elif name in buffers:
             if tuple(buffers[name].shape) != shape:
@@ -307,7 +351,25 @@ def initializer_map(module, onnx_model):
                                  % (name, list(shape), list(buffers[name].shape)))
             out["buffers"].append(name)
         else:
-            out["constants"].append(name)
+            array = numpy_helper.to_array(t)
+            copy = _copied_parameter(array, sources) if array.dtype.kind == "f" else None
+            if copy is None:
+                out["constants"].append(name)
+                continue
+            names, transposed = copy
+            covered.add(id(params[names[0]]))
+            out["copies"][name] = {"parameter": names[0], "transposed": transposed}
+    # Eval-mode export writes parameters equal at export (all-ones norm scales, zero
+    # biases) once and the others as Identity of it under their own names.
+    for node in onnx_model.graph.node:
+        if (node.op_type == "Identity" and len(node.input) == 1 and node.input[0] in inits
+                and node.output[0] in params and node.output[0] not in inits):
+            p = params[node.output[0]]
+            if id(p) in named or id(p) in covered:
+                continue
+            named[id(p)] = node.output[0]
+            covered.add(id(p))
+            out["deduplicated"][node.output[0]] = node.input[0]
     missing = [names[0] for pid, names in aliases.items() if pid not in covered]
     if missing:
         raise ModelError("parameter(s) not among the ONNX initializers: %s"
@@ -317,25 +379,52 @@ def initializer_map(module, onnx_model):
 
 def load_onnx_weights(module, onnx_model, imap=None):
     """Copy every initializer mapped to a parameter or buffer into `module` (in place).
-    Returns the initializer map."""
+    A parameter that is an initializer by name is loaded from that one; one that is only
+    copied, from its first copy. Returns the initializer map."""
     if imap is None:
         imap = initializer_map(module, onnx_model)
     params, buffers, _ = _module_tensors(module)
     arrays = {t.name: numpy_helper.to_array(t) for t in onnx_model.graph.initializer}
+    loaded = set()
     with torch.no_grad():
         for name in imap["parameters"]:
             params[name].copy_(torch.from_numpy(np.array(arrays[name])))
+            loaded.add(id(params[name]))
+        for name, source in imap.get("deduplicated", {}).items():
+            params[name].copy_(torch.from_numpy(np.array(arrays[source])))
+            loaded.add(id(params[name]))
+        for name, copy in imap["copies"].items():
+            p = params[copy["parameter"]]
+            if id(p) not in loaded:
+                value = torch.from_numpy(np.array(arrays[name]))
+                p.copy_(value.T if copy["transposed"] else value)
+                loaded.add(id(p))
         for name in imap["buffers"]:
             buffers[name].copy_(torch.from_numpy(np.array(arrays[name])))
     return imap
 
 
 def module_weights(module, imap):
-    """{initializer name: numpy array} of the module's current parameters and buffers."""
+    """{initializer name: numpy array} of the module's current parameters (a copy as
+    its initializer holds it: transposed where that is) and buffers."""
     params, buffers, _ = _module_tensors(module)
-    out = {n: params[n].detach().numpy().copy() for n in imap["parameters"]}
+    out = {n: params[n].detach().numpy().copy()
+           for n in list(imap["parameters"]) + list(imap.get("deduplicated", {}))}
+    for name, copy in imap["copies"].items():
+        value = params[copy["parameter"]].detach().numpy()
+        out[name] = (value.T if copy["transposed"] else value).copy()
     out.update({n: buffers[n].detach().numpy().copy() for n in imap["buffers"]})
     return out
+
+
+def check_static(onnx_model, outputs=True):
+    """Raise ModelError if a graph input (or output) has a symbolic dimension."""
+    g = onnx_model.graph
+    for vi in list(g.input) + (list(g.output) if outputs else []):
+        dims = vi.type.tensor_type.shape.dim
+        if any(not d.HasField("dim_value") for d in dims):
+            raise ModelError("graph %s %s has a symbolic dimension" % (
+                "input" if vi in g.input else "output", vi.name))
 
 
 def build(kind, out_dir, seed=0, batch=8, samples=0, text=DEFAULT_TEXT, image_size=IMAGE,
@@ -356,11 +445,7 @@ def build(kind, out_dir, seed=0, batch=8, samples=0, text=DEFAULT_TEXT, image_si
     export(model, torch.from_numpy(x[:batch]), path, in_name)
     m = onnx.load(path)
     onnx.checker.check_model(m)
-    for vi in list(m.graph.input) + list(m.graph.output):
-        dims = vi.type.tensor_type.shape.dim
-        if any(not d.HasField("dim_value") for d in dims):
-            raise ModelError("graph %s %s has a symbolic dimension" % (
-                "input" if vi in m.graph.input else "output", vi.name))
+    check_static(m)
     imap = initializer_map(model, m)
     ops = sorted(graph_op_types(m.graph))
     with open(os.path.join(out_dir, "ops.txt"), "w") as f:

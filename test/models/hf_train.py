@@ -169,8 +169,9 @@ def take_loom_kinks(module, model_dir, kinks_dir):
 
 
 def train(module, x, y, global_batch, steps, optimizer, lr, momentum=None, weight_decay=None,
-          autocast=None):
-    """Train `module` in place; returns the per-step losses (before each update)."""
+          autocast=None, loss_fn=lm_loss):
+    """Train `module` in place; returns the per-step losses (before each update).
+    loss_fn(output, target) defaults to cross-entropy over every position."""
     module.train()
     opt = make_optimizer(module.parameters(), optimizer, lr, momentum, weight_decay)
     losses = []
@@ -178,7 +179,7 @@ def train(module, x, y, global_batch, steps, optimizer, lr, momentum=None, weigh
         idx = batch_indices(i, global_batch, len(x))
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast == "bf16"):
             logits = module(torch.from_numpy(x[idx]))
-            loss = lm_loss(logits, torch.from_numpy(y[idx]))
+            loss = loss_fn(logits, torch.from_numpy(y[idx]))
         opt.zero_grad()
         loss.backward()
         opt.step()

@@ -26,7 +26,7 @@ void narrowToBf16(const float *src, uint16_t *dst, int64_t n) {
 }
 
 bool isBf16Native(std::string_view op) {
-  return op == "convert" || op == "copy";
+  return op == "convert" || op == "copy" || op == "all_slice";
 }
 
 bool touchesBf16(const OpView &op) {

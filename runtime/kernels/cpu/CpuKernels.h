@@ -33,6 +33,17 @@ LOOM_DECLARE_KERNEL(CrossEntropyGrad)
 LOOM_DECLARE_KERNEL(Mse)
 LOOM_DECLARE_KERNEL(MseGrad)
 LOOM_DECLARE_KERNEL(AllReduce)
+LOOM_DECLARE_KERNEL(AllSlice)   // this rank's block, no communication
+
+/// The copy an `all_slice` is on this rank: `rows` blocks of `blockBytes`,
+/// `rowBytes` apart in the source (AllSlice.cpp; the CUDA backend does it
+/// as one cudaMemcpy2DAsync).
+struct BlockCopy {
+  const uint8_t *src = nullptr;
+  uint8_t *dst = nullptr;
+  int64_t rows = 0, blockBytes = 0, rowBytes = 0;
+};
+StatusOr<BlockCopy> allSliceCopy(const OpView &op, BindContext &ctx);
 LOOM_DECLARE_KERNEL(Sgd)
 LOOM_DECLARE_KERNEL(AdamW)
 

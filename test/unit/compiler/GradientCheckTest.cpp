@@ -289,6 +289,14 @@ const GradCase kCases[] = {
       %0 = loom.pow %a, %c : (tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
       %1 = loom.mse %0, %t : tensor<2x3xf32> -> tensor<f32>
       return %1 : tensor<f32> })"},
+    {"max_min", R"(func.func @main(%a: tensor<2x3xf32> {loom.param = "a"}, %b: tensor<3xf32> {loom.param = "b"}, %t: tensor<2x3xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+      %c = loom.constant dense<0.1> : tensor<f32>
+      %0 = loom.max %a, %b : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+      %1 = loom.min %0, %c : (tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
+      %2 = loom.min %b, %a : (tensor<3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+      %3 = loom.add %1, %2 : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+      %4 = loom.mse %3, %t : tensor<2x3xf32> -> tensor<f32>
+      return %4 : tensor<f32> })"},
     {"exp_log_sqrt", R"(func.func @main(%a: tensor<2x3xf32> {loom.param = "a"}, %t: tensor<2x3xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
       %0 = loom.mul %a, %a : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
       %1 = loom.sqrt %0 : tensor<2x3xf32>

@@ -391,6 +391,25 @@ TEST_F(OnnxImporterTest, ExporterCopiesAreTiedAndConstantsAreNotTrained) {
   EXPECT_EQ(transposes, 1);
 }
 
+TEST_F(OnnxImporterTest, DeduplicatedParametersTrainApart) {
+  // torch's eval-mode export writes equal parameters once: `b2` is `Identity`
+  // of `b1` and starts from its value, but is a parameter of its own.
+  auto module = importText(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2, 3] x) => (float[2, 3] y) <float[3] b1 = {0.0, 0.0, 0.0}> {
+  b2 = Identity(b1)
+  t = Add(x, b1)
+  y = Add(t, b2)
+}
+)");
+  ASSERT_TRUE(module) << onlyError();
+  EXPECT_EQ(paramNames(*module), (Names{"b1", "b2"}));
+  func::FuncOp func = mainOf(*module);
+  EXPECT_FALSE(func.getArgAttr(1, attr::kInitializer));
+  EXPECT_EQ(func.getArgAttrOfType<StringAttr>(2, attr::kInitializer).getValue(),
+            "b1");
+}
+
 TEST_F(OnnxImporterTest, FreezeAndTrainOverrideTheDefaults) {
   OnnxImportOptions options;
   options.freezePattern = "w|onnx::MatMul_.*";

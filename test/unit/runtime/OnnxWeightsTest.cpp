@@ -206,6 +206,40 @@ TEST_F(OnnxWeightsTest, TiedCopiesAreExportedFromTheirParameter) {
   EXPECT_NE(st.message().find("tied to 'nothing'"), std::string::npos) << st.message();
 }
 
+TEST_F(OnnxWeightsTest, DeduplicatedParametersBecomeInitializersAgain) {
+  // `a2 = Identity(a)` (an eval-mode export's merged parameter) trained
+  // apart from `a`: the export writes it as an initializer, without the node.
+  onnx::ModelProto model;
+  {
+    std::ifstream in(modelPath, std::ios::binary);
+    ASSERT_TRUE(model.ParseFromIstream(&in));
+  }
+  onnx::NodeProto *id = model.mutable_graph()->add_node();
+  id->set_op_type("Identity");
+  id->add_input("a");
+  id->add_output("a2");
+  std::string path = dir + "/dedup.onnx";
+  {
+    std::ofstream out(path, std::ios::binary);
+    ASSERT_TRUE(model.SerializeToOstream(&out));
+  }
+  std::map<std::string, HostTensor> values;
+  values["a"] = HostTensor::fromF32({2, 2}, {1, 1, 1, 1});
+  values["a2"] = HostTensor::fromF32({2, 2}, {5, 6, 7, 8});
+  std::string out = dir + "/dedup-trained.onnx";
+  ASSERT_TRUE(exportOnnxWithWeights(path, values, out).isOk());
+  onnx::ModelProto written;
+  std::ifstream in(out, std::ios::binary);
+  ASSERT_TRUE(written.ParseFromIstream(&in));
+  EXPECT_EQ(written.graph().node_size(), 0);
+  auto reread = OnnxWeights::load(out);
+  ASSERT_TRUE(reread.isOk());
+  EXPECT_EQ((*reread)->get("a2", ElemType::F32)->toF32(),
+            (std::vector<float>{5, 6, 7, 8}));
+  EXPECT_EQ((*reread)->get("a", ElemType::F32)->toF32(),
+            (std::vector<float>{1, 1, 1, 1}));
+}
+
 TEST_F(OnnxWeightsTest, ShardedParametersTakeTheirBlock) {
   // A [1, 2] shard at offset [1, 0] of the 2x2 initializer `a`.
   plan::Plan p = makePlan(1, false);
