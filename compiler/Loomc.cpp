@@ -88,6 +88,13 @@ struct Options {
                                  cl::desc("fp32 | bf16 (bf16 activations, f32 "
                                           "master weights and optimizer)"),
                                  cl::cat(cat)};
+  cl::opt<bool> localBatchNorm{
+      "local-batchnorm",
+      cl::desc("under data parallelism, normalise each rank's block of the "
+               "batch with its own batch-norm statistics (PyTorch DDP without "
+               "SyncBatchNorm); by default the statistics are the global "
+               "batch's, so N ranks compute what one does"),
+      cl::cat(cat)};
   cl::opt<std::string> train{
       "train", cl::init(""),
       cl::desc("train the float initializers whose whole name matches this "
@@ -391,6 +398,7 @@ int run(Options &o) {
   pipeline.plan.dp = forced->dp;
   pipeline.plan.tp = forced->tp;
   pipeline.plan.pp = forced->pp;
+  pipeline.plan.localBatchNorm = o.localBatchNorm;
   PassManager pm(&ctx);
   buildLoomCompilerPipeline(pm, pipeline);
   if (failed(pm.run(*module)))

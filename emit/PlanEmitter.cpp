@@ -133,7 +133,7 @@ FailureOr<int> Emitter::newBuffer(Type t, plan::Role role, Location loc) {
   buf->set_size_bytes(bytes);
   buf->set_role(role);
   bool persistent = role == plan::PARAMETER || role == plan::OPTIMIZER_STATE ||
-                    role == plan::CONSTANT;
+                    role == plan::RUNNING_STAT || role == plan::CONSTANT;
   bool data = role == plan::INPUT || role == plan::TARGET;
   LiveRange range;
   range.size = buf->size_bytes();
@@ -150,8 +150,12 @@ LogicalResult Emitter::emitArguments() {
     auto param = func.getArgAttrOfType<StringAttr>(i, attr::kParam);
     auto state = func.getArgAttrOfType<StringAttr>(i, attr::kState);
     auto input = func.getArgAttrOfType<StringAttr>(i, attr::kInput);
+    auto runningMean = func.getArgAttrOfType<StringAttr>(i, attr::kRunningMean);
+    auto runningVar = func.getArgAttrOfType<StringAttr>(i, attr::kRunningVar);
     plan::Role role;
-    if (state && param)
+    if (runningMean || runningVar)
+      role = plan::RUNNING_STAT;
+    else if (state && param)
       role = plan::OPTIMIZER_STATE;
     else if (param)
       role = plan::PARAMETER;
@@ -161,7 +165,9 @@ LogicalResult Emitter::emitArguments() {
       role = plan::TARGET;
     else
       return func.emitError("argument #")
-             << i << " has no role (loom.param, loom.input or loom.target)";
+             << i
+             << " has no role (loom.param, loom.input, loom.target, "
+                "loom.running_mean or loom.running_var)";
     FailureOr<int> id = newBuffer(arg, role, arg.getLoc());
     if (failed(id))
       return failure();
@@ -179,6 +185,20 @@ LogicalResult Emitter::emitArguments() {
       memory.numParameters +=
           cast<RankedTensorType>(arg.getType()).getNumElements();
       break;
+    case plan::RUNNING_STAT: {
+      // A batch norm's running statistic: from its initializer, or, planned
+      // without weights, torch's initial values (mean 0, variance 1).
+      StringAttr name = runningMean ? runningMean : runningVar;
+      buf->set_name(name.str());
+      buf->set_binding(name.str());
+      buf->set_state(runningMean ? "running_mean" : "running_var");
+      if (storedWeights)
+        buf->set_onnx_initializer(name.str());
+      buf->mutable_init_rule()->set_kind(runningMean ? plan::InitRule::ZEROS
+                                                     : plan::InitRule::ONES);
+      memory.parameters += buf->size_bytes();
+      break;
+    }
     case plan::OPTIMIZER_STATE:
       buf->set_name(param.str() + "." + state.str());
       buf->set_binding(param.str());
@@ -352,9 +372,13 @@ LogicalResult Emitter::emitOp(Operation *op) {
     setI(inst, "axis", slice.getSliceAxis().getSExtValue());
   } else {
     // Every other op's attributes carry over by name (docs/plan-format.md).
-    // A conversion's target type is its output buffer's dtype.
+    // A conversion's target type is its output buffer's dtype; the running
+    // statistics a batch norm names (left in a forward plan) are the
+    // training step's state, not the kernel's.
     for (NamedAttribute a : op->getAttrDictionary()) {
       if (isa<ConvertOp>(op) && a.getName() == "to")
+        continue;
+      if (isa<BatchNormOp>(op) && a.getName() != "epsilon")
         continue;
       plan::Attr &out = (*inst.mutable_attrs())[a.getName().str()];
       Attribute v = a.getValue();
@@ -393,6 +417,22 @@ LogicalResult Emitter::emitReturn(func::ReturnOp ret) {
       continue;
     }
     auto gradOf = func.getResultAttrOfType<StringAttr>(r, attr::kGrad);
+    if (training && (func.getResultAttr(r, attr::kRunningMean) ||
+                     func.getResultAttr(r, attr::kRunningVar))) {
+      // A running statistic's update is copied into its persistent buffer
+      // at the end of the step, when nothing reads the old value any more.
+      DictionaryAttr attrs = func.getResultAttrDict(r);
+      BlockArgument state;
+      for (BlockArgument arg : func.getArguments())
+        if (func.getArgAttrDict(arg.getArgNumber()) == attrs)
+          state = arg;
+      if (!state)
+        return ret.emitError("result #")
+               << r << " updates a running statistic that is no argument "
+               << attrs;
+      addInstruction("copy", {v}, {bufferOf(state)}, v.getLoc());
+      continue;
+    }
     if (training && !gradOf) {
       // Updated parameters and states must already live in their argument's
       // buffer (the optimizer updates in place).

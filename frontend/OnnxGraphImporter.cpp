@@ -582,12 +582,40 @@ FailureOr<Value> GraphImporter::indices(unsigned index) {
                                 .isInteger(64))
     return it->second;
   if (it != values.end() && convertedInts.contains(name))
-    return error("indices '" + name +
-                     "' were converted to float32 by an "
-                     "earlier reshaping op",
-                 "loom's layout ops take float32 tensors; feed the int64 "
-                 "graph input to Gather directly");
+    return ConvertOp::create(b, currentLoc, it->second, b.getI64Type())
+        .getResult();
   return error("indices '" + name + "' are not int64 tensors");
+}
+
+FailureOr<Value> GraphImporter::numeric(unsigned index) {
+  if (!hasInput(index))
+    return error(
+        llvm::formatv("{0} is missing input {1}", current->op_type(), index));
+  const std::string &name = current->input(index);
+  if (const ConstTensor *c = constantNamed(name)) {
+    Value &m = materialized[name];
+    if (!m)
+      m = materialize(*c);
+    return m;
+  }
+  auto it = values.find(name);
+  if (it != values.end() && cast<RankedTensorType>(it->second.getType())
+                                .getElementType()
+                                .isInteger(64))
+    return ConvertOp::create(b, currentLoc, it->second, b.getF32Type())
+        .getResult();
+  return data(index);
+}
+
+bool GraphImporter::isIntegral(unsigned index) {
+  if (!hasInput(index))
+    return false;
+  if (const ConstTensor *c = constant(index))
+    return !c->isFloat();
+  if (holdsConvertedInts(index))
+    return true;
+  Value v = values.lookup(current->input(index));
+  return v && cast<RankedTensorType>(v.getType()).getElementType().isInteger(64);
 }
 
 FailureOr<SmallVector<int64_t>> GraphImporter::constInts(unsigned index) {

@@ -184,8 +184,16 @@ public:
   /// materialized as `loom.constant` at its first use.
   FailureOr<Value> data(unsigned index);
   /// The int64 tensor that is input `index` (a runtime int64 value such as a
-  /// graph input, or an integer constant materialized as `loom.constant`).
+  /// graph input, an integer constant materialized as `loom.constant`, or
+  /// integers computed in f32 at run time, converted).
   FailureOr<Value> indices(unsigned index);
+  /// Input `index` as an f32 tensor whatever its ONNX element type: float
+  /// data, integers or bools computed at run time (held in f32: ids, masks,
+  /// position counts), an int64 runtime value (converted), or a constant.
+  FailureOr<Value> numeric(unsigned index);
+  /// Whether input `index` holds integers or bools (a constant of those
+  /// kinds, an int64 runtime value, or f32-held integers).
+  bool isIntegral(unsigned index);
   /// Whether the current node has a non-empty input `index`.
   bool hasInput(unsigned index) const;
   /// The known value of input `index`, or null when it is computed at run

@@ -24,6 +24,21 @@ using namespace mlir::loom::onnx_import;
 //===----------------------------------------------------------------------===//
 
 template <typename OpTy> static LogicalResult convertBinary(GraphImporter &g) {
+  // Integers computed at run time (position ids from a mask) stay integers
+  // held in f32 through Add, Sub and Mul.
+  StringRef opType = g.node().op_type();
+  if ((opType == "Add" || opType == "Sub" || opType == "Mul") &&
+      g.isIntegral(0) && g.isIntegral(1) &&
+      (g.runtimeValue(0) || g.runtimeValue(1))) {
+    auto lhs = g.numeric(0), rhs = g.numeric(1);
+    if (failed(lhs) || failed(rhs))
+      return failure();
+    if (failed(broadcastShape(shapeOf(*lhs), shapeOf(*rhs))))
+      return g.error(opType + " operand shapes " + shapeText(shapeOf(*lhs)) +
+                     " and " + shapeText(shapeOf(*rhs)) + " do not broadcast");
+    return g.defineConvertedInts(
+        0, OpTy::create(g.builder(), g.loc(), *lhs, *rhs));
+  }
   auto lhs = g.data(0);
   // Pow's exponent may be an integer tensor (ONNX's T2).
   FailureOr<Value> rhs = failure();
@@ -58,17 +73,16 @@ static LogicalResult convertMaxMin(GraphImporter &g) {
   return convertBinary<MinOp>(g);
 }
 
-/// `Where(condition, x, y)`: the boolean condition must be known; it becomes
-/// an f32 0/1 mask for `loom.select`.
+/// `Where(condition, x, y)`: the boolean condition (known, or computed at
+/// run time as an f32 0/1 mask) selects with `loom.select`.
 static LogicalResult convertWhere(GraphImporter &g) {
-  const ConstTensor *cond = g.constant(0);
-  if (!cond)
-    return g.error("unsupported Where with a condition computed at run time",
-                   "loom.select needs a constant condition (a mask built "
-                   "from constants folds to one)");
-  Value mask = g.materialize(*cond);
-  auto x = g.data(1);
-  auto y = g.data(2);
+  auto cond = g.numeric(0);
+  if (failed(cond))
+    return failure();
+  Value mask = *cond;
+  bool ints = g.isIntegral(1) && g.isIntegral(2);
+  auto x = ints ? g.numeric(1) : g.data(1);
+  auto y = ints ? g.numeric(2) : g.data(2);
   if (failed(x) || failed(y))
     return failure();
   auto xy = broadcastShape(shapeOf(*x), shapeOf(*y));
@@ -76,7 +90,61 @@ static LogicalResult convertWhere(GraphImporter &g) {
     return g.error("Where operand shapes " + shapeText(shapeOf(mask)) + ", " +
                    shapeText(shapeOf(*x)) + " and " + shapeText(shapeOf(*y)) +
                    " do not broadcast");
-  return g.define(0, SelectOp::create(g.builder(), g.loc(), mask, *x, *y));
+  Value selected = SelectOp::create(g.builder(), g.loc(), mask, *x, *y);
+  return ints ? g.defineConvertedInts(0, selected) : g.define(0, selected);
+}
+
+/// Comparisons of values computed at run time: `loom.equal`, `loom.less`,
+/// `loom.less_equal` (operands swapped for Greater*), a bool held as 0/1.
+static LogicalResult convertCompare(GraphImporter &g) {
+  auto a = g.numeric(0), b = g.numeric(1);
+  if (failed(a) || failed(b))
+    return failure();
+  if (failed(broadcastShape(shapeOf(*a), shapeOf(*b))))
+    return g.error(g.node().op_type() + " operand shapes " +
+                   shapeText(shapeOf(*a)) + " and " + shapeText(shapeOf(*b)) +
+                   " do not broadcast");
+  StringRef op = g.node().op_type();
+  OpBuilder &builder = g.builder();
+  Value r;
+  if (op == "Equal")
+    r = EqualOp::create(builder, g.loc(), *a, *b);
+  else if (op == "Less")
+    r = LessOp::create(builder, g.loc(), *a, *b);
+  else if (op == "Greater")
+    r = LessOp::create(builder, g.loc(), *b, *a);
+  else if (op == "LessOrEqual")
+    r = LessEqualOp::create(builder, g.loc(), *a, *b);
+  else
+    r = LessEqualOp::create(builder, g.loc(), *b, *a);
+  return g.defineConvertedInts(0, r);
+}
+
+/// Logic on bools computed at run time, held as 0/1: Not is 1 - x, And a
+/// product, Or a max, Xor "not equal".
+static LogicalResult convertLogic(GraphImporter &g) {
+  StringRef op = g.node().op_type();
+  auto a = g.numeric(0);
+  if (failed(a))
+    return failure();
+  OpBuilder &b = g.builder();
+  Value one = g.materialize(ConstTensor::ofFloats({}, {1.0f}));
+  if (op == "Not")
+    return g.defineConvertedInts(0, SubOp::create(b, g.loc(), one, *a));
+  auto c = g.numeric(1);
+  if (failed(c))
+    return failure();
+  if (failed(broadcastShape(shapeOf(*a), shapeOf(*c))))
+    return g.error(op + " operand shapes " + shapeText(shapeOf(*a)) +
+                   " and " + shapeText(shapeOf(*c)) + " do not broadcast");
+  Value r;
+  if (op == "And")
+    r = MulOp::create(b, g.loc(), *a, *c);
+  else if (op == "Or")
+    r = MaxOp::create(b, g.loc(), *a, *c);
+  else
+    r = SubOp::create(b, g.loc(), one, EqualOp::create(b, g.loc(), *a, *c));
+  return g.defineConvertedInts(0, r);
 }
 
 /// Ops that loom has no runtime equivalent for: they only fold.
@@ -119,15 +187,29 @@ static LogicalResult convertCast(GraphImporter &g) {
       return g.define(0, ConvertOp::create(g.builder(), g.loc(), in,
                                            g.builder().getF32Type()));
   }
+  bool toInt = to == onnx::TensorProto::INT64 || to == onnx::TensorProto::INT32;
   if (to == onnx::TensorProto::INT64 && elem.isInteger(64))
     return g.forward(0, 0);
-  if (to == onnx::TensorProto::INT64 && g.holdsConvertedInts(0))
+  if (toInt && g.holdsConvertedInts(0))
     return g.forward(0, 0);
+  if (to == onnx::TensorProto::INT32 && elem.isInteger(64))
+    return g.defineConvertedInts(
+        0, ConvertOp::create(g.builder(), g.loc(), in, g.builder().getF32Type()));
+  if (to == onnx::TensorProto::BOOL && (elem.isF32() || elem.isInteger(64))) {
+    // x != 0, held as 0/1.
+    auto x = g.numeric(0);
+    if (failed(x))
+      return failure();
+    OpBuilder &b = g.builder();
+    Value zero = g.materialize(ConstTensor::ofFloats({}, {0.0f}));
+    Value one = g.materialize(ConstTensor::ofFloats({}, {1.0f}));
+    return g.defineConvertedInts(
+        0, SubOp::create(b, g.loc(), one, EqualOp::create(b, g.loc(), *x, zero)));
+  }
   return g.error(
       llvm::formatv("unsupported Cast from {0} to {1}", elementTypeName(from),
                     elementTypeName(static_cast<int32_t>(to))),
-      "only float32 to float32 and int64 to float32 casts of runtime values "
-      "are supported");
+      "runtime values cast between float32, int64, int32 and bool only");
 }
 
 //===----------------------------------------------------------------------===//
@@ -316,23 +398,24 @@ template <typename OpTy> static LogicalResult convertReduce(GraphImporter &g) {
 
 static const OpConverter kMathConverters[] = {
     {"Add", 7, 17, convertBinary<AddOp>, "loom.add"},
-    {"And", 1, 17, convertFoldOnly, "folded (constant inputs only)"},
+    {"And", 1, 17, convertLogic, "arithmetic on 0/1 masks"},
     {"Cast", 6, 17, convertCast,
      "identity (float32 to float32), loom.convert (int64 to float32); "
      "constants fold"},
     {"Cos", 7, 17, convertFoldOnly, "folded (constant inputs only)"},
     {"Div", 7, 17, convertBinary<DivOp>, "loom.div"},
-    {"Equal", 7, 17, convertFoldOnly, "folded (constant inputs only)"},
+    {"Equal", 7, 17, convertCompare, "loom.equal (a 0/1 mask)"},
     {"Erf", 9, 17, convertUnary<ErfOp>, "loom.erf"},
     {"Exp", 6, 17, convertUnary<ExpOp>, "loom.exp"},
     {"Gemm", 1, 17, convertGemm,
      "loom.matmul [+ loom.scale by alpha] [+ loom.add of C, loom.scale by "
      "beta]"},
-    {"Greater", 7, 17, convertFoldOnly, "folded (constant inputs only)"},
-    {"GreaterOrEqual", 12, 17, convertFoldOnly,
-     "folded (constant inputs only)"},
-    {"Less", 7, 17, convertFoldOnly, "folded (constant inputs only)"},
-    {"LessOrEqual", 12, 17, convertFoldOnly, "folded (constant inputs only)"},
+    {"Greater", 7, 17, convertCompare,
+     "loom.less, operands swapped (a 0/1 mask)"},
+    {"GreaterOrEqual", 12, 17, convertCompare,
+     "loom.less_equal, operands swapped (a 0/1 mask)"},
+    {"Less", 7, 17, convertCompare, "loom.less (a 0/1 mask)"},
+    {"LessOrEqual", 12, 17, convertCompare, "loom.less_equal (a 0/1 mask)"},
     {"Log", 6, 17, convertUnary<LogOp>, "loom.log"},
     {"MatMul", 1, 17, convertMatMul,
      "loom.matmul (right operand of rank 2), loom.batch_matmul (both rank >= "
@@ -341,8 +424,8 @@ static const OpConverter kMathConverters[] = {
     {"Min", 8, 17, convertMaxMin, "loom.min (two inputs)"},
     {"Mul", 7, 17, convertBinary<MulOp>, "loom.mul"},
     {"Neg", 6, 17, convertUnary<NegOp>, "loom.neg"},
-    {"Not", 1, 17, convertFoldOnly, "folded (constant inputs only)"},
-    {"Or", 7, 17, convertFoldOnly, "folded (constant inputs only)"},
+    {"Not", 1, 17, convertLogic, "arithmetic on 0/1 masks"},
+    {"Or", 7, 17, convertLogic, "arithmetic on 0/1 masks"},
     {"Pow", 7, 17, convertBinary<PowOp>, "loom.pow"},
     {"Range", 11, 17, convertFoldOnly, "folded (constant inputs only)"},
     {"Reciprocal", 6, 17, convertUnary<ReciprocalOp>, "loom.reciprocal"},
@@ -360,7 +443,7 @@ static const OpConverter kMathConverters[] = {
     {"Trilu", 14, 17, convertFoldOnly, "folded (constant inputs only)"},
     {"Where", 9, 17, convertWhere,
      "loom.select with the constant condition as an f32 0/1 mask"},
-    {"Xor", 7, 17, convertFoldOnly, "folded (constant inputs only)"},
+    {"Xor", 7, 17, convertLogic, "arithmetic on 0/1 masks"},
 };
 
 ArrayRef<OpConverter> onnx_import::getMathOpConverters() {

@@ -15,6 +15,8 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 
 using namespace mlir;
 using namespace mlir::loom;
@@ -167,6 +169,20 @@ static FailureOr<Value> runningStatistic(GraphImporter &g, unsigned index,
   return v;
 }
 
+/// The shortest decimal that `f` is the float32 rounding of: the value an
+/// exporter wrote (torch's BatchNorm momentum 0.1 is ONNX's 0.9f, which is
+/// 0.89999997615814209 as a double).
+static double writtenDecimal(float f) {
+  for (int digits = 1; digits < 9; ++digits) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%.*g", digits, static_cast<double>(f));
+    double d = std::strtod(text, nullptr);
+    if (static_cast<float>(d) == f)
+      return d;
+  }
+  return f;
+}
+
 static LogicalResult convertBatchNorm(GraphImporter &g) {
   auto x = g.data(0);
   auto scale = g.data(1);
@@ -202,16 +218,29 @@ static LogicalResult convertBatchNorm(GraphImporter &g) {
   double eps = g.floatAttr("epsilon", 1e-5f);
   int64_t rank = in.size();
   if (training) {
-    if (failed(g.define(0, BatchNormOp::create(b, g.loc(), *x, *scale, *bias,
-                                               b.getF64FloatAttr(eps)))))
+    // Running statistics that are initializers are state of the training
+    // step, updated by it and written back (loom-append-running-stats).
+    double momentum = writtenDecimal(g.floatAttr("momentum", 0.9f));
+    auto statOf = [&](unsigned index) -> StringAttr {
+      if (!g.hasInput(index) || !g.isInitializer(g.node().input(index)) ||
+          g.inputElementType(index) != onnx::TensorProto::FLOAT)
+        return nullptr;
+      return b.getStringAttr(g.node().input(index));
+    };
+    StringAttr runningMean = statOf(3), runningVar = statOf(4);
+    bool tracked = runningMean && runningVar;
+    auto bn = BatchNormOp::create(
+        b, g.loc(), *x, *scale, *bias, b.getF64FloatAttr(eps),
+        tracked ? b.getF64FloatAttr(momentum) : nullptr,
+        tracked ? runningMean : nullptr, tracked ? runningVar : nullptr);
+    if (failed(g.define(0, bn)))
       return failure();
     if (!g.outputUsed(1) && !g.outputUsed(2))
       return success();
-    // running = running * momentum + batch * (1 - momentum), with the batch's
-    // mean and biased variance over every dimension but the channels (the
-    // value loom.batch_norm normalises with). The values are outputs of the
-    // graph: loom does not write them back to the initializers.
-    double momentum = g.floatAttr("momentum", 0.9f);
+    // Outputs 1 and 2 as the ONNX operator defines them: running * momentum
+    // + batch * (1 - momentum), with the batch's mean and biased variance
+    // over every dimension but the channels (the value loom.batch_norm
+    // normalises with).
     SmallVector<int64_t> axes;
     for (int64_t i = 0; i < rank; ++i)
       if (i != 1)
@@ -535,7 +564,8 @@ static LogicalResult convertGlobalAveragePool(GraphImporter &g) {
 
 static const OpConverter kNNConverters[] = {
     {"BatchNormalization", 7, 17, convertBatchNorm,
-     "loom.batch_norm (training mode; running statistics: loom.reduce_mean, "
+     "loom.batch_norm (training mode, naming its running statistics, which "
+     "the training step updates; outputs 1 and 2: loom.reduce_mean, "
      "loom.scale); inference mode: element-wise ops"},
     {"Conv", 1, 17, convertConv,
      "loom.conv2d [+ loom.add of the bias reshaped to [1, C, 1, 1]]; 1-D "

@@ -37,6 +37,7 @@ LogicalResult verifyRole(Operation *op, NamedAttribute attr,
                          DictionaryAttr all, bool result) {
   StringRef name = attr.getName().getValue();
   if (name == attr::kParam || name == attr::kState ||
+      name == attr::kRunningMean || name == attr::kRunningVar ||
       (!result && name == attr::kInput) || (result && name == attr::kOutput) ||
       (result && name == attr::kGrad)) {
     if (failed(expectKind<StringAttr>(op, attr, "a string")))
@@ -58,9 +59,11 @@ LogicalResult verifyRole(Operation *op, NamedAttribute attr,
   return op->emitError("'")
          << name << "' is not a role of a function "
          << (result ? "result (loom.output, loom.loss, loom.grad, "
-                      "loom.param, loom.state)"
+                      "loom.param, loom.state, loom.running_mean, "
+                      "loom.running_var)"
                     : "argument (loom.param, loom.initializer, loom.input, "
-                      "loom.target, loom.state)");
+                      "loom.target, loom.state, loom.running_mean, "
+                      "loom.running_var)");
 }
 
 } // namespace

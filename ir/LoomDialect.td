@@ -22,7 +22,10 @@ def Loom_Dialect : Dialect {
     (the loss target), `loom.output = "NAME"` (graph output `NAME`),
     `loom.loss`, `loom.grad = "NAME"` (the gradient of parameter `NAME`) and
     `loom.state = "SLOT"` with `loom.param` (an optimizer state slot of a
-    parameter). Operations may carry `loom.mesh_axes` (on the `shard.grid`:
+    parameter), `loom.running_mean = "NAME"` / `loom.running_var = "NAME"`
+    (a batch norm's running statistic, state of the step that is not
+    trained, initialised from and written back to the ONNX initializer
+    `NAME`). Operations may carry `loom.mesh_axes` (on the `shard.grid`:
     one name per mesh axis), `loom.model_path`, `loom.opset` and `loom.tied`
     (on the module: the ONNX model it was imported from, and its
     initializers that are copies of a parameter), and the planner's marks
@@ -51,6 +54,8 @@ def Loom_Dialect : Dialect {
     "UnitAttr":$loss,
     "StringAttr":$grad,
     "StringAttr":$state,
+    "StringAttr":$running_mean,
+    "StringAttr":$running_var,
     // Operations: the mesh axes' names on the `shard.grid`, the module's
     // model, and what the planner decides per op.
     "ArrayAttr":$mesh_axes,

@@ -49,6 +49,13 @@ def Loom_PowOp : Loom_BinaryOp<"pow", "Element-wise power">;
 def Loom_MaxOp : Loom_BinaryOp<"max", "Element-wise maximum">;
 def Loom_MinOp : Loom_BinaryOp<"min", "Element-wise minimum">;
 
+// Comparisons: 1.0 where the relation holds, 0.0 elsewhere (a mask, as
+// `loom.select` takes it); no gradient flows through them. Greater and
+// greater-or-equal are these with the operands swapped.
+def Loom_EqualOp : Loom_BinaryOp<"equal", "Element-wise `lhs == rhs` as 1.0 / 0.0">;
+def Loom_LessOp : Loom_BinaryOp<"less", "Element-wise `lhs < rhs` as 1.0 / 0.0">;
+def Loom_LessEqualOp : Loom_BinaryOp<"less_equal", "Element-wise `lhs <= rhs` as 1.0 / 0.0">;
+
 def Loom_ExpOp : Loom_UnaryOp<"exp", "Exponential">;
 def Loom_LogOp : Loom_UnaryOp<"log", "Natural logarithm">;
 def Loom_SqrtOp : Loom_UnaryOp<"sqrt", "Square root">;

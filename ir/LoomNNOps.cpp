@@ -87,6 +87,13 @@ LogicalResult BatchNormOp::verify() {
       return emitOpError("scale and bias must have shape [")
              << in.getDimSize(1) << "]";
   }
+  bool named = getRunningMean().has_value();
+  if (named != getRunningVar().has_value() ||
+      named != getMomentum().has_value())
+    return emitOpError("running_mean, running_var and momentum go together");
+  double momentum = named ? getMomentum()->convertToDouble() : 0.0;
+  if (!(momentum >= 0.0 && momentum <= 1.0))
+    return emitOpError("momentum must lie in [0, 1], got ") << momentum;
   return success();
 }
 

@@ -106,10 +106,20 @@ def Loom_BatchNormOp : Loom_Op<"batch_norm", [Pure, Loom_SameFloatOperands,
   let description = [{
     Normalises each channel (dimension 1) with the mean and biased variance
     of this rank's batch over all other dimensions, then applies `scale` and
-    `bias` `[C]`. Running statistics are not tracked yet.
+    `bias` `[C]`. Under data parallelism `loom-sync-batch-norm` writes it
+    out so that the statistics are the global batch's.
+
+    `running_mean` and `running_var`, when set, name the ONNX initializers
+    of the running statistics that the batch's statistics update with
+    `momentum` (ONNX's: `running * momentum + batch * (1 - momentum)`);
+    `loom-append-running-stats` makes them state of the training step and
+    removes the attributes.
   }];
   let arguments = (ins Loom_FloatTensor:$input, Loom_FloatTensor:$scale,
-                       Loom_FloatTensor:$bias, F64Attr:$epsilon);
+                       Loom_FloatTensor:$bias, F64Attr:$epsilon,
+                       OptionalAttr<F64Attr>:$momentum,
+                       OptionalAttr<StrAttr>:$running_mean,
+                       OptionalAttr<StrAttr>:$running_var);
   let results = (outs Loom_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $scale `,` $bias attr-dict `:` `(` type($input) `,` type($scale) `,` type($bias) `)` `->` type($result)

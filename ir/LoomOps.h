@@ -47,6 +47,8 @@ inline constexpr llvm::StringLiteral kOutput = LoomDialect::OutputAttrHelper::ge
 inline constexpr llvm::StringLiteral kLoss = LoomDialect::LossAttrHelper::getNameStr();
 inline constexpr llvm::StringLiteral kGrad = LoomDialect::GradAttrHelper::getNameStr();
 inline constexpr llvm::StringLiteral kState = LoomDialect::StateAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral kRunningMean = LoomDialect::RunningMeanAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral kRunningVar = LoomDialect::RunningVarAttrHelper::getNameStr();
 // The module's model: its file, opset, and initializers that are copies of
 // parameters.
 inline constexpr llvm::StringLiteral kModelPath = LoomDialect::ModelPathAttrHelper::getNameStr();

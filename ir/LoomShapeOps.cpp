@@ -270,8 +270,10 @@ ConvertOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
 
 LogicalResult ConvertOp::verify() {
   Type from = getInput().getType().getElementType(), to = getTo();
-  if (!to.isF32() && !to.isBF16())
-    return emitOpError("converts to f32 or bf16, not ") << to;
+  if (to.isInteger(64) && !from.isF32())
+    return emitOpError("converts to i64 from f32 only, not from ") << from;
+  if (!to.isF32() && !to.isBF16() && !to.isInteger(64))
+    return emitOpError("converts to f32, bf16 or i64, not ") << to;
   if (from == to)
     return emitOpError("converts ") << from << " to itself";
   if (getResult().getType().getElementType() != to)

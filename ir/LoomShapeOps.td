@@ -131,10 +131,12 @@ def Loom_ConvertOp : Loom_Op<"convert", [Pure,
   let summary = "Convert elements to another numeric type";
   let description = [{
     Converts each element of an `i64`, `f32` or `bf16` tensor to `to`
-    (`f32` or `bf16`, different from the input's element type). Integers
-    convert exactly up to 2^24 (f32) or 2^8 (bf16); `f32` to `bf16` rounds to
-    nearest even. The result keeps the input's shape, so the op re-infers
-    when the shape changes.
+    (`f32` or `bf16`, different from the input's element type), or an `f32`
+    tensor that holds integers (position ids the importer computed in f32)
+    to `i64`, rounding to the nearest integer. Integers convert exactly up to
+    2^24 (f32) or 2^8 (bf16); `f32` to `bf16` rounds to nearest even. The
+    result keeps the input's shape, so the op re-infers when the shape
+    changes.
 
     ```mlir
     %m = loom.convert %ids to f32 : tensor<2x64xi64> -> tensor<2x64xf32>
@@ -142,7 +144,7 @@ def Loom_ConvertOp : Loom_Op<"convert", [Pure,
     ```
   }];
   let arguments = (ins RankedTensorOf<[I64, F32, BF16]>:$input, TypeAttr:$to);
-  let results = (outs Loom_FloatTensor:$result);
+  let results = (outs RankedTensorOf<[I64, F32, BF16]>:$result);
   let assemblyFormat = "$input `to` $to attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
 }

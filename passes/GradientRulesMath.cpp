@@ -104,6 +104,9 @@ LogicalResult GradientBuilder::backwardMath(Operation *op, Value dy) {
           accumulate(c, SubOp::create(b, loc, dy, toFirst), loc);
         return success();
       })
+      .Case<EqualOp, LessOp, LessEqualOp>([&](auto) {
+        return success(); // a step function: zero almost everywhere
+      })
       .Case<SelectOp>([&](SelectOp s) {
         Value zero = scalar(0.0, dy, loc);
         if (wanted(s.getOnTrue()))

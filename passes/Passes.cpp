@@ -44,6 +44,7 @@ void mlir::loom::buildLoomTrainPipeline(OpPassManager &pm,
   opt.weightDecay = options.weightDecay;
   opt.momentum = options.momentum;
   pm.addNestedPass<func::FuncOp>(createLoomAppendOptimizerPass(opt));
+  pm.addNestedPass<func::FuncOp>(createLoomAppendRunningStatsPass());
   pm.addPass(createCSEPass());
 }
 
@@ -60,6 +61,12 @@ void mlir::loom::buildLoomPlanPipeline(OpPassManager &pm,
   mesh.tp = options.tp;
   mesh.pp = options.pp;
   pm.addPass(createLoomChooseMeshPass(mesh));
+  // Batch statistics over the global batch; CSE then merges them with the
+  // running statistics' (loom-append-running-stats builds the same ops).
+  if (!options.localBatchNorm) {
+    pm.addPass(createLoomSyncBatchNormPass());
+    pm.addPass(createCSEPass());
+  }
   pm.addPass(createLoomShardDataParallelPass());
   // Forward first: from the split data through the step. Backward first
   // would take the replicated results' annotation back into the activations.
@@ -97,6 +104,7 @@ void mlir::loom::buildLoomCompilerPipeline(
   plan.dp = options.plan.dp;
   plan.tp = options.plan.tp;
   plan.pp = options.plan.pp;
+  plan.localBatchNorm = options.plan.localBatchNorm;
   plan.lower = options.last == Phase::Lower;
   buildLoomPlanPipeline(pm, plan);
 }

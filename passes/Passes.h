@@ -50,8 +50,8 @@ struct TrainPipelineOptions : public PassPipelineOptions<TrainPipelineOptions> {
       llvm::cl::values(LOOM_PRECISION_VALUES)};
 };
 
-/// Appends loss, mixed precision (for bf16), autodiff and optimizer passes on
-/// the entry function.
+/// Appends loss, mixed precision (for bf16), autodiff, optimizer and
+/// running-statistics passes on the entry function.
 void buildLoomTrainPipeline(OpPassManager &pm,
                             const TrainPipelineOptions &options);
 
@@ -84,14 +84,21 @@ struct PlanPipelineOptions : public PassPipelineOptions<PlanPipelineOptions> {
   Option<int64_t> pp{*this, "pp",
                      llvm::cl::desc("force the pipeline-parallel degree"),
                      llvm::cl::init(1)};
+  Option<bool> localBatchNorm{
+      *this, "local-batch-norm",
+      llvm::cl::desc("under data parallelism, normalise each rank's block of "
+                     "the batch with its own statistics (PyTorch DDP without "
+                     "SyncBatchNorm) instead of the global batch's"),
+      llvm::cl::init(false)};
   Option<bool> lower{*this, "lower",
                      llvm::cl::desc("partition into one rank's program "
                                     "(false: only annotate the plan)"),
                      llvm::cl::init(true)};
 };
 
-/// Chooses the mesh and (with `lower`) partitions the step into one rank's
-/// program.
+/// Chooses the mesh, synchronises batch norms over the data-parallel ranks
+/// (unless `localBatchNorm`) and (with `lower`) partitions the step into one
+/// rank's program.
 void buildLoomPlanPipeline(OpPassManager &pm,
                            const PlanPipelineOptions &options);
 

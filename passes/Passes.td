@@ -146,6 +146,34 @@ def LoomAppendOptimizerPass : Pass<"loom-append-optimizer", "mlir::func::FuncOp"
   let dependentDialects = ["::mlir::loom::LoomDialect"];
 }
 
+def LoomAppendRunningStatsPass : Pass<"loom-append-running-stats", "mlir::func::FuncOp"> {
+  let summary = "Update batch norms' running statistics in the training step";
+  let description = [{
+    Pre: a training step (after `loom-append-optimizer`) whose
+    `loom.batch_norm` ops may name their running statistics (`running_mean`,
+    `running_var`, `momentum`: the importer sets them for ONNX
+    BatchNormalization in training mode whose statistics are initializers).
+    Post: each named statistic is an argument `loom.running_mean = NAME` or
+    `loom.running_var = NAME` (f32 `[C]`) and its update a result with the
+    same attribute, after the existing results, in op order; the batch
+    norms no longer carry the attributes. The update is torch.nn.BatchNorm's:
+    `running * momentum + batch * (1 - momentum)` (ONNX's momentum, torch's
+    is 1 minus it), the batch's mean and, for the variance, its unbiased
+    variance (N / (N - 1) times the biased one that normalises), N the
+    elements per channel of the global batch. The statistics are built
+    after the batch norm with the ops `loom-sync-batch-norm` uses, so under
+    data parallelism CSE leaves one copy and they are the global batch's.
+    A batch with one value per channel is an error (torch refuses it too).
+
+    ```mlir
+    // after
+    %m2 = loom.add %kept, %added : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    return %loss, ..., %m2, %v2 : ...   // {loom.running_mean = "bn.running_mean"}, {loom.running_var = "bn.running_var"}
+    ```
+  }];
+  let dependentDialects = ["::mlir::loom::LoomDialect"];
+}
+
 //===----------------------------------------------------------------------===//
 // plan: annotate
 //===----------------------------------------------------------------------===//
@@ -170,6 +198,43 @@ def LoomChooseMeshPass : Pass<"loom-choose-mesh", "mlir::ModuleOp"> {
     Option<"pp", "pp", "int64_t", "1", "force the pipeline-parallel degree">,
   ];
   let dependentDialects = ["::mlir::shard::ShardDialect"];
+}
+
+def LoomSyncBatchNormPass : Pass<"loom-sync-batch-norm", "mlir::ModuleOp"> {
+  let summary = "Normalise batches with the statistics of the global batch";
+  let description = [{
+    Pre: `shard.grid @mesh` from `loom-choose-mesh`, before
+    `loom-shard-data-parallel`; the entry function a training step (or a
+    forward function).
+    Post, when `dp > 1`: no `loom.batch_norm` or `loom.batch_norm_grad`
+    is left in the entry function. Each is written out in reductions and
+    element-wise ops: per channel, the mean is `reduce_sum` over every
+    dimension but 1 scaled by 1/N, the biased variance the centred sum of
+    squares scaled the same way, N the elements per channel of the whole
+    (global) batch; `y = (x - mean) * rsqrt(var + epsilon) * scale + bias`.
+    The backward is the closed form with the same N: `dbias = sum(dy)`,
+    `dscale = sum(dy * xhat)`, `dx = scale * rstd * (dy - dbias / N - xhat *
+    dscale / N)`, reusing the forward's `xhat` and `rstd`. Ops and loops
+    are in f32 (bf16 operands are converted, results converted back).
+    After propagation and partition each of the four sums over the split
+    batch is one sum all-reduce of C values, so every rank uses the global
+    batch's statistics and sums, and the two backward ones are also the
+    scale and bias gradients' data-parallel all-reduces. With `dp = 1` (or
+    `loomc --local-batchnorm`, which leaves this pass out) the fused ops
+    stay.
+
+    ```mlir
+    // before
+    %y = loom.batch_norm %x, %g, %b {epsilon = 1.0e-05 : f64} : (tensor<8x4x6x6xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<8x4x6x6xf32>
+    // after
+    %s = loom.reduce_sum %x axes [0, 2, 3] {keep_dims} : tensor<8x4x6x6xf32> -> tensor<1x4x1x1xf32>
+    %mean = loom.scale %s by 0.003472222222222222 : tensor<1x4x1x1xf32>
+    %c = loom.sub %x, %mean : (tensor<8x4x6x6xf32>, tensor<1x4x1x1xf32>) -> tensor<8x4x6x6xf32>
+    ...
+    %y = loom.add %scaled, %b4 : (tensor<8x4x6x6xf32>, tensor<1x4x1x1xf32>) -> tensor<8x4x6x6xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::loom::LoomDialect"];
 }
 
 def LoomShardDataParallelPass

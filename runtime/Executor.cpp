@@ -184,10 +184,14 @@ Status Executor::initializeBuffers(const ParameterInit &init) {
     uint8_t *dst = bufferData(b);
     std::string what = planPath + ": buffer " + std::to_string(b.id()) +
                        " '" + b.name() + "'";
-    if (b.role() == plan::PARAMETER &&
-        (init.random || b.init_case() == plan::Buffer::INIT_NOT_SET)) {
+    // A running statistic starts as torch's fresh module's (mean 0,
+    // variance 1) when the parameters are random or it has no stored value.
+    bool byRule = (b.role() == plan::PARAMETER ||
+                   b.role() == plan::RUNNING_STAT) &&
+                  (init.random || b.init_case() == plan::Buffer::INIT_NOT_SET);
+    if (byRule) {
       const std::string &name = b.binding().empty() ? b.name() : b.binding();
-      if (!init.random)
+      if (!init.random && b.role() == plan::PARAMETER)
         return makeError("%s: parameter '%s' has no stored value (planned "
                          "with loomc --no-weights); pass --init random:SEED",
                          planPath.c_str(), name.c_str());
@@ -383,6 +387,8 @@ const char *roleName(plan::Role role) {
     return "parameter";
   case plan::OPTIMIZER_STATE:
     return "optimizer state";
+  case plan::RUNNING_STAT:
+    return "running statistic";
   default:
     return "constant";
   }
@@ -422,7 +428,8 @@ Status Executor::checkStoredValues(int64_t step) {
   if (ranAStep)
     return Status::ok();
   for (const plan::Buffer &b : theProgram->buffers()) {
-    if ((b.role() != plan::PARAMETER && b.role() != plan::OPTIMIZER_STATE) ||
+    if ((b.role() != plan::PARAMETER && b.role() != plan::OPTIMIZER_STATE &&
+         b.role() != plan::RUNNING_STAT) ||
         (b.dtype() != plan::F32 && b.dtype() != plan::BF16))
       continue;
     LOOM_ASSIGN_OR_RETURN(std::optional<NonFinite> hit, scanBuffer(b));

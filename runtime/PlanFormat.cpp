@@ -157,6 +157,12 @@ Status checkBuffer(const plan::Plan &plan, const plan::Program &program,
   }
   bool hasInit = b.init_case() != plan::Buffer::INIT_NOT_SET;
   switch (b.role()) {
+  case plan::RUNNING_STAT:
+    if (b.binding().empty())
+      return makeError("RUNNING_STAT buffer has no binding (its initializer)");
+    if (b.dtype() != plan::F32)
+      return makeError("RUNNING_STAT buffer must be f32");
+    [[fallthrough]];
   case plan::PARAMETER:
     // Without a stored value (`loomc --no-weights`) the runtime fills the
     // parameter by its rule (`loom-run --init random:SEED`).

@@ -109,7 +109,8 @@ Session::readBuffer(const std::string &nameOrBinding) const {
   if (const plan::Buffer *b = exec->findBufferByName(nameOrBinding))
     return exec->readBuffer(*b);
   for (plan::Role role :
-       {plan::PARAMETER, plan::OUTPUT, plan::INPUT, plan::TARGET}) {
+       {plan::PARAMETER, plan::RUNNING_STAT, plan::OUTPUT, plan::INPUT,
+        plan::TARGET}) {
     auto found = exec->findBound(role, nameOrBinding);
     if (!found.empty())
       return exec->readBuffer(*found.front());
@@ -148,6 +149,14 @@ StatusOr<std::map<std::string, HostTensor>> Session::parameters() const {
   return params;
 }
 
+std::map<std::string, HostTensor> Session::runningStats() const {
+  std::map<std::string, HostTensor> stats;
+  for (const plan::Buffer &b : exec->program().buffers())
+    if (b.role() == plan::RUNNING_STAT)
+      stats[b.binding()] = exec->readBuffer(b);
+  return stats;
+}
+
 Status Session::exportOnnx(const std::string &outPath) const {
   if (thePlan->model_path().empty())
     return makeError("%s: the plan names no ONNX model to export",
@@ -178,6 +187,10 @@ Status Session::exportOnnx(const std::string &outPath) const {
     }
     params[tie.name()] = std::move(copy);
   }
+  // Running statistics are the same on every rank: the global batch's
+  // statistics update them (with --local-batchnorm too).
+  for (auto &[name, value] : runningStats())
+    params[name] = std::move(value);
   return exportOnnxWithWeights(thePlan->model_path(), params, outPath);
 }
 

@@ -67,7 +67,7 @@ public:
   StatusOr<float> loss() const;
 
   /// A copy of the buffer named `nameOrBinding`, or else of the PARAMETER,
-  /// OUTPUT, INPUT or TARGET buffer bound to it.
+  /// RUNNING_STAT, OUTPUT, INPUT or TARGET buffer bound to it.
   StatusOr<HostTensor> readBuffer(const std::string &nameOrBinding) const;
 
   /// Every OUTPUT buffer of this rank, by binding.
@@ -78,7 +78,12 @@ public:
   /// parameters (not gathered yet).
   StatusOr<std::map<std::string, HostTensor>> parameters() const;
 
-  /// Writes a copy of the plan's ONNX model with the trained parameters.
+  /// The value of every RUNNING_STAT buffer (batch norms' running mean and
+  /// variance after the steps run so far), by initializer name.
+  std::map<std::string, HostTensor> runningStats() const;
+
+  /// Writes a copy of the plan's ONNX model with the trained parameters and
+  /// the updated running statistics.
   Status exportOnnx(const std::string &outPath) const;
 
   const plan::Plan &plan() const { return *thePlan; }

@@ -353,8 +353,10 @@ LoopNest normalization(Operation *op, int64_t axis, bool backward) {
 }
 
 /// Batch normalisation of `[N, C, spatial...]`: samples and channels split
-/// (each rank normalises with its own batch's statistics, as PyTorch's
-/// data-parallel BatchNorm); the spatial dimensions do not.
+/// and each rank normalises with its own block's statistics (PyTorch DDP
+/// without SyncBatchNorm: `loomc --local-batchnorm`; by default
+/// loom-sync-batch-norm writes the op out first, so the statistics are the
+/// global batch's); the spatial dimensions do not split.
 LoopNest batchNorm(Operation *op, bool backward) {
   LoopNest n;
   int64_t rank = rankOf(op->getOperand(0));
@@ -499,7 +501,8 @@ SmallVector<AffineMap> LoopNest::affineMaps(MLIRContext *ctx) const {
 
 LoopNest mlir::loom::sharding::loopNestOf(Operation *op) {
   return llvm::TypeSwitch<Operation *, LoopNest>(op)
-      .Case<AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, SelectOp,
+      .Case<AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, EqualOp, LessOp,
+            LessEqualOp, SelectOp,
             ExpandOp, BroadcastLikeOp>(
           [](Operation *op) { return broadcasting(op); })
       .Case([](SumToOp op) { return sumTo(op); })

@@ -346,7 +346,8 @@ template <typename... Ops> void attach(MLIRContext *ctx) {
 
 void mlir::loom::sharding::attachShardingModels(MLIRContext *ctx) {
   // Grouped as in loopNestOf (ir/sharding/LoopNests.cpp).
-  attach<AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, SelectOp, ExpandOp,
+  attach<AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, EqualOp, LessOp,
+         LessEqualOp, SelectOp, ExpandOp,
          BroadcastLikeOp, SumToOp>(ctx);
   attach<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, SoftmaxOp, SoftmaxGradOp>(
       ctx);

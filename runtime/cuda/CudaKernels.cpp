@@ -87,7 +87,8 @@ StatusOr<KernelFn> bindBinary(const OpView &op, BindContext &ctx) {
   static const std::pair<const char *, BinaryOp> kOps[] = {
       {"add", BinaryOp::Add}, {"sub", BinaryOp::Sub}, {"mul", BinaryOp::Mul},
       {"div", BinaryOp::Div}, {"pow", BinaryOp::Pow}, {"max", BinaryOp::Max},
-      {"min", BinaryOp::Min}};
+      {"min", BinaryOp::Min}, {"equal", BinaryOp::Equal},
+      {"less", BinaryOp::Less}, {"less_equal", BinaryOp::LessEqual}};
   BinaryOp kind = BinaryOp::Add;
   bool found = false;
   for (const auto &[name, k] : kOps)

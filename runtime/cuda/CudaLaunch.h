@@ -40,7 +40,7 @@ struct FloatOut {
 /// Bytes of one element of `e`.
 inline int64_t elemBytes(Elem e) { return e == Elem::BF16 ? 2 : 4; }
 
-enum class BinaryOp { Add, Sub, Mul, Div, Pow, Max, Min };
+enum class BinaryOp { Add, Sub, Mul, Div, Pow, Max, Min, Equal, Less, LessEqual };
 enum class UnaryOp {
   Relu,
   Tanh,
@@ -217,6 +217,9 @@ struct SelectIndex {
 Status launchSelect(FloatIn cond, FloatIn a, FloatIn b, FloatOut y, int64_t n,
                     const SelectIndex &index, cudaStream_t stream);
 /// `y = float(x)` from i64 (`xI64`) or a float storage, to a float storage.
+/// f32 holding integers to i64, rounding to nearest.
+Status launchConvertToI64(FloatIn x, int64_t *y, int64_t n,
+                          cudaStream_t stream);
 Status launchConvert(const int64_t *xI64, FloatIn x, FloatOut y, int64_t n,
                      cudaStream_t stream);
 

@@ -41,6 +41,12 @@ __device__ __forceinline__ float binary(float x, float y) {
     return powf(x, y);
   else if constexpr (Op == BinaryOp::Max) // NaN propagates (torch.maximum)
     return (x > y || isnan(x)) ? x : y;
+  else if constexpr (Op == BinaryOp::Equal)
+    return x == y ? 1.0f : 0.0f;
+  else if constexpr (Op == BinaryOp::Less)
+    return x < y ? 1.0f : 0.0f;
+  else if constexpr (Op == BinaryOp::LessEqual)
+    return x <= y ? 1.0f : 0.0f;
   else
     return (x < y || isnan(x)) ? x : y;
 }
@@ -444,6 +450,9 @@ Status launchBinary(BinaryOp op, BroadcastMode mode, FloatIn a, FloatIn b,
     LOOM_BINARY_CASE(Pow)
     LOOM_BINARY_CASE(Max)
     LOOM_BINARY_CASE(Min)
+    LOOM_BINARY_CASE(Equal)
+    LOOM_BINARY_CASE(Less)
+    LOOM_BINARY_CASE(LessEqual)
   }
 #undef LOOM_BINARY_CASE
   return launchCheck("binary kernel");

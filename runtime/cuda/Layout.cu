@@ -173,6 +173,11 @@ __global__ void convertKernel(const int64_t *__restrict__ xI64, FloatIn x,
   }
 }
 
+__global__ void convertToI64Kernel(FloatIn x, int64_t *__restrict__ y,
+                                   int64_t n) {
+  LOOM_GRID_STRIDE(i, n) { y[i] = llrintf(load(x, i)); }
+}
+
 /// f32 <-> bf16 in packs of 8 (both pointers 16-byte aligned).
 template <typename X, typename Y>
 __global__ void convertPackKernel(const X *__restrict__ x, Y *__restrict__ y,
@@ -410,6 +415,14 @@ Status launchSelect(FloatIn cond, FloatIn a, FloatIn b, FloatOut y, int64_t n,
     return Status::ok();
   selectKernel<<<blocksFor(n), kThreads, 0, stream>>>(cond, a, b, y, n, index);
   return launchCheck("select kernel");
+}
+
+Status launchConvertToI64(FloatIn x, int64_t *y, int64_t n,
+                          cudaStream_t stream) {
+  if (n == 0)
+    return Status::ok();
+  convertToI64Kernel<<<blocksFor(n), kThreads, 0, stream>>>(x, y, n);
+  return launchCheck("convert kernel");
 }
 
 Status launchConvert(const int64_t *xI64, FloatIn x, FloatOut y, int64_t n,

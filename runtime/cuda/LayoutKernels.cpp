@@ -280,7 +280,16 @@ StatusOr<KernelFn> bindSelect(const OpView &op, BindContext &ctx) {
 }
 
 StatusOr<KernelFn> bindConvert(const OpView &op, BindContext &ctx) {
-  // i64, f32 or bf16 in; f32 or bf16 out (dtypes from the buffers).
+  // i64, f32 or bf16 in; f32 or bf16 out (dtypes from the buffers); or f32
+  // holding integers in, i64 out.
+  if (op.outputs[0]->dtype() == plan::I64) {
+    LOOM_ASSIGN_OR_RETURN(FloatIn x, floatIn(op, ctx, 0));
+    int64_t *y = ctx.i64(op.outputs[0]);
+    int64_t n = op.outNumel(0);
+    cudaStream_t s = cudaDevice(ctx).stream();
+    return KernelFn(
+        [=](const StepContext &) { return launchConvertToI64(x, y, n, s); });
+  }
   LOOM_ASSIGN_OR_RETURN(FloatOut y, floatOut(op, ctx, 0));
   const int64_t *xI64 = nullptr;
   FloatIn x;

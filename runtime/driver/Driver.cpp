@@ -91,7 +91,9 @@ bool readsModel(const RunOptions &opts, const plan::Plan &plan) {
   for (const plan::Program &program : plan.programs())
     for (const plan::Buffer &b : program.buffers())
       if (b.init_case() == plan::Buffer::kOnnxInitializer &&
-          !(b.role() == plan::PARAMETER && opts.init.random))
+          !((b.role() == plan::PARAMETER ||
+             b.role() == plan::RUNNING_STAT) &&
+            opts.init.random))
         return true;
   return false;
 }

@@ -148,10 +148,10 @@ func.func @convert_result_mismatch(%a: tensor<2x3xf32>) {
 
 // -----
 
-// Conversions produce floats only.
-func.func @convert_to_integer(%a: tensor<2x3xf32>) {
-  // expected-error @+1 {{'loom.convert' op result #0 must be ranked tensor of 32-bit float or bfloat16 type values}}
-  %0 = loom.convert %a to i64 : tensor<2x3xf32> -> tensor<2x3xi64>
+// Only f32 (holding integers) converts to i64.
+func.func @convert_to_integer(%a: tensor<2x3xbf16>) {
+  // expected-error @+1 {{'loom.convert' op converts to i64 from f32 only, not from 'bf16'}}
+  %0 = loom.convert %a to i64 : tensor<2x3xbf16> -> tensor<2x3xi64>
   return
 }
 
@@ -206,7 +206,7 @@ func.func @initializer_without_param(%m: tensor<3xf32> {loom.initializer = "w"})
 // -----
 
 // The loss is a result, not an argument.
-// expected-error @+1 {{'loom.loss' is not a role of a function argument (loom.param, loom.initializer, loom.input, loom.target, loom.state)}}
+// expected-error @+1 {{'loom.loss' is not a role of a function argument (loom.param, loom.initializer, loom.input, loom.target, loom.state, loom.running_mean, loom.running_var)}}
 func.func @loss_as_argument(%l: tensor<f32> {loom.loss}) -> tensor<f32> {
   return %l : tensor<f32>
 }
@@ -214,7 +214,7 @@ func.func @loss_as_argument(%l: tensor<f32> {loom.loss}) -> tensor<f32> {
 // -----
 
 // A result is not an input.
-// expected-error @+1 {{'loom.input' is not a role of a function result (loom.output, loom.loss, loom.grad, loom.param, loom.state)}}
+// expected-error @+1 {{'loom.input' is not a role of a function result (loom.output, loom.loss, loom.grad, loom.param, loom.state, loom.running_mean, loom.running_var)}}
 func.func @input_as_result(%x: tensor<f32>) -> (tensor<f32> {loom.input = "x"}) {
   return %x : tensor<f32>
 }
@@ -241,4 +241,30 @@ func.func @unknown_mark(%x: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{unknown attribute 'loom.remat'}}
   %y = loom.relu %x {loom.remat} : tensor<4xf32>
   return %y : tensor<4xf32>
+}
+
+// -----
+
+// A batch norm names both running statistics with their momentum, or none.
+func.func @batch_norm_half_named(%x: tensor<4x3xf32>, %g: tensor<3xf32>) -> tensor<4x3xf32> {
+  // expected-error @+1 {{'loom.batch_norm' op running_mean, running_var and momentum go together}}
+  %y = loom.batch_norm %x, %g, %g {epsilon = 1.0e-05 : f64, running_mean = "m"} : (tensor<4x3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<4x3xf32>
+  return %y : tensor<4x3xf32>
+}
+
+// -----
+
+// The momentum weighs the old running statistic: a fraction.
+func.func @batch_norm_momentum_out_of_range(%x: tensor<4x3xf32>, %g: tensor<3xf32>) -> tensor<4x3xf32> {
+  // expected-error @+1 {{'loom.batch_norm' op momentum must lie in [0, 1], got 1.5}}
+  %y = loom.batch_norm %x, %g, %g {epsilon = 1.0e-05 : f64, momentum = 1.5 : f64, running_mean = "m", running_var = "v"} : (tensor<4x3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<4x3xf32>
+  return %y : tensor<4x3xf32>
+}
+
+// -----
+
+// A running statistic is a string role of an argument.
+// expected-error @+1 {{'loom.running_mean' must be a string, got 1 : i64}}
+func.func @running_stat_not_a_string(%m: tensor<3xf32> {loom.running_mean = 1}) -> tensor<3xf32> {
+  return %m : tensor<3xf32>
 }

@@ -41,6 +41,15 @@ func.func @round_trip(%x: tensor<2x8x16xf32>, %w: tensor<32x16xf32>, %b: tensor<
   %16 = loom.max_pool2d %15 kernel [3, 3] strides [2, 2] pads [1, 1, 1, 1] : tensor<2x4x8x8xf32> -> tensor<2x4x4x4xf32>
   // CHECK: loom.layer_norm_grad
   %17:3 = loom.layer_norm_grad %x, %x, %g axis 2 {epsilon = 1.0e-5 : f64} : (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<16xf32>) -> (tensor<2x8x16xf32>, tensor<16xf32>, tensor<16xf32>)
+  %s = loom.constant dense<1.0> : tensor<f32>
+  // CHECK: loom.equal %{{.*}} : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %18 = loom.equal %13, %s : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  // CHECK: loom.less
+  %19 = loom.less %13, %18 : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  // CHECK: loom.less_equal
+  %20 = loom.less_equal %19, %s : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  // CHECK: loom.convert %{{.*}} to i64 : tensor<2x8xf32> -> tensor<2x8xi64>
+  %21 = loom.convert %20 to i64 : tensor<2x8xf32> -> tensor<2x8xi64>
   return
 }
 

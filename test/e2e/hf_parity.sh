@@ -110,8 +110,8 @@ $PY "$MODELS/perturb.py" --rel 1e-6 --out pert6 model.onnx config.json images.np
 forward_parity images 16 1e-3 1e-4
 # The gradient of every trainable parameter, recovered from one SGD step at
 # lr 10 (a large step keeps the float32 rounding of w - lr*g far below the
-# update). BatchNorm's running statistics are not written back by Loom yet
-# (README), so they are excluded.
+# update). BatchNorm's running statistics (no gradients) are left out here:
+# syncbn_parity.sh checks them against PyTorch's buffers.
 loomc model.onnx --cluster cpu:1 --global-batch 16 --optimizer sgd --lr 10 -o sgd.loomplan --quiet
 loom_run sgd.loomplan --data images=images.npy --data target=target.npy --steps 1 \
   --export-onnx sgd1.onnx --quiet

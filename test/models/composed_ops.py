@@ -8,7 +8,9 @@ test_data_set_0/input_K.pb and output_0.pb), so node_conformance.py runs them: f
 graphs of one node with runtime inputs (the forms the ONNX suite only has in float64
 or int32): Pad in constant (runtime value), edge and reflect modes and with negative
 pads, CumSum along each axis, exclusive and reversed, AveragePool with strides and pads
-counted or not, Clip with runtime bounds, Abs, Tile; and `fold_*` copies of each with
+counted or not, Clip with runtime bounds, Abs, Tile, a Where on a condition computed at run
+time by comparisons and logic (Greater, LessOrEqual, Equal, Not, And, Or, Xor); and
+`fold_*` copies of the single-node tests with
 every input an initializer (the importer folds them), plus the fold-only GatherElements
 and ScatterND. Expected outputs come from ONNX Runtime. Inputs are N(0, 1) under
 numpy's default_rng(S).
@@ -28,6 +30,19 @@ import onnx  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 F = TensorProto.FLOAT
+
+
+def graph_model(nodes, inputs, out_shape):
+    """A graph of `nodes` over float32 graph inputs; its output is the last node's."""
+    nodes[-1].output[0] = "y"
+    graph = helper.make_graph(
+        nodes, "g",
+        [helper.make_tensor_value_info(n, F, list(a.shape)) for n, a in inputs],
+        [helper.make_tensor_value_info("y", F, list(out_shape))])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model
 
 
 def node_model(op, inputs, out_shape, attrs=None, inits=(), order=None):
@@ -74,6 +89,19 @@ def cases(rng):
                                           ("hi", np.array(0.7, np.float32))], {}, []
     yield "abs", "Abs", [("x", x3)], {}, []
     yield "tile", "Tile", [("x", x3)], {}, [("repeats", np.array([1, 2, 3], dtype=np.int64))]
+    # Comparisons and logic at run time (0/1 masks) select with Where.
+    y3 = rng.standard_normal((2, 4, 5)).astype(np.float32)
+    y3[0, 0] = x3[0, 0]  # some equal elements
+    yield "where_runtime_condition", [
+        helper.make_node("Greater", ["x", "w"], ["gt"]),
+        helper.make_node("LessOrEqual", ["x", "half"], ["le"]),
+        helper.make_node("Equal", ["x", "w"], ["eq"]),
+        helper.make_node("Not", ["eq"], ["ne"]),
+        helper.make_node("And", ["gt", "ne"], ["a"]),
+        helper.make_node("Or", ["a", "le"], ["o"]),
+        helper.make_node("Xor", ["o", "eq"], ["c"]),
+        helper.make_node("Where", ["c", "x", "w"], ["out"]),
+    ], [("x", x3), ("w", y3), ("half", np.array(0.5, np.float32))]
 
 
 def folded_cases(rng):
@@ -82,7 +110,7 @@ def folded_cases(rng):
     # Float initializers named as exporters name constants ("/..."), so that the
     # importer does not take them for parameters.
     const = lambda n: "/c/" + n  # noqa: E731
-    for name, op, inputs, attrs, inits, *order in cases(rng):
+    for name, op, inputs, attrs, inits, *order in (c for c in cases(rng) if len(c) > 3):
         names = order[0] if order else [n for n, _ in inputs] + [n for n, _ in inits]
         data = [(const(n), a) for n, a in inputs]
         yield ("fold_" + name, op, [], attrs, data + list(inits),
@@ -104,18 +132,23 @@ def main(argv=None):
     import onnxruntime as ort
     rng = np.random.default_rng(args.seed)
     n = 0
-    for name, op, inputs, attrs, inits, *order in list(cases(rng)) + list(folded_cases(rng)):
-        order = order[0] if order else None
+    for case in list(cases(rng)) + list(folded_cases(rng)):
+        if len(case) == 3:  # (name, nodes, inputs): a small graph
+            name, nodes, inputs = case
+            make = lambda shape: graph_model(nodes, inputs, shape)  # noqa: E731
+        else:
+            name, op, inputs, attrs, inits, *order = case
+            order = order[0] if order else None
+            make = lambda shape: node_model(op, inputs, shape, attrs, inits, order)  # noqa: E731
         # The output shape from ONNX Runtime itself.
-        probe = node_model(op, inputs, [], attrs, inits, order)
+        probe = make([])
         probe.graph.output[0].type.tensor_type.ClearField("shape")
         sess = ort.InferenceSession(probe.SerializeToString(),
                                     providers=["CPUExecutionProvider"])
         y = sess.run(None, {k: v for k, v in inputs})[0]
         d = os.path.join(args.out, "test_" + name)
         os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
-        onnx.save(node_model(op, inputs, y.shape, attrs, inits, order),
-                  os.path.join(d, "model.onnx"))
+        onnx.save(make(y.shape), os.path.join(d, "model.onnx"))
         for i, (k, v) in enumerate(inputs):
             with open(os.path.join(d, "test_data_set_0", "input_%d.pb" % i), "wb") as f:
                 f.write(numpy_helper.from_array(v, k).SerializeToString())

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-"""Build a small GPT-2, BERT, LLaMA or ResNet-18, export it to ONNX, write its data.
+"""Build a small GPT-2, BERT, LLaMA, ResNet-18 or MobileNetV2, export it to ONNX, write its data.
 
-  hf_models.py --model gpt2|bert|llama|resnet18 --out DIR [--seed S] [--batch B]
+  hf_models.py --model gpt2|bert|llama|resnet18|mobilenetv2 --out DIR [--seed S] [--batch B]
                [--samples N] [--text FILE] [--image-size 32] [--image-data digits|noise]
 
 The model is built from a config with random initialisation (torch.manual_seed(S);
@@ -15,7 +15,8 @@ transposed weight of every bias-free Linear by a new unnamed initializer
 
 Writes to DIR:
   model.onnx     the graph; input `input_ids` int64 [B, S] (LMs) or `images` float32
-                 [B, 3, S, S] (ResNet, S = --image-size, default 32); one output `logits` ([B, S, V] or [B, 10]).
+                 [B, 3, S, S] (ResNet, MobileNetV2: torchvision's, 10 classes, dropout 0;
+                 S = --image-size, default 32); one output `logits` ([B, S, V] or [B, 10]).
                  Initializers are named like the PyTorch state dict (tied weights once).
   input_ids.npy / images.npy, target.npy
                  LMs: a character-level token stream (the bytes of --text, default
@@ -24,10 +25,10 @@ Writes to DIR:
                  the window (int64 [N, S]). BERT (bidirectional, so next-token targets
                  would be copied) instead gets a masked-LM set: 15% of the input tokens
                  replaced by [MASK] = V-1, target = the original tokens at every
-                 position. ResNet: scikit-learn's digits (8x8) scaled to S x S, three
+                 position. Images: scikit-learn's digits (8x8) scaled to S x S, three
                  equal channels, normalised (float32 [N, 3, S, S]), int64 labels [N];
                  --image-data noise: N(0, 1) pixels instead, with the same labels.
-                 Loss for all four: cross-entropy, mean over every position / sample.
+                 Loss for all: cross-entropy, mean over every position / sample.
   ops.txt        the sorted set of ONNX op types in the graph, one per line.
   config.json    what hf_train.py needs to rebuild the module: model kind, HF config,
                  shapes, and the initializer map: "parameters" (trainable, ONNX name
@@ -64,7 +65,8 @@ import onnx  # noqa: E402
 import torch  # noqa: E402
 from onnx import numpy_helper  # noqa: E402
 
-MODELS = ("gpt2", "bert", "llama", "resnet18")
+MODELS = ("gpt2", "bert", "llama", "resnet18", "mobilenetv2")
+IMAGE_MODELS = ("resnet18", "mobilenetv2")
 DEFAULT_TEXT = "/usr/share/common-licenses/GPL-3"
 SEQ = 64
 VOCAB = 512
@@ -115,10 +117,15 @@ def build_model(kind, seed, hf_config=None):
     hf_config: a config dict (as saved in config.json) to rebuild exactly that model;
     default: the issue's small config. Returns (module, config dict)."""
     torch.manual_seed(seed)
-    if kind == "resnet18":
+    if kind in IMAGE_MODELS:
         import torchvision
         cfg = dict(hf_config or {"num_classes": NUM_CLASSES})
-        model = torchvision.models.resnet18(weights=None, num_classes=cfg["num_classes"])
+        if kind == "resnet18":
+            model = torchvision.models.resnet18(weights=None, num_classes=cfg["num_classes"])
+        else:
+            model = torchvision.models.mobilenet_v2(weights=None, num_classes=cfg["num_classes"],
+                                                    dropout=0.0)
+        check_no_dropout(model)
         return model.float(), cfg
     import transformers
     classes = {
@@ -156,7 +163,7 @@ def check_no_dropout(model, config=None):
 
 
 def input_name(kind):
-    return "images" if kind == "resnet18" else "input_ids"
+    return "images" if kind in IMAGE_MODELS else "input_ids"
 
 
 # ----------------------------------------------------------------------------- data
@@ -219,7 +226,7 @@ def make_image_data(samples, seed, size=IMAGE, kind="digits"):
 
 
 def make_data(kind, samples, seed, text=DEFAULT_TEXT, image_size=IMAGE, image_data="digits"):
-    if kind == "resnet18":
+    if kind in IMAGE_MODELS:
         return make_image_data(samples, seed, image_size, image_data)
     return make_lm_data(kind, text, samples, seed)
 
@@ -469,7 +476,7 @@ def build(kind, out_dir, seed=0, batch=8, samples=0, text=DEFAULT_TEXT, image_si
         "export": {"training": "TRAINING", "do_constant_folding": False,
                    "torch": torch.__version__},
     }
-    if kind != "resnet18":
+    if kind not in IMAGE_MODELS:
         import transformers
         meta["export"]["transformers"] = transformers.__version__
         meta["text"] = os.path.abspath(text)
@@ -491,13 +498,13 @@ def main(argv=None):
     p.add_argument("--samples", type=int, default=0,
                    help="number of samples N (default: every window of the text; 512 images)")
     p.add_argument("--image-size", type=int, default=IMAGE,
-                   help="resnet18: image height and width (default %d)" % IMAGE)
+                   help="image models: height and width (default %d)" % IMAGE)
     p.add_argument("--image-data", choices=["digits", "noise"], default="digits",
-                   help="resnet18: upscaled digits (default) or N(0,1) noise with the digits' labels")
+                   help="image models: upscaled digits (default) or N(0,1) noise with the digits' labels")
     p.add_argument("--text", default=DEFAULT_TEXT,
                    help="text file for the LM token stream (default %s)" % DEFAULT_TEXT)
     args = p.parse_args(argv)
-    if args.model == "resnet18" and args.samples == 0:
+    if args.model in IMAGE_MODELS and args.samples == 0:
         args.samples = 512
     t0 = time.time()
     try:

@@ -125,6 +125,15 @@ StatusOr<KernelFn> bindBinary(const OpView &op, BindContext &ctx) {
   if (name == "pow")
     return makeBinary(a, b, c, as, bs, cs,
                       [](float x, float y) { return std::pow(x, y); });
+  if (name == "equal")
+    return makeBinary(a, b, c, as, bs, cs,
+                      [](float x, float y) { return x == y ? 1.0f : 0.0f; });
+  if (name == "less")
+    return makeBinary(a, b, c, as, bs, cs,
+                      [](float x, float y) { return x < y ? 1.0f : 0.0f; });
+  if (name == "less_equal")
+    return makeBinary(a, b, c, as, bs, cs,
+                      [](float x, float y) { return x <= y ? 1.0f : 0.0f; });
   // NaN propagates, as in torch.maximum / torch.minimum.
   if (name == "max")
     return makeBinary(a, b, c, as, bs, cs, [](float x, float y) {
@@ -234,8 +243,11 @@ Status verifyConvert(const OpView &op) {
   plan::DType from = op.inputs[0]->dtype(), to = op.outputs[0]->dtype();
   if (from != plan::I64 && from != plan::F32 && from != plan::BF16)
     return makeError("input is %s, expected i64, f32 or bf16", dtypeName(from));
-  if (to != plan::F32 && to != plan::BF16)
-    return makeError("output is %s, expected f32 or bf16", dtypeName(to));
+  if (to == plan::I64 && from != plan::F32)
+    return makeError("output is i64 from %s, expected f32", dtypeName(from));
+  if (to != plan::F32 && to != plan::BF16 && to != plan::I64)
+    return makeError("output is %s, expected f32, bf16 or i64",
+                     dtypeName(to));
   if (from == to)
     return makeError("input and output are both %s", dtypeName(from));
   return expectOutShape(op, 0, op.inShape(0), "output");
@@ -249,6 +261,15 @@ StatusOr<KernelFn> bindConvert(const OpView &op, BindContext &ctx) {
     uint16_t *y = ctx.bf16(op.outputs[0]);
     return KernelFn([=](const StepContext &) {
       narrowToBf16(x, y, n);
+      return Status::ok();
+    });
+  }
+  if (from == plan::F32 && to == plan::I64) {
+    // Integers held in f32 (the importer's position ids): nearest.
+    const float *x = ctx.f32(op.inputs[0]);
+    int64_t *y = ctx.i64(op.outputs[0]);
+    return KernelFn([=](const StepContext &) {
+      forEach(n, [&](int64_t i) { y[i] = std::llrint(x[i]); });
       return Status::ok();
     });
   }

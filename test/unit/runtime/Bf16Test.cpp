@@ -207,7 +207,7 @@ TEST(Bf16Test, ConvertRejectsIdentityAndIntegerTargets) {
   prog.mutable_instructions(0)->set_outputs(0, i);
   s = validatePlan(p, "test");
   ASSERT_FALSE(s.isOk());
-  EXPECT_NE(s.message().find("output is i64, expected f32 or bf16"),
+  EXPECT_NE(s.message().find("output is i64 from bf16, expected f32"),
             std::string::npos)
       << s.message();
 }

@@ -184,6 +184,44 @@ TEST(KernelMathTest, PowMaxMinBroadcast) {
     }
 }
 
+TEST(KernelMathTest, ComparisonsGiveMasks) {
+  // Broadcast, with ties; NaN compares false.
+  float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> a = {1, 2, 3, nan, 2, 0}, b = {2, 2, 1};
+  const std::pair<const char *, std::vector<double>> cases[] = {
+      {"equal", {0, 1, 0, 0, 1, 0}},
+      {"less", {1, 0, 0, 0, 0, 1}},
+      {"less_equal", {1, 1, 0, 0, 1, 1}},
+  };
+  for (const auto &[op, want] : cases) {
+    bool ok;
+    auto r = runF32(op, {HostTensor::fromF32({2, 3}, a), HostTensor::fromF32({3}, b)},
+                    {{2, 3}}, {}, &ok);
+    ASSERT_TRUE(ok) << op;
+    EXPECT_TRUE(allClose(r[0], want, 0)) << op;
+  }
+}
+
+TEST(KernelMathTest, ConvertToI64RoundsHeldIntegers) {
+  plan::Plan p = makePlan(1, false);
+  plan::Program &prog = *p.add_programs();
+  prog.add_ranks(0);
+  prog.set_loss_buffer(-1);
+  int32_t x = addBuffer(prog, "x", plan::CONSTANT, {4});
+  setData(buffer(prog, x), {0.0f, 1.0f, 513.0f, 2.9999998f});
+  int32_t y = addBuffer(prog, "y", plan::TEMPORARY, {4}, plan::I64);
+  addInst(prog, "convert", {x}, {y});
+  ASSERT_TRUE(validatePlan(p, "test").isOk());
+  LocalCommunicator world;
+  auto exec = Executor::create(p, world, "test");
+  ASSERT_TRUE(exec.isOk()) << exec.status().message();
+  ASSERT_TRUE((*exec)->runStep(0).isOk());
+  HostTensor out = (*exec)->readBuffer(*(*exec)->findBuffer(y));
+  ASSERT_EQ(out.type, ElemType::I64);
+  EXPECT_EQ(std::vector<int64_t>(out.data<int64_t>(), out.data<int64_t>() + 4),
+            (std::vector<int64_t>{0, 1, 513, 3}));
+}
+
 TEST(KernelMathTest, MaxAndMinPropagateNaN) {
   float nan = std::numeric_limits<float>::quiet_NaN();
   for (const char *op : {"max", "min"}) {
