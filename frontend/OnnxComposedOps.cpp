@@ -236,12 +236,10 @@ static LogicalResult convertPad(GraphImporter &g) {
   ArrayRef<int64_t> shape = shapeOf(*x);
   int64_t rank = shape.size();
   auto specs = padSpecs(g, rank);
-  if (failed(specs))
+  auto modeOr = padMode(g);
+  if (failed(specs) || failed(modeOr))
     return failure();
-  std::string mode = g.attr("mode") ? g.attr("mode")->s() : "constant";
-  if (mode != "constant" && mode != "reflect" && mode != "edge")
-    return g.error("unsupported Pad mode '" + mode + "'",
-                   "constant, reflect and edge are supported");
+  const std::string &mode = *modeOr;
   Value fill;
   if (g.hasInput(2)) {
     auto value = g.data(2);

@@ -220,16 +220,22 @@ FailureOr<SmallVector<PadSpec>> onnx_import::padSpecs(GraphImporter &g,
   return specs;
 }
 
-FailureOr<bool> onnx_import::foldPad(GraphImporter &g) {
-  const ConstTensor &in = *g.constant(0);
-  int64_t rank = in.shape.size();
-  auto specs = padSpecs(g, rank);
-  if (failed(specs))
-    return failure();
+FailureOr<std::string> onnx_import::padMode(GraphImporter &g) {
   std::string mode = g.attr("mode") ? g.attr("mode")->s() : "constant";
   if (mode != "constant" && mode != "reflect" && mode != "edge")
     return g.error("unsupported Pad mode '" + mode + "'",
                    "constant, reflect and edge are supported");
+  return mode;
+}
+
+FailureOr<bool> onnx_import::foldPad(GraphImporter &g) {
+  const ConstTensor &in = *g.constant(0);
+  int64_t rank = in.shape.size();
+  auto specs = padSpecs(g, rank);
+  auto modeOr = padMode(g);
+  if (failed(specs) || failed(modeOr))
+    return failure();
+  const std::string &mode = *modeOr;
   double fill = 0;
   if (g.hasInput(2)) {
     const ConstTensor *value = g.constant(2);

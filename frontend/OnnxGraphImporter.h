@@ -369,6 +369,9 @@ struct PadSpec {
 /// The pads of the current `Pad` node per axis of a rank-`rank` input
 /// (inputs `pads` and the optional `axes`), or a diagnostic.
 FailureOr<SmallVector<PadSpec>> padSpecs(GraphImporter &g, int64_t rank);
+/// The current `Pad` node's mode: constant (the default), reflect or edge,
+/// or a diagnostic.
+FailureOr<std::string> padMode(GraphImporter &g);
 
 /// The converter of ops that only fold: a diagnostic naming the input that
 /// is computed at run time.

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "RunForward.h"
 #include "emit/PlanEmitter.h"
 #include "ir/EntryFunction.h"
 #include "ir/LoomDialect.h"
@@ -54,24 +55,7 @@ protected:
   /// Runs the forward plan of `module` on `inputs`; returns output "y".
   std::vector<float> run(ModuleOp module,
                          const std::map<std::string, rt::HostTensor> &inputs) {
-    FailureOr<::loom::plan::Plan> plan = emitPlan(module, EmitOptions());
-    EXPECT_TRUE(succeeded(plan));
-    if (failed(plan))
-      return {};
-    rt::LocalCommunicator world;
-    auto session = rt::Session::create(*plan, world);
-    EXPECT_TRUE(session.isOk()) << session.status().message();
-    if (!session.isOk())
-      return {};
-    for (const auto &[binding, tensor] : inputs) {
-      rt::Status st = (*session)->setInput(binding, tensor);
-      EXPECT_TRUE(st.isOk()) << st.message();
-    }
-    rt::Status st = (*session)->runStep(0);
-    EXPECT_TRUE(st.isOk()) << st.message();
-    if (!st.isOk())
-      return {};
-    auto outputs = (*session)->outputs();
+    auto outputs = ::loom::test::runForward(module, inputs);
     EXPECT_TRUE(outputs.count("y"));
     return outputs.count("y") ? outputs["y"].toF32() : std::vector<float>();
   }

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "RunForward.h"
 #include "emit/PlanEmitter.h"
 #include "ir/EntryFunction.h"
 #include "ir/LoomDialect.h"
@@ -85,24 +86,7 @@ protected:
   run(ModuleOp module, const std::map<std::string, rt::HostTensor> &inputs) {
     if (shard::GridOp grid = lookupMesh(module))
       grid.erase();
-    FailureOr<::loom::plan::Plan> plan = emitPlan(module, EmitOptions());
-    EXPECT_TRUE(succeeded(plan));
-    if (failed(plan))
-      return {};
-    rt::LocalCommunicator world;
-    auto session = rt::Session::create(*plan, world);
-    EXPECT_TRUE(session.isOk()) << session.status().message();
-    if (!session.isOk())
-      return {};
-    for (const auto &[binding, tensor] : inputs) {
-      rt::Status st = (*session)->setInput(binding, tensor);
-      EXPECT_TRUE(st.isOk()) << st.message();
-    }
-    rt::Status st = (*session)->runStep(0);
-    EXPECT_TRUE(st.isOk()) << st.message();
-    if (!st.isOk())
-      return {};
-    return (*session)->outputs();
+    return ::loom::test::runForward(module, inputs);
   }
 
   MLIRContext ctx;
