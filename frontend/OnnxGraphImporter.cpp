@@ -350,13 +350,25 @@ LogicalResult GraphImporter::importInto(ModuleOp module) {
   SmallVector<Value> results;
   for (const auto &output : graph.output()) {
     Location loc = locator.valueLoc(output.name());
-    if (output.type().has_tensor_type() &&
-        output.type().tensor_type().elem_type() != onnx::TensorProto::FLOAT)
+    int32_t elem = output.type().has_tensor_type()
+                       ? output.type().tensor_type().elem_type()
+                       : onnx::TensorProto::FLOAT;
+    auto c = consts.find(output.name());
+    if (elem == onnx::TensorProto::INT64 || elem == onnx::TensorProto::INT32) {
+      // Integers: int64 values, or integers held in f32, converted.
+      currentLoc = loc;
+      FailureOr<Value> ints = integerOutput(output.name());
+      if (failed(ints))
+        return emitError(loc) << "graph output '" << output.name()
+                              << "' is not an integer tensor loom computes";
+      results.push_back(*ints);
+      continue;
+    }
+    if (elem != onnx::TensorProto::FLOAT)
       return emitError(loc)
              << "graph output '" << output.name() << "' has element type "
-             << elementTypeName(output.type().tensor_type().elem_type())
-             << "; only float32 is supported";
-    auto c = consts.find(output.name());
+             << elementTypeName(elem)
+             << "; only float32, int64 and int32 are supported";
     if (c != consts.end() && c->second.isFloat()) {
       currentLoc = loc;
       results.push_back(materialize(c->second));
@@ -391,6 +403,28 @@ LogicalResult GraphImporter::importInto(ModuleOp module) {
   if (unused.any() && failed(func.eraseArguments(unused)))
     return emitError(func.getLoc()) << "cannot drop unused initializers";
   return success();
+}
+
+FailureOr<Value> GraphImporter::integerOutput(StringRef name) {
+  if (const ConstTensor *c = constantNamed(name)) {
+    if (c->isFloat())
+      return failure();
+    auto type = RankedTensorType::get(c->shape, b.getI64Type());
+    return ConstantOp::create(
+               b, currentLoc,
+               DenseElementsAttr::get(type, ArrayRef<int64_t>(c->ints)))
+        .getResult();
+  }
+  auto it = values.find(name);
+  if (it == values.end())
+    return failure();
+  Type elem = cast<RankedTensorType>(it->second.getType()).getElementType();
+  if (elem.isInteger(64))
+    return it->second;
+  if (!convertedInts.contains(name))
+    return failure();
+  return ConvertOp::create(b, currentLoc, it->second, b.getI64Type())
+      .getResult();
 }
 
 //===----------------------------------------------------------------------===//

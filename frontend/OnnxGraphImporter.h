@@ -272,6 +272,9 @@ private:
   };
 
   LogicalResult checkSupportedOps();
+  /// Value `name` as an i64 tensor for an integer graph output, or failure
+  /// when it holds no integers.
+  FailureOr<Value> integerOutput(StringRef name);
   bool isFoldedShapeNode(const onnx::NodeProto &node) const;
   FailureOr<RankedTensorType> staticInputType(StringRef name, Location loc,
                                               StringRef role, StringRef where);

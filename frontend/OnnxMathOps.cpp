@@ -209,7 +209,9 @@ static LogicalResult convertCast(GraphImporter &g) {
   return g.error(
       llvm::formatv("unsupported Cast from {0} to {1}", elementTypeName(from),
                     elementTypeName(static_cast<int32_t>(to))),
-      "runtime values cast between float32, int64, int32 and bool only");
+      "at run time loom casts int64 to float32, int64 to int32, integers and "
+      "bools it computed to any of float32, int64, int32 and bool, and "
+      "anything to bool; truncating floats to integers is not supported");
 }
 
 //===----------------------------------------------------------------------===//

@@ -572,15 +572,46 @@ TEST_F(OnnxImporterTest, InputShapeForUnknownInput) {
                              path + "' are: x");
 }
 
-TEST_F(OnnxImporterTest, Int64GraphInputIsAnI64ArgumentButNoOutput) {
+TEST_F(OnnxImporterTest, IntegerGraphOutputsAreI64) {
+  // An int64 input returned as it is, and integers computed in f32 (a
+  // comparison cast to int32) converted back.
+  auto module = importText(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (int64[2, 3] x, float[2, 3] f) => (int64[2, 3] y, int32[2, 3] z) {
+  y = Identity(x)
+  zero = Constant<value = float {0.0}>()
+  c = Less(f, zero)
+  z = Cast<to = 6>(c)
+}
+)");
+  ASSERT_TRUE(module) << onlyError();
+  func::FuncOp func = mainOf(*module);
+  auto i64 = IntegerType::get(&ctx, 64);
+  EXPECT_EQ(cast<RankedTensorType>(func.getResultTypes()[0]).getElementType(), i64);
+  EXPECT_EQ(cast<RankedTensorType>(func.getResultTypes()[1]).getElementType(), i64);
+  EXPECT_TRUE(llvm::is_contained(opNames(*module), "loom.convert"));
+
+  errors.clear();
   EXPECT_FALSE(importText(R"(
 <ir_version: 8, opset_import: ["" : 17]>
-g (int64[2, 3] x) => (int64[2, 3] y) {
-  y = Identity(x)
+g (float[2, 3] f) => (int64[2, 3] y) {
+  y = Cast<to = 7>(f)
 }
 )"));
-  EXPECT_EQ(onlyError(), "graph output 'y' has element type int64; only "
-                         "float32 is supported");
+  EXPECT_NE(onlyError().find("unsupported Cast from float32 to int64 at node "
+                             "'Cast_0'"),
+            std::string::npos);
+
+  errors.clear();
+  EXPECT_FALSE(importText(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2, 3] f) => (bool[2, 3] y) {
+  zero = Constant<value = float {0.0}>()
+  y = Less(f, zero)
+}
+)"));
+  EXPECT_EQ(onlyError(), "graph output 'y' has element type bool; only "
+                         "float32, int64 and int32 are supported");
 }
 
 TEST_F(OnnxImporterTest, OtherIntegerGraphInputsAreRejected) {
