@@ -30,10 +30,6 @@ using namespace mlir;
 using namespace mlir::loom;
 using namespace mlir::loom::onnx_import;
 
-static Value scalar(GraphImporter &g, float value) {
-  return g.materialize(ConstTensor::ofFloats({}, {value}));
-}
-
 //===----------------------------------------------------------------------===//
 // Element-wise
 //===----------------------------------------------------------------------===//
@@ -55,9 +51,9 @@ static LogicalResult convertClip(GraphImporter &g) {
   Value lo, hi;
   if (g.opset() < 11) {
     if (g.attr("min"))
-      lo = scalar(g, g.floatAttr("min", 0));
+      lo = g.scalar(g.floatAttr("min", 0));
     if (g.attr("max"))
-      hi = scalar(g, g.floatAttr("max", 0));
+      hi = g.scalar(g.floatAttr("max", 0));
   }
   for (unsigned i : {1u, 2u}) {
     if (!g.hasInput(i))
@@ -251,7 +247,7 @@ static LogicalResult convertPad(GraphImporter &g) {
                      "it must be a scalar");
     fill = *value;
   } else if (mode == "constant") {
-    fill = scalar(g, 0.0f);
+    fill = g.scalar(0.0f);
   }
   Value v = *x;
   for (int64_t axis = 0; axis < rank; ++axis) {

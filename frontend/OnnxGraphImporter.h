@@ -232,6 +232,10 @@ public:
   /// A tensor that repeats along some dimensions is built from its distinct
   /// part and a `loom.expand`, so batch-sized masks stay small.
   Value materialize(const ConstTensor &value);
+  /// A 0-d f32 `loom.constant` of `value`.
+  Value scalar(float value) {
+    return materialize(ConstTensor::ofFloats({}, {value}));
+  }
   /// The static shape ONNX's inference found for output `index`, if any.
   std::optional<SmallVector<int64_t>> inferredShape(unsigned index) const;
   /// The ONNX element type of input `index` (from inference), or UNDEFINED.

@@ -128,7 +128,7 @@ static LogicalResult convertLogic(GraphImporter &g) {
   if (failed(a))
     return failure();
   OpBuilder &b = g.builder();
-  Value one = g.materialize(ConstTensor::ofFloats({}, {1.0f}));
+  Value one = g.scalar(1.0f);
   if (op == "Not")
     return g.defineConvertedInts(0, SubOp::create(b, g.loc(), one, *a));
   auto c = g.numeric(1);
@@ -201,8 +201,8 @@ static LogicalResult convertCast(GraphImporter &g) {
     if (failed(x))
       return failure();
     OpBuilder &b = g.builder();
-    Value zero = g.materialize(ConstTensor::ofFloats({}, {0.0f}));
-    Value one = g.materialize(ConstTensor::ofFloats({}, {1.0f}));
+    Value zero = g.scalar(0.0f);
+    Value one = g.scalar(1.0f);
     return g.defineConvertedInts(
         0, SubOp::create(b, g.loc(), one, EqualOp::create(b, g.loc(), *x, zero)));
   }

@@ -60,11 +60,6 @@ static FailureOr<Value> perChannel(GraphImporter &g, Value value,
 // Normalisation
 //===----------------------------------------------------------------------===//
 
-/// A rank-0 f32 `loom.constant`.
-static Value scalarConstant(GraphImporter &g, float value) {
-  return g.materialize(ConstTensor::ofFloats({}, {value}));
-}
-
 /// `rsqrt(mean((x - mean)^2 over axes) + eps)` with the reduced axes kept as
 /// size 1; `mean` is `x`'s mean over the same axes, kept as well.
 static Value invStdDev(GraphImporter &g, Value x, Value mean,
@@ -76,7 +71,7 @@ static Value invStdDev(GraphImporter &g, Value x, Value mean,
                                    b.getDenseI64ArrayAttr(axes),
                                    b.getUnitAttr());
   Value shifted = AddOp::create(b, g.loc(), var,
-                                scalarConstant(g, static_cast<float>(eps)));
+                                g.scalar(static_cast<float>(eps)));
   return RsqrtOp::create(b, g.loc(), shifted);
 }
 
@@ -317,7 +312,7 @@ static LogicalResult convertBatchNorm(GraphImporter &g) {
       return failure();
     centered = SubOp::create(b, g.loc(), *x, *m4);
     Value shifted = AddOp::create(b, g.loc(), *v4,
-                                  scalarConstant(g, static_cast<float>(eps)));
+                                  g.scalar(static_cast<float>(eps)));
     normalized = MulOp::create(b, g.loc(), centered,
                                RsqrtOp::create(b, g.loc(), shifted));
   }

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/PlanFormat.h"
 #include "runtime/comm/Communicator.h"
 #include "runtime/kernels/cpu/CpuKernels.h"
 #include "runtime/support/HostTensor.h"
@@ -26,13 +27,6 @@ StatusOr<int64_t> sliceAxis(const OpView &op) {
     return makeError("axis %g is not a dimension of the rank-%lld input",
                      axis, (long long)rank);
   return static_cast<int64_t>(axis);
-}
-
-int64_t product(const std::vector<int64_t> &dims, size_t from, size_t to) {
-  int64_t p = 1;
-  for (size_t d = from; d < to; ++d)
-    p *= dims[d];
-  return p;
 }
 
 } // namespace
@@ -75,9 +69,8 @@ StatusOr<BlockCopy> allSliceCopy(const OpView &op, BindContext &ctx) {
                      "the %lld elements of axis %lld",
                      comm->size(), shapeToString(axes).c_str(),
                      (long long)block, (long long)in[axis], (long long)axis);
-  int64_t inner = product(in, axis + 1, in.size()) *
-                  static_cast<int64_t>(op.inputs[0]->size_bytes() /
-                                       std::max<int64_t>(1, op.inNumel(0)));
+  int64_t inner =
+      product(in, axis + 1, in.size()) * dtypeSize(op.inputs[0]->dtype());
   BlockCopy c;
   c.rows = product(in, 0, axis);
   c.blockBytes = block * inner;
