@@ -398,6 +398,7 @@ int run(Options &o) {
   pipeline.plan.dp = forced->dp;
   pipeline.plan.tp = forced->tp;
   pipeline.plan.pp = forced->pp;
+  pipeline.plan.cluster = o.cluster.getValue();
   pipeline.plan.localBatchNorm = o.localBatchNorm;
   PassManager pm(&ctx);
   buildLoomCompilerPipeline(pm, pipeline);
@@ -478,11 +479,12 @@ int run(Options &o) {
           std::max(memory.workspace,
                    ::loom::runtime::estimateCudaWorkspaceBytes(prog));
   // The step and memory figures come from the planner's models.
+  planner::StepRequest request = stepRequestOf(
+      *module, *precision == Precision::Bf16 ? planner::Precision::Bf16
+                                             : planner::Precision::Fp32);
   planner::StepEstimate step = planner::estimateStep(
-      stepRequestOf(*module, *precision == Precision::Bf16 ? planner::Precision::Bf16
-                                                   : planner::Precision::Fp32),
-      *cluster, meshTopologyOf(*module, *cluster));
-  PlanFigures figures = planFigures(*plan, memory, std::move(step));
+      request, *cluster, meshTopologyOf(*module, *cluster));
+  PlanFigures figures = planFigures(*plan, memory, request, std::move(step));
   std::string summary = summaryText(*plan, *cluster, figures);
   plan->set_summary(summary);
 

@@ -11,6 +11,7 @@
 #define LOOM_COMPILER_PLANCOST_H
 
 #include "emit/PlanEmitter.h"
+#include "passes/OpCost.h"
 #include "passes/planner/CostModel.h"
 #include "passes/planner/MemoryModel.h"
 #include "passes/planner/MeshTopology.h"
@@ -18,13 +19,6 @@
 #include "mlir/IR/BuiltinOps.h"
 
 namespace mlir::loom {
-
-/// The multiply-add FLOPs of `op` (2 per multiply-add) when it contracts:
-/// matmul, linear, batch_matmul, conv2d and its two gradients, attention
-/// (S = Q K^T and P V) and its gradient (S recomputed, dV, dP, dQ, dK),
-/// attention at half when causal as the CUDA kernels skip masked tiles;
-/// 0 for every other op.
-double contractionFlops(Operation *op);
 
 /// One step of the lowered `module`'s entry function as the planner sees
 /// it; FLOPs count against the peak of `precision` for MFU.

@@ -3,8 +3,11 @@
 #include "compiler/Summary.h"
 #include "compiler/PlanCost.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <map>
 
 using namespace mlir::loom;
 
@@ -23,10 +26,12 @@ static int64_t meshSize(const plan::Plan &plan, llvm::StringRef axis) {
 
 PlanFigures mlir::loom::planFigures(const plan::Plan &plan,
                                     const MemoryBreakdown &emitted,
+                                    const planner::StepRequest &request,
                                     planner::StepEstimate step) {
   PlanFigures f;
   f.numParameters = emitted.numParameters;
   f.step = std::move(step);
+  f.collectives = request.collectives;
   f.memory = deviceMemoryOf(emitted, emitted.arena);
   // One entry per rank, from the program it runs; the busiest program's
   // breakdown is the one reported.
@@ -40,6 +45,65 @@ PlanFigures mlir::loom::planFigures(const plan::Plan &plan,
         f.peakBytesPerRank[rank] = m.total();
   }
   return f;
+}
+
+/// The name of mesh axis `index` of `plan`.
+static std::string axisName(const plan::Plan &plan, int64_t index) {
+  return index >= 0 && index < plan.mesh_size()
+             ? plan.mesh(index).name()
+             : "axis" + std::to_string(index);
+}
+
+/// Each parameter's split, as mesh axis names per dimension (a dimension
+/// of several blocks lists the axes that split each block).
+static llvm::json::Object parameterShardings(const plan::Plan &plan) {
+  llvm::json::Object out;
+  for (const plan::Program &prog : plan.programs())
+    for (const plan::Buffer &b : prog.buffers()) {
+      if (b.role() != plan::PARAMETER || out.find(b.binding()) != out.end())
+        continue;
+      llvm::json::Array dims;
+      int rank = b.global_shape_size() ? b.global_shape_size() : b.shape_size();
+      for (int d = 0; d < rank; ++d) {
+        llvm::json::Array axes;
+        if (d < b.dim_shardings_size())
+          for (int32_t axis : b.dim_shardings(d).axes())
+            axes.push_back(axisName(plan, axis));
+        dims.push_back(std::move(axes));
+      }
+      out[b.binding()] = std::move(dims);
+    }
+  return out;
+}
+
+/// One rank's collectives in a step, by kind and mesh axes.
+static llvm::json::Array
+communicationPerStep(const plan::Plan &plan,
+                     llvm::ArrayRef<planner::CollectiveRecord> collectives) {
+  struct Total {
+    int64_t count = 0;
+    double bytes = 0;
+  };
+  std::map<std::pair<std::string, std::vector<std::string>>, Total> totals;
+  for (const planner::CollectiveRecord &c : collectives) {
+    std::vector<std::string> axes;
+    for (unsigned axis : c.axes)
+      axes.push_back(axisName(plan, axis));
+    Total &t = totals[{planner::collectiveName(c.kind).str(), axes}];
+    ++t.count;
+    t.bytes += c.bytes;
+  }
+  llvm::json::Array out;
+  for (const auto &[key, total] : totals) {
+    llvm::json::Array axes;
+    for (const std::string &a : key.second)
+      axes.push_back(a);
+    out.push_back(llvm::json::Object{{"kind", key.first},
+                                     {"axes", std::move(axes)},
+                                     {"count", total.count},
+                                     {"bytes", static_cast<int64_t>(total.bytes)}});
+  }
+  return out;
 }
 
 llvm::json::Object mlir::loom::summaryJson(const plan::Plan &plan,
@@ -77,11 +141,73 @@ llvm::json::Object mlir::loom::summaryJson(const plan::Plan &plan,
                                {"activations", memory.activations},
                                {"workspace", memory.workspace}}}}},
       {"num_parameters", figures.numParameters},
+      {"parameter_shardings", parameterShardings(plan)},
+      {"communication_per_step", communicationPerStep(plan, figures.collectives)},
       {"planning_time_s", planningSeconds},
       {"world_size", plan.world_size()},
       {"cluster", cluster.spec},
       {"device_memory_bytes", cluster.memoryBytes()},
   };
+}
+
+/// `h.3.mlp.c_fc.weight` -> `h.*.mlp.c_fc.weight`: one kind of layer.
+static std::string layerKind(llvm::StringRef name) {
+  std::string out;
+  llvm::SmallVector<llvm::StringRef> parts;
+  name.split(parts, '.');
+  for (auto [i, part] : llvm::enumerate(parts)) {
+    if (i)
+      out += '.';
+    bool number = !part.empty() && llvm::all_of(part, [](char c) { return llvm::isDigit(c); });
+    out += number ? "*" : part.str();
+  }
+  return out;
+}
+
+/// The split parameters by kind of layer: `h.*.attn.c_proj.weight [tp, -]`.
+static void printLayerShardings(llvm::raw_ostream &os,
+                                const plan::Plan &plan) {
+  std::vector<std::string> order;
+  std::map<std::string, std::pair<std::string, int>> kinds;
+  int64_t split = 0, total = 0;
+  for (const plan::Program &prog : plan.programs()) {
+    for (const plan::Buffer &b : prog.buffers()) {
+      if (b.role() != plan::PARAMETER)
+        continue;
+      ++total;
+      std::string dims;
+      bool any = false;
+      for (const plan::DimSharding &d : b.dim_shardings()) {
+        dims += dims.empty() ? "[" : ", ";
+        if (d.axes().empty())
+          dims += "-";
+        for (auto [i, axis] : llvm::enumerate(d.axes())) {
+          dims += (i ? "+" : "") + axisName(plan, axis);
+          any = true;
+        }
+        if (!d.axes().empty() && d.blocks() > 1)
+          dims += " in " + std::to_string(d.blocks()) + " blocks";
+      }
+      if (!any)
+        continue;
+      ++split;
+      std::string kind = layerKind(b.binding());
+      auto [it, fresh] = kinds.try_emplace(kind, dims + "]", 0);
+      if (fresh)
+        order.push_back(kind);
+      ++it->second.second;
+    }
+    break; // every program holds the same parameters
+  }
+  os << "  sharding    " << split << " of " << total
+     << " parameter tensors split, the others replicated\n";
+  for (const std::string &kind : order) {
+    const auto &[dims, count] = kinds[kind];
+    os << "              " << kind << " " << dims;
+    if (count > 1)
+      os << " (" << count << " layers)";
+    os << "\n";
+  }
 }
 
 static std::string mib(int64_t bytes) {
@@ -101,10 +227,16 @@ std::string mlir::loom::summaryText(const plan::Plan &plan,
   const planner::StepEstimate &step = figures.step;
   os << "plan: " << plan.world_size() << " rank(s) on " << cluster.spec
      << " (" << cluster.deviceName << ")\n";
+  int64_t tp = meshSize(plan, "tp");
   os << "  mesh        pp=" << meshSize(plan, "pp")
-     << " dp=" << meshSize(plan, "dp") << " tp=" << meshSize(plan, "tp")
-     << "  (data parallel: each rank takes " << t.micro_batch() << " of "
-     << t.global_batch() << " samples, gradients all-reduced)\n";
+     << " dp=" << meshSize(plan, "dp") << " tp=" << tp
+     << "  (data parallel: each dp rank takes " << t.micro_batch() << " of "
+     << t.global_batch() << " samples, gradients all-reduced"
+     << (tp > 1 ? "; tensor parallel: loom-auto-shard splits ops over tp"
+                : "")
+     << ")\n";
+  if (tp > 1)
+    printLayerShardings(os, plan);
   if (plan.is_training())
     os << "  training    loss " << t.loss() << ", optimizer " << t.optimizer()
        << llvm::format(" (lr %g, weight decay %g", t.lr(), t.weight_decay())

@@ -24,11 +24,14 @@ struct PlanFigures {
   int64_t numParameters = 0;
   /// One step, from the cost model (compiler/PlanCost.h).
   planner::StepEstimate step;
+  /// The collectives one rank runs in a step.
+  std::vector<planner::CollectiveRecord> collectives;
 };
 
 /// The figures of `plan`: each program's arena by what it holds (from the
 /// emitter's accounting, plus its kernel workspace) and the step estimate.
 PlanFigures planFigures(const plan::Plan &plan, const MemoryBreakdown &emitted,
+                        const planner::StepRequest &request,
                         planner::StepEstimate step);
 
 /// The `--summary-json` object (docs/loomc.md).

@@ -38,11 +38,13 @@ static Role roleOf(OpOperand &use) {
 }
 
 /// Collects the roles of `value`'s uses, looking through `loom.convert`
-/// (under `--precision bf16` a parameter reaches its ops as a bf16 copy).
+/// (under `--precision bf16` a parameter reaches its ops as a bf16 copy)
+/// and through the slices and reshapes that take a block of a fused
+/// parameter (loom-split-fused-projections).
 static void collectRoles(Value value, bool &scale, bool &bias) {
   for (OpOperand &use : value.getUses()) {
-    if (auto convert = dyn_cast<ConvertOp>(use.getOwner())) {
-      collectRoles(convert.getResult(), scale, bias);
+    if (isa<ConvertOp, SliceOp, ReshapeOp>(use.getOwner())) {
+      collectRoles(use.getOwner()->getResult(0), scale, bias);
       continue;
     }
     Role role = roleOf(use);

@@ -40,27 +40,6 @@ std::string describeLoc(Location loc) {
   return s;
 }
 
-/// The error for an all-gather, which the runtime does not have yet: what
-/// is gathered, along which dimension, and what usually causes it.
-LogicalResult gatherError(shard::AllGatherOp op) {
-  Value input = op.getInput();
-  auto type = cast<RankedTensorType>(input.getType());
-  int64_t dim = op.getGatherAxis().getSExtValue();
-  std::string shape;
-  llvm::raw_string_ostream os(shape);
-  llvm::interleave(type.getShape(), os, "x");
-  std::string what = "a value";
-  Location loc = input.getLoc();
-  if (isa<NameLoc>(loc) || isa<FusedLoc>(loc))
-    what = "'" + describeLoc(loc) + "'";
-  return op.emitError("cannot emit a plan: ")
-         << what << " (" << shape << " per rank) must be gathered whole "
-         << "along dimension " << dim
-         << " and loom has no runtime all-gather yet; this happens when a "
-            "parameter or a graph output has a dimension that follows the "
-            "split batch (a batch size baked into a parameter)";
-}
-
 class Emitter {
 public:
   Emitter(func::FuncOp func, MemoryBreakdown &memory, bool storedWeights)
@@ -78,6 +57,9 @@ private:
   }
   int bufferOf(Value v) { return buffers.lookup(v); }
   LogicalResult emitArguments();
+  /// `loom.fused_blocks` of the parameter argument named `param` (its
+  /// optimizer state is viewed alike), or null.
+  DenseI64ArrayAttr fusedBlocksOf(StringAttr param);
   LogicalResult emitOp(Operation *op);
   LogicalResult emitReturn(func::ReturnOp ret);
   plan::Instruction &addInstruction(StringRef name, ArrayRef<Value> inputs,
@@ -144,7 +126,19 @@ FailureOr<int> Emitter::newBuffer(Type t, plan::Role role, Location loc) {
   return id;
 }
 
+DenseI64ArrayAttr Emitter::fusedBlocksOf(StringAttr param) {
+  for (unsigned i = 0; i < func.getNumArguments(); ++i)
+    if (func.getArgAttr(i, attr::kParam) == param &&
+        !func.getArgAttr(i, attr::kState))
+      return func.getArgAttrOfType<DenseI64ArrayAttr>(i, attr::kFusedBlocks);
+  return nullptr;
+}
+
 LogicalResult Emitter::emitArguments() {
+  SmallVector<int64_t> meshShape;
+  if (auto module = func->getParentOfType<ModuleOp>())
+    if (auto grid = module.lookupSymbol<shard::GridOp>("mesh"))
+      meshShape.assign(grid.getShape().begin(), grid.getShape().end());
   for (BlockArgument arg : func.getArguments()) {
     unsigned i = arg.getArgNumber();
     auto param = func.getArgAttrOfType<StringAttr>(i, attr::kParam);
@@ -182,8 +176,6 @@ LogicalResult Emitter::emitArguments() {
       }
       *buf->mutable_init_rule() = chooseInitRule(arg);
       memory.parameters += buf->size_bytes();
-      memory.numParameters +=
-          cast<RankedTensorType>(arg.getType()).getNumElements();
       break;
     case plan::RUNNING_STAT: {
       // A batch norm's running statistic: from its initializer, or, planned
@@ -217,9 +209,71 @@ LogicalResult Emitter::emitArguments() {
       memory.data += buf->size_bytes();
       break;
     }
-    for (int64_t d : buf->shape()) {
-      buf->add_global_shape(d);
-      buf->add_shard_offset(0);
+    // A parameter, its optimizer state or a running statistic split over
+    // mesh axes (loom-record-arg-shardings) gives its global shape and each
+    // dimension's axes; every rank finds its place from its coordinate. A
+    // fused parameter viewed by blocks (loom-split-fused-projections) is
+    // described in its initializer's shape, the blocks' dimension merged
+    // back with a several-block split.
+    bool persistent = role == plan::PARAMETER ||
+                      role == plan::OPTIMIZER_STATE ||
+                      role == plan::RUNNING_STAT;
+    auto split = func.getArgAttrOfType<ArrayAttr>(i, attr::kSplitAxes);
+    DenseI64ArrayAttr fused = param ? fusedBlocksOf(param) : nullptr;
+    if (persistent && (split || fused)) {
+      if (split && static_cast<int>(split.size()) != buf->shape_size())
+        return func.emitError("argument #")
+               << i << ": loom.split_axes has " << split.size()
+               << " entries for a rank-" << buf->shape_size() << " tensor";
+      SmallVector<int64_t> global;
+      SmallVector<SmallVector<int32_t>> axes;
+      for (int d = 0; d < buf->shape_size(); ++d) {
+        int64_t n = 1;
+        SmallVector<int32_t> dimAxes;
+        if (split)
+          for (int64_t axis :
+               cast<DenseI64ArrayAttr>(split[d]).asArrayRef()) {
+            if (axis < 0 || axis >= static_cast<int64_t>(meshShape.size()))
+              return func.emitError("argument #")
+                     << i << " is split over mesh axis " << axis
+                     << ", which the mesh does not have";
+            dimAxes.push_back(axis);
+            n *= meshShape[axis];
+          }
+        global.push_back(buf->shape(d) * n);
+        axes.push_back(dimAxes);
+      }
+      int64_t blocksDim = -1, blocks = 1;
+      if (fused) {
+        blocksDim = fused[0];
+        blocks = fused[1];
+        if (blocksDim + 1 >= static_cast<int64_t>(global.size()) ||
+            global[blocksDim] != blocks || !axes[blocksDim].empty())
+          return func.emitError("argument #")
+                 << i << ": the blocks of a fused parameter (dimension "
+                 << blocksDim << ") must stay whole";
+        global[blocksDim] *= global[blocksDim + 1];
+        global.erase(global.begin() + blocksDim + 1);
+        axes.erase(axes.begin() + blocksDim);
+      }
+      for (auto [d, size] : llvm::enumerate(global)) {
+        plan::DimSharding *dim = buf->add_dim_shardings();
+        for (int32_t axis : axes[d])
+          dim->add_axes(axis);
+        dim->set_blocks(static_cast<int64_t>(d) == blocksDim ? blocks : 1);
+        buf->add_global_shape(size);
+      }
+    } else {
+      for (int64_t d : buf->shape()) {
+        buf->add_global_shape(d);
+        buf->add_shard_offset(0);
+      }
+    }
+    if (role == plan::PARAMETER) {
+      int64_t numel = 1;
+      for (int64_t d : buf->global_shape())
+        numel *= d;
+      memory.numParameters += numel;
     }
   }
   return success();
@@ -246,6 +300,12 @@ plan::Instruction &Emitter::addInstruction(StringRef name,
 static void setF(plan::Instruction &inst, StringRef name, APFloat v) {
   (*inst.mutable_attrs())[name.str()].set_f(v.convertToDouble());
 }
+static void setAxes(plan::Instruction &inst, ArrayRef<int16_t> axes) {
+  plan::Attr &attr = (*inst.mutable_attrs())["axes"];
+  for (int16_t axis : axes)
+    attr.mutable_ints()->add_values(axis);
+}
+
 static void setI(plan::Instruction &inst, StringRef name, int64_t v) {
   (*inst.mutable_attrs())[name.str()].set_i(v);
 }
@@ -333,10 +393,14 @@ LogicalResult Emitter::emitOp(Operation *op) {
     name = "all_reduce";
   else if (isa<shard::AllSliceOp>(op))
     name = "all_slice";
+  else if (isa<shard::AllGatherOp>(op))
+    name = "all_gather";
+  else if (isa<shard::ReduceScatterOp>(op))
+    name = "reduce_scatter";
+  else if (isa<shard::AllToAllOp>(op))
+    name = "all_to_all";
   else if (isa<LoomDialect>(op->getDialect()))
     name = op->getName().stripDialect();
-  else if (auto gather = dyn_cast<shard::AllGatherOp>(op))
-    return gatherError(gather);
   else
     return op->emitError("cannot emit '")
            << op->getName() << "' into a plan: no runtime instruction for it";
@@ -361,15 +425,24 @@ LogicalResult Emitter::emitOp(Operation *op) {
   } else if (auto ar = dyn_cast<shard::AllReduceOp>(op)) {
     if (ar.getReduction() != shard::ReductionKind::Sum)
       return op->emitError("only sum all-reduces can be emitted");
-    plan::Attr &axes = (*inst.mutable_attrs())["axes"];
-    for (int16_t axis : ar.getGridAxes())
-      axes.mutable_ints()->add_values(axis);
+    setAxes(inst, ar.getGridAxes());
     (*inst.mutable_attrs())["reduction"].set_s("sum");
   } else if (auto slice = dyn_cast<shard::AllSliceOp>(op)) {
-    plan::Attr &axes = (*inst.mutable_attrs())["axes"];
-    for (int16_t axis : slice.getGridAxes())
-      axes.mutable_ints()->add_values(axis);
+    setAxes(inst, slice.getGridAxes());
     setI(inst, "axis", slice.getSliceAxis().getSExtValue());
+  } else if (auto gather = dyn_cast<shard::AllGatherOp>(op)) {
+    setAxes(inst, gather.getGridAxes());
+    setI(inst, "axis", gather.getGatherAxis().getSExtValue());
+  } else if (auto scatter = dyn_cast<shard::ReduceScatterOp>(op)) {
+    if (scatter.getReduction() != shard::ReductionKind::Sum)
+      return op->emitError("only sum reduce-scatters can be emitted");
+    setAxes(inst, scatter.getGridAxes());
+    setI(inst, "axis", scatter.getScatterAxis().getSExtValue());
+    (*inst.mutable_attrs())["reduction"].set_s("sum");
+  } else if (auto a2a = dyn_cast<shard::AllToAllOp>(op)) {
+    setAxes(inst, a2a.getGridAxes());
+    setI(inst, "split_axis", a2a.getSplitAxis().getSExtValue());
+    setI(inst, "concat_axis", a2a.getConcatAxis().getSExtValue());
   } else {
     // Every other op's attributes carry over by name (docs/plan-format.md).
     // A conversion's target type is its output buffer's dtype; the running
@@ -434,22 +507,31 @@ LogicalResult Emitter::emitReturn(func::ReturnOp ret) {
       continue;
     }
     if (training && !gradOf) {
-      // Updated parameters and states must already live in their argument's
-      // buffer (the optimizer updates in place).
+      // Updated parameters and states live in their argument's buffer: the
+      // optimizer updates in place, and a value computed after it (an
+      // update made on each rank's block, then gathered) is copied there at
+      // the end of the step.
       DictionaryAttr attrs = func.getResultAttrDict(r);
       auto sameRole = [&](unsigned i) {
         return func.getArgAttr(i, attr::kParam) == attrs.get(attr::kParam) &&
                func.getArgAttr(i, attr::kState) == attrs.get(attr::kState);
       };
-      bool found = false;
+      BlockArgument updated;
       for (BlockArgument arg : func.getArguments())
         if (sameRole(arg.getArgNumber())) {
-          found = bufferOf(arg) == id;
+          updated = arg;
           break;
         }
-      if (!found)
+      if (!updated)
         return ret.emitError("result #")
-               << r << " is not updated in place of its argument " << attrs;
+               << r << " updates a parameter that is no argument " << attrs;
+      if (bufferOf(updated) == id)
+        continue;
+      if (updated.getType() != v.getType())
+        return ret.emitError("result #")
+               << r << " (" << v.getType() << ") updates its argument "
+               << attrs << " of another type (" << updated.getType() << ")";
+      addInstruction("copy", {v}, {bufferOf(updated)}, v.getLoc());
       continue;
     }
     // Graph outputs, and gradients of a step without optimizer (bound as

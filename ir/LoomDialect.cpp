@@ -54,6 +54,24 @@ LogicalResult verifyRole(Operation *op, NamedAttribute attr,
                            "argument");
     return success();
   }
+  if (!result && name == attr::kSplitAxes) {
+    auto dims = dyn_cast<ArrayAttr>(attr.getValue());
+    if (!dims || !llvm::all_of(dims, [](Attribute a) {
+          return isa<DenseI64ArrayAttr>(a);
+        }))
+      return op->emitError("'loom.split_axes' must be a list of mesh axis "
+                           "lists (array<i64>), one per dimension");
+    return success();
+  }
+  if (!result && name == attr::kFusedBlocks) {
+    auto blocks = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    if (!blocks || blocks.size() != 2 || blocks[0] < 0 || blocks[1] < 2 ||
+        !all.get(attr::kParam) || all.get(attr::kState))
+      return op->emitError("'loom.fused_blocks' belongs on a 'loom.param' "
+                           "argument, as array<i64: DIM, BLOCKS> with "
+                           "BLOCKS >= 2");
+    return success();
+  }
   if ((!result && name == attr::kTarget) || (result && name == attr::kLoss))
     return expectKind<UnitAttr>(op, attr, "a unit attribute");
   return op->emitError("'")
@@ -63,7 +81,7 @@ LogicalResult verifyRole(Operation *op, NamedAttribute attr,
                       "loom.running_var)"
                     : "argument (loom.param, loom.initializer, loom.input, "
                       "loom.target, loom.state, loom.running_mean, "
-                      "loom.running_var)");
+                      "loom.running_var, loom.split_axes, loom.fused_blocks)");
 }
 
 } // namespace

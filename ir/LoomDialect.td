@@ -56,6 +56,13 @@ def Loom_Dialect : Dialect {
     "StringAttr":$state,
     "StringAttr":$running_mean,
     "StringAttr":$running_var,
+    // An argument's split as partition leaves it: per dimension, the mesh
+    // axes (array<i64>) its global size is split over.
+    "ArrayAttr":$split_axes,
+    // A parameter viewed with a fused dimension's blocks as a dimension of
+    // their own (loom-split-fused-projections): [D, B], the initializer's
+    // dimension D is the view's D (B blocks) and D + 1.
+    "DenseI64ArrayAttr":$fused_blocks,
     // Operations: the mesh axes' names on the `shard.grid`, the module's
     // model, and what the planner decides per op.
     "ArrayAttr":$mesh_axes,

@@ -54,6 +54,8 @@ inline constexpr llvm::StringLiteral kRunningVar = LoomDialect::RunningVarAttrHe
 inline constexpr llvm::StringLiteral kModelPath = LoomDialect::ModelPathAttrHelper::getNameStr();
 inline constexpr llvm::StringLiteral kOpset = LoomDialect::OpsetAttrHelper::getNameStr();
 inline constexpr llvm::StringLiteral kTied = LoomDialect::TiedAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral kSplitAxes = LoomDialect::SplitAxesAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral kFusedBlocks = LoomDialect::FusedBlocksAttrHelper::getNameStr();
 } // namespace attr
 
 /// The operand of `op` that only gives its result's shape (the `like` of

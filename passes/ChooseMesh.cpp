@@ -38,10 +38,13 @@ struct ChooseMeshPass
       module.emitError("number of devices must be positive, got ") << nDevices;
       return signalPassFailure();
     }
-    if (nTp != 1 || nPp != 1) {
-      module.emitError("tensor and pipeline parallelism are not supported "
-                       "yet (tp = ")
-          << nTp << ", pp = " << nPp << "); use tp=1,pp=1";
+    if (nTp < 1) {
+      module.emitError("tp must be positive, got ") << nTp;
+      return signalPassFailure();
+    }
+    if (nPp != 1) {
+      module.emitError("pipeline parallelism is not supported yet (pp = ")
+          << nPp << "); use pp=1";
       return signalPassFailure();
     }
     if (nDp == 0)

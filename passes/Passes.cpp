@@ -75,9 +75,16 @@ void mlir::loom::buildLoomPlanPipeline(OpPassManager &pm,
   shard::ShardingPropagationOptions propagation;
   propagation.traversal = shard::TraversalOrder::ForwardBackward;
   pm.addNestedPass<func::FuncOp>(shard::createShardingPropagation(propagation));
+  if (options.tp > 1) {
+    LoomAutoShardPassOptions autoShard;
+    autoShard.cluster = options.cluster;
+    autoShard.memoryBudgetGib = options.memoryBudgetGib;
+    pm.addPass(createLoomAutoShardPass(autoShard));
+  }
   if (!options.lower)
     return;
   pm.addNestedPass<func::FuncOp>(createLoomVerifyShardingPass());
+  pm.addNestedPass<func::FuncOp>(createLoomRecordArgShardingsPass());
   pm.addNestedPass<func::FuncOp>(shard::createPartition());
   pm.addNestedPass<func::FuncOp>(createLoomFoldAllSlicesPass());
   pm.addNestedPass<func::FuncOp>(createLoomSinkAllReducesPass());
@@ -95,6 +102,10 @@ void mlir::loom::buildLoomCompilerPipeline(
     buildLoomForwardPipeline(pm, options.forward);
     return;
   }
+  // Under tensor parallelism a fused q/k/v projection becomes one linear
+  // per block before the step is built, so each rank can hold its heads.
+  if (options.plan.tp > 1)
+    pm.addNestedPass<func::FuncOp>(createLoomSplitFusedProjectionsPass());
   buildLoomTrainPipeline(pm, options.train);
   if (options.last == Phase::Train)
     return;
@@ -104,6 +115,8 @@ void mlir::loom::buildLoomCompilerPipeline(
   plan.dp = options.plan.dp;
   plan.tp = options.plan.tp;
   plan.pp = options.plan.pp;
+  plan.cluster = options.plan.cluster.getValue();
+  plan.memoryBudgetGib = options.plan.memoryBudgetGib.getValue();
   plan.localBatchNorm = options.plan.localBatchNorm;
   plan.lower = options.last == Phase::Lower;
   buildLoomPlanPipeline(pm, plan);

@@ -84,6 +84,16 @@ struct PlanPipelineOptions : public PassPipelineOptions<PlanPipelineOptions> {
   Option<int64_t> pp{*this, "pp",
                      llvm::cl::desc("force the pipeline-parallel degree"),
                      llvm::cl::init(1)};
+  Option<std::string> cluster{
+      *this, "cluster",
+      llvm::cl::desc("the cluster the plan is for (docs/cluster-spec.md); "
+                     "loom-auto-shard's costs come from it"),
+      llvm::cl::init("cpu:1")};
+  Option<double> memoryBudgetGib{
+      *this, "memory-budget-gib",
+      llvm::cl::desc("per-device memory for parameters and optimizer state, "
+                     "in GiB (0: the cluster's device memory)"),
+      llvm::cl::init(0)};
   Option<bool> localBatchNorm{
       *this, "local-batch-norm",
       llvm::cl::desc("under data parallelism, normalise each rank's block of "

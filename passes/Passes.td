@@ -262,9 +262,95 @@ def LoomShardDataParallelPass
   let dependentDialects = ["::mlir::shard::ShardDialect"];
 }
 
+def LoomSplitFusedProjectionsPass
+    : Pass<"loom-split-fused-projections", "mlir::func::FuncOp"> {
+  let summary = "One linear per block of a fused projection, its weight viewed by blocks";
+  let description = [{
+    Pre: a raised forward function (before `loom-train`); run when the mesh
+    has `tp > 1`.
+    Post: a linear whose parameter weight (and bias) only it reads, and
+    whose result only equal slices of its last dimension read (through
+    reshapes that keep that dimension) — q, k and v as one `Linear(d, 3d)`
+    and a Split — is one linear per block. The weight argument `[K, B*n]`
+    becomes `[K, B, n]` (a transposed `[B*n, K]`: `[B, n, K]`, a bias
+    `[B*n]`: `[B, n]`), the same bytes, with `loom.fused_blocks =
+    array<i64: D, B>` (the initializer's dimension D is the view's D and
+    D + 1); each block's linear reads `reshape(slice(weight))`. Then `n`
+    can split over `tp` with the blocks whole: each rank holds its heads of
+    q, of k and of v, and the slices are local (docs/auto-shard.md). The
+    plan describes the buffer in the initializer's shape with a
+    several-block split.
+
+    ```mlir
+    %w0 = loom.slice %w axes [1] starts [0] ends [1] steps [1] : tensor<8x3x8xf32> -> tensor<8x1x8xf32>
+    %q = loom.linear %x, %w0r, %b0r : (tensor<4x8xf32>, tensor<8x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+    ```
+  }];
+}
+
+def LoomAutoShardPass : Pass<"loom-auto-shard", "mlir::ModuleOp"> {
+  let summary = "Choose each op's tensor-parallel split with an integer program";
+  let description = [{
+    Pre: `shard.grid @mesh` (pp x dp x tp) from `loom-choose-mesh`, and the
+    data-parallel split propagated through the step
+    (`loom-shard-data-parallel`, then `sharding-propagation`).
+    Post, when `tp > 1`: every op of the entry function, every argument and
+    every returned value carries the sharding it chose, as `shard.shard`
+    pairs (the producer's sharding, then one `annotate_for_users` per use)
+    that `shard-partition` turns into local shapes and collectives; the
+    data-parallel split is kept and the `tp` axis added. Nothing else
+    changes, and nothing at all when `tp = 1`.
+
+    An op's strategies are its loop nest's (`ShardingInterface`): no `tp`
+    split, or one splittable loop that `dp` does not split and whose every
+    dimension `tp` divides. A split reduction loop all-reduces the op's
+    results over `tp`. A parameter's (and its optimizer state's) strategies
+    are its dimensions, and each updated parameter keeps its argument's
+    layout. The costs come from LoomPlanner: an op's roofline time divided
+    by the devices that share it, the all-reduce of a split reduction, and
+    per edge the resharding between the producer's and the user's layout
+    (`all_gather` to replicate, `all_to_all` to move the split, a local
+    slice to split). CBC minimises the sum, with the parameters' and the
+    optimizer state's bytes within `memory-budget-gib` per device
+    (docs/auto-shard.md). The choice is deterministic.
+
+    ```mlir
+    %s = shard.sharding @mesh split_axes = [[], [2]] : !shard.sharding
+    %w = shard.shard %arg1 to %s : tensor<64x16xf32>
+    ```
+  }];
+  let options = [
+    Option<"cluster", "cluster", "std::string", "\"cpu:1\"",
+           "the cluster spec the costs come from (docs/cluster-spec.md)">,
+    Option<"memoryBudgetGib", "memory-budget-gib", "double", "0",
+           "per-device memory for parameters and optimizer state, in GiB "
+           "(0: the cluster's device memory)">,
+  ];
+  let dependentDialects = ["::mlir::shard::ShardDialect"];
+}
+
 //===----------------------------------------------------------------------===//
 // lower: rewrite
 //===----------------------------------------------------------------------===//
+
+def LoomRecordArgShardingsPass
+    : Pass<"loom-record-arg-shardings", "mlir::func::FuncOp"> {
+  let summary = "Write each split argument's sharding as loom.split_axes";
+  let description = [{
+    Pre: a fully annotated step, before `shard-partition`.
+    Post: every parameter, optimizer-state and running-statistic argument
+    whose `shard.shard` splits it carries `loom.split_axes`, the mesh axes
+    splitting each dimension, so the plan
+    emitter can give its buffer the global shape and the split
+    (`Buffer.global_shape`, `Buffer.dim_shardings`) after partition has made
+    its type local. Replicated arguments get nothing.
+
+    ```mlir
+    func.func @main(%w: tensor<64x16xf32> {loom.param = "w",
+                                           loom.split_axes = [array<i64>, array<i64: 2>]})
+    ```
+  }];
+}
 
 def LoomFoldAllSlicesPass : InterfacePass<"loom-fold-all-slices", "mlir::FunctionOpInterface"> {
   let summary = "Compute a replicated value's local slice instead of slicing it";

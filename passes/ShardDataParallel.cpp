@@ -49,7 +49,10 @@ struct ShardDataParallelPass
           << dp;
       return signalPassFailure();
     }
-    if (dp == 1)
+    // Under tensor parallelism the batch is annotated even when dp = 1: the
+    // split over a size-1 axis marks which loops are the batch's, which
+    // loom-auto-shard leaves to dp (and drops from the shardings it writes).
+    if (dp == 1 && grid.getShape()[kTensorAxis] == 1)
       return;
 
     MLIRContext *ctx = &getContext();

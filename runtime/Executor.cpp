@@ -2,6 +2,7 @@
 
 #include "runtime/Executor.h"
 
+#include "runtime/ShardLayout.h"
 #include "runtime/onnx/OnnxWeights.h"
 
 #include <algorithm>
@@ -70,7 +71,9 @@ Executor::create(const plan::Plan &plan, Communicator &world,
   std::set<std::vector<int64_t>> axisSets;
   for (const plan::Program &program : plan.programs())
     for (const plan::Instruction &inst : program.instructions()) {
-      if (inst.op() != "all_reduce" && inst.op() != "all_slice")
+      if (inst.op() != "all_reduce" && inst.op() != "all_slice" &&
+          inst.op() != "all_gather" && inst.op() != "reduce_scatter" &&
+          inst.op() != "all_to_all")
         continue;
       auto it = inst.attrs().find("axes");
       if (it == inst.attrs().end())
@@ -149,37 +152,12 @@ Executor::create(const plan::Plan &plan, Communicator &world,
   return exec;
 }
 
-namespace {
-
-/// Copies the block of `local` shape at `offset` out of the C-order array
-/// `src` of shape `global` into `dst`.
-void copyShard(const uint8_t *src, const std::vector<int64_t> &global,
-               const std::vector<int64_t> &offset,
-               const std::vector<int64_t> &local, int64_t elem, uint8_t *dst) {
-  int64_t n = numElements(local);
-  if (n == 0)
-    return;
-  size_t rank = local.size();
-  int64_t inner = local.back() * elem;
-  int64_t rows = n / local.back();
-  std::vector<int64_t> globalStride(rank, 1);
-  for (int d = static_cast<int>(rank) - 2; d >= 0; --d)
-    globalStride[d] = globalStride[d + 1] * global[d + 1];
-  for (int64_t r = 0; r < rows; ++r) {
-    int64_t rem = r, srcIndex = offset.back();
-    for (int d = static_cast<int>(rank) - 2; d >= 0; --d) {
-      int64_t idx = rem % local[d];
-      rem /= local[d];
-      srcIndex += (idx + offset[d]) * globalStride[d];
-    }
-    std::memcpy(dst + r * inner, src + srcIndex * elem, inner);
-  }
-}
-
-} // namespace
-
 Status Executor::initializeBuffers(const ParameterInit &init) {
   std::unique_ptr<OnnxWeights> weights;
+  // A sharded buffer's place in its global tensor follows from this rank's
+  // mesh coordinate (docs/plan-format.md, "Sharded buffers").
+  std::vector<int64_t> sizes = meshSizes(thePlan);
+  std::vector<int64_t> coords = meshCoordinates(myRank, sizes);
   for (const plan::Buffer &b : theProgram->buffers()) {
     uint8_t *dst = bufferData(b);
     std::string what = planPath + ": buffer " + std::to_string(b.id()) +
@@ -199,13 +177,10 @@ Status Executor::initializeBuffers(const ParameterInit &init) {
         return makeError("%s: --init random fills float32 parameters only, "
                          "not %s",
                          what.c_str(), dtypeName(b.dtype()));
-      std::vector<int64_t> local = bufferShape(b);
-      std::vector<int64_t> global = local, offset(local.size(), 0);
-      if (b.global_shape_size() != 0) {
-        global.assign(b.global_shape().begin(), b.global_shape().end());
-        offset.assign(b.shard_offset().begin(), b.shard_offset().end());
-      }
-      fillByInitRule(b.init_rule(), init.seed, name, global, offset, local,
+      // Values come from global indices: a shard holds exactly its
+      // elements of the unsharded fill, whatever the mesh.
+      fillByInitRule(b.init_rule(), init.seed, name,
+                     shardLayout(b, sizes, coords),
                      reinterpret_cast<float *>(dst));
       continue;
     }
@@ -226,28 +201,14 @@ Status Executor::initializeBuffers(const ParameterInit &init) {
       StatusOr<HostTensor> value = weights->get(b.onnx_initializer(), type);
       if (!value.isOk())
         return value.status().withContext(what);
-      std::vector<int64_t> local = bufferShape(b);
-      if (b.global_shape_size() != 0) {
-        std::vector<int64_t> global(b.global_shape().begin(),
-                                    b.global_shape().end());
-        std::vector<int64_t> offset(b.shard_offset().begin(),
-                                    b.shard_offset().end());
-        if (value->numel() != numElements(global))
-          return makeError("%s: initializer '%s' has shape %s, expected the "
-                           "global shape %s",
-                           what.c_str(), b.onnx_initializer().c_str(),
-                           shapeToString(value->shape).c_str(),
-                           shapeToString(global).c_str());
-        copyShard(value->bytes.data(), global, offset, local,
-                  dtypeSize(b.dtype()), dst);
-      } else {
-        if (value->numel() != numElements(local))
-          return makeError("%s: initializer '%s' has shape %s, expected %s",
-                           what.c_str(), b.onnx_initializer().c_str(),
-                           shapeToString(value->shape).c_str(),
-                           shapeToString(local).c_str());
-        std::memcpy(dst, value->bytes.data(), b.size_bytes());
-      }
+      ShardLayout layout = shardLayout(b, sizes, coords);
+      if (value->numel() != numElements(layout.global))
+        return makeError("%s: initializer '%s' has shape %s, expected %s%s",
+                         what.c_str(), b.onnx_initializer().c_str(),
+                         shapeToString(value->shape).c_str(),
+                         b.global_shape_size() != 0 ? "the global shape " : "",
+                         shapeToString(layout.global).c_str());
+      copyGlobalToShard(layout, dtypeSize(b.dtype()), value->bytes.data(), dst);
       break;
     }
     default:

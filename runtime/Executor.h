@@ -33,13 +33,16 @@ public:
 
   /// Prepares the program `world.rank()` runs in `plan` (which must be
   /// validated and must outlive the executor): creates the communicators of
-  /// every mesh-axis set the plan's `all_reduce` ops name (collective: every
+  /// every mesh-axis set the plan's collectives (`all_reduce`, `all_slice`,
+  /// `all_gather`, `reduce_scatter`, `all_to_all`) name (collective: every
   /// rank of `world` must call `create`), allocates the arena, initialises
   /// PARAMETER / OPTIMIZER_STATE / CONSTANT buffers (ONNX initializers are
   /// read from `plan.model_path()`; with `init.random`, PARAMETERs are
   /// filled by their init rules instead, on the host arena before any
-  /// upload), and binds every instruction's kernel. A PARAMETER without a
-  /// stored value needs `init.random`. `planPath` prefixes errors.
+  /// upload; a sharded buffer takes this rank's elements of the global
+  /// value, runtime/ShardLayout.h), and binds every instruction's kernel.
+  /// A PARAMETER without a stored value needs `init.random`. `planPath`
+  /// prefixes errors.
   ///
   /// With a `device` (which must outlive the executor) the arena is
   /// allocated there too and the device's kernels run; the host arena then

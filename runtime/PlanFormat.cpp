@@ -4,6 +4,7 @@
 
 #include "runtime/support/HostTensor.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -94,6 +95,77 @@ int findProgramIndex(const plan::Plan &plan, int rank) {
 namespace {
 
 const char *roleName(plan::Role role) { return plan::Role_Name(role).c_str(); }
+
+/// "[1, 2]" for mesh axis indices.
+std::string axesToString(const plan::DimSharding &s) {
+  return shapeToString({s.axes().begin(), s.axes().end()});
+}
+
+/// The rules of `dim_shardings` (docs/plan-format.md, "Sharded buffers").
+Status checkDimShardings(const plan::Plan &plan, const plan::Buffer &b) {
+  if (b.role() != plan::PARAMETER && b.role() != plan::OPTIMIZER_STATE &&
+      b.role() != plan::RUNNING_STAT)
+    return makeError("%s buffer has dim_shardings; only PARAMETER, "
+                     "OPTIMIZER_STATE and RUNNING_STAT buffers may be sharded",
+                     roleName(b.role()));
+  std::vector<int64_t> global(b.global_shape().begin(), b.global_shape().end());
+  // `shape` is the shard's shape, or a view of it with other dimensions
+  // (same elements, same order): a fused weight's blocks as a dimension.
+  bool view = b.global_shape_size() != b.shape_size();
+  if (b.dim_shardings_size() != b.global_shape_size())
+    return makeError("%d dim_shardings for the %d dimension(s) of global_shape "
+                     "%s",
+                     b.dim_shardings_size(), b.global_shape_size(),
+                     shapeToString(global).c_str());
+  if (b.shard_offset_size() != 0)
+    return makeError("has both dim_shardings and shard_offset; a sharded "
+                     "buffer's place comes from the rank's mesh coordinate");
+  std::vector<int> usedBy(plan.mesh_size(), -1);
+  int64_t shard = 1;
+  for (int d = 0; d < b.dim_shardings_size(); ++d) {
+    const plan::DimSharding &s = b.dim_shardings(d);
+    int64_t n = 1;
+    for (int32_t axis : s.axes()) {
+      if (axis < 0 || axis >= plan.mesh_size())
+        return makeError("dim_shardings of dimension %d name mesh axis %d, "
+                         "which the mesh (%s) does not have",
+                         d, axis, meshToString(plan).c_str());
+      if (usedBy[axis] != -1) {
+        std::string other = " twice";
+        if (usedBy[axis] != d)
+          other = " and dimension " + std::to_string(usedBy[axis]);
+        return makeError("mesh axis %d ('%s') splits dimension %d%s", axis,
+                         plan.mesh(axis).name().c_str(), d, other.c_str());
+      }
+      usedBy[axis] = d;
+      n *= plan.mesh(axis).size();
+    }
+    if (s.blocks() < 0)
+      return makeError("dim_shardings of dimension %d has %lld blocks", d,
+                       (long long)s.blocks());
+    int64_t blocks = std::max<int64_t>(s.blocks(), 1), size = global[d];
+    if (size < 0)
+      return makeError("negative dimension in global_shape %s",
+                       shapeToString(global).c_str());
+    if (size % blocks != 0 || (size / blocks) % n != 0)
+      return makeError("dimension %d of global size %lld does not split into "
+                       "%lld block(s) over the %lld rank(s) of mesh axes %s",
+                       d, (long long)size, (long long)blocks, (long long)n,
+                       axesToString(s).c_str());
+    if (!view && b.shape(d) != size / n)
+      return makeError("dimension %d has local size %lld; global size %lld "
+                       "over the %lld rank(s) of mesh axes %s is %lld",
+                       d, (long long)b.shape(d), (long long)size, (long long)n,
+                       axesToString(s).c_str(), (long long)(size / n));
+    shard *= size / n;
+  }
+  if (view && numElements(bufferShape(b)) != shard)
+    return makeError("shape %s views a shard of %lld elements (global_shape "
+                     "%s over its dim_shardings)",
+                     shapeToString(bufferShape(b)).c_str(), (long long)shard,
+                     shapeToString(global).c_str());
+  return Status::ok();
+}
 
 Status checkBuffer(const plan::Plan &plan, const plan::Program &program,
                    const plan::Buffer &b) {
@@ -186,7 +258,10 @@ Status checkBuffer(const plan::Plan &plan, const plan::Program &program,
       return makeError("%s buffer may not have an initial value",
                        roleName(b.role()));
   }
-  if (b.role() == plan::PARAMETER || b.role() == plan::OPTIMIZER_STATE) {
+  if (b.dim_shardings_size() != 0) {
+    LOOM_RETURN_IF_ERROR(checkDimShardings(plan, b));
+  } else if (b.role() == plan::PARAMETER ||
+             b.role() == plan::OPTIMIZER_STATE) {
     if (b.global_shape_size() != 0 || b.shard_offset_size() != 0) {
       if (b.global_shape_size() != b.shape_size() ||
           b.shard_offset_size() != b.shape_size())

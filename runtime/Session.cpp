@@ -2,6 +2,7 @@
 
 #include "runtime/Session.h"
 
+#include "runtime/ShardLayout.h"
 #include "runtime/data/DataFeeder.h"
 #include "runtime/onnx/OnnxWeights.h"
 
@@ -127,26 +128,146 @@ std::map<std::string, HostTensor> Session::outputs() const {
   return out;
 }
 
+namespace {
+
+/// The name a buffer is exported under: a PARAMETER's binding, else its
+/// onnx_initializer, else its name; a RUNNING_STAT's binding.
+std::string exportName(const plan::Buffer &b) {
+  if (b.role() != plan::PARAMETER || !b.binding().empty())
+    return b.binding();
+  return !b.onnx_initializer().empty() ? b.onnx_initializer() : b.name();
+}
+
+/// The buffer's global (unsharded) shape.
+std::vector<int64_t> globalShape(const plan::Buffer &b) {
+  if (b.global_shape_size() == 0)
+    return bufferShape(b);
+  return {b.global_shape().begin(), b.global_shape().end()};
+}
+
+/// A rank's buffer of the value being gathered, and where its shard lies.
+struct Holder {
+  int rank;
+  const plan::Buffer *buffer;
+  ShardLayout layout;
+};
+
+} // namespace
+
 StatusOr<std::map<std::string, HostTensor>> Session::parameters() const {
   std::map<std::string, HostTensor> params;
+  std::vector<int64_t> sizes = meshSizes(*thePlan);
+  std::vector<int64_t> coords = meshCoordinates(exec->rank(), sizes);
   for (const plan::Buffer &b : exec->program().buffers()) {
     if (b.role() != plan::PARAMETER)
       continue;
-    std::string name = !b.binding().empty()          ? b.binding()
-                       : !b.onnx_initializer().empty() ? b.onnx_initializer()
-                                                       : b.name();
-    if (b.global_shape_size() != 0 &&
-        !std::equal(b.global_shape().begin(), b.global_shape().end(),
-                    b.shape().begin(), b.shape().end()))
-      return makeError("parameter '%s' is sharded (%s of %s); gathering "
-                       "sharded parameters is not supported yet",
+    std::string name = exportName(b);
+    if (!shardLayout(b, sizes, coords).isWhole())
+      return makeError("parameter '%s' is sharded (%s of %s on rank %d); "
+                       "gather it from all ranks with parameters(world)",
                        name.c_str(), shapeToString(bufferShape(b)).c_str(),
-                       shapeToString({b.global_shape().begin(),
-                                      b.global_shape().end()})
-                           .c_str());
+                       shapeToString(globalShape(b)).c_str(), exec->rank());
     params[name] = exec->readBuffer(b);
   }
   return params;
+}
+
+StatusOr<std::map<std::string, HostTensor>>
+Session::parameters(Communicator &world) const {
+  return gather(world, plan::PARAMETER);
+}
+
+StatusOr<std::map<std::string, HostTensor>>
+Session::gather(Communicator &world, plan::Role role) const {
+  const plan::Plan &plan = *thePlan;
+  if (world.size() != plan.world_size() || world.rank() != exec->rank())
+    return makeError("%s: cannot gather over rank %d of %d for a plan of %d "
+                     "rank(s) run as rank %d",
+                     planPath.c_str(), world.rank(), world.size(),
+                     plan.world_size(), exec->rank());
+  // Every rank reads the same plan, so every rank makes the same choices
+  // below and calls the same broadcasts in the same order.
+  std::vector<int64_t> sizes = meshSizes(plan);
+  std::map<std::string, std::vector<std::pair<int, const plan::Buffer *>>>
+      byName;
+  for (int r = 0; r < plan.world_size(); ++r)
+    for (const plan::Buffer &b :
+         plan.programs(findProgramIndex(plan, r)).buffers())
+      if (b.role() == role)
+        byName[exportName(b)].push_back({r, &b});
+
+  bool root = world.rank() == 0;
+  std::map<std::string, HostTensor> out;
+  std::vector<uint8_t> scratch;
+  for (const auto &[name, buffers] : byName) {
+    std::string what =
+        planPath + ": " +
+        (role == plan::PARAMETER ? "parameter" : "running stat") + " '" +
+        name + "'";
+    // One sender per distinct shard (a rank that repeats another's, such as
+    // its data-parallel replica, is skipped); a whole copy alone suffices,
+    // the lowest rank's (rank 0's where it has one).
+    std::vector<Holder> senders;
+    const auto &[firstRank, first] = buffers.front();
+    std::vector<int64_t> global = globalShape(*first);
+    for (const auto &[rank, b] : buffers) {
+      if (b->dtype() != first->dtype() || globalShape(*b) != global)
+        return makeError("%s: rank %d holds a %s %s, rank %d a %s %s",
+                         what.c_str(), firstRank, dtypeName(first->dtype()),
+                         shapeToString(global).c_str(), rank,
+                         dtypeName(b->dtype()),
+                         shapeToString(globalShape(*b)).c_str());
+      ShardLayout layout = shardLayout(*b, sizes, meshCoordinates(rank, sizes));
+      if (layout.isWhole()) {
+        senders = {{rank, b, std::move(layout)}};
+        break;
+      }
+      bool repeated = false;
+      for (const Holder &h : senders)
+        repeated |= h.layout.dims == layout.dims;
+      if (!repeated)
+        senders.push_back({rank, b, std::move(layout)});
+    }
+    int64_t covered = 0;
+    for (const Holder &h : senders)
+      covered += numElements(h.layout.local);
+    if (covered != numElements(global))
+      return makeError("%s: the shards of the ranks hold %lld of the %lld "
+                       "elements of its global shape %s",
+                       what.c_str(), (long long)covered,
+                       (long long)numElements(global),
+                       shapeToString(global).c_str());
+
+    int64_t elemBytes = dtypeSize(first->dtype());
+    HostTensor value;
+    if (root)
+      value = HostTensor(first->dtype() == plan::I64 ? ElemType::I64
+                                                     : ElemType::F32,
+                         global);
+    for (const Holder &h : senders) {
+      if (h.rank == world.rank()) {
+        HostTensor mine = exec->readBuffer(*h.buffer);
+        if (root)
+          copyShardToGlobal(h.layout, elemBytes, mine.bytes.data(),
+                            value.bytes.data());
+        else
+          LOOM_RETURN_IF_ERROR(world.broadcast(
+              mine.bytes.data(), h.buffer->size_bytes(), h.rank));
+        continue;
+      }
+      if (h.rank == 0)
+        continue; // only the root needs it, and it has it
+      scratch.resize(h.buffer->size_bytes());
+      LOOM_RETURN_IF_ERROR(
+          world.broadcast(scratch.data(), h.buffer->size_bytes(), h.rank));
+      if (root)
+        copyShardToGlobal(h.layout, elemBytes, scratch.data(),
+                          value.bytes.data());
+    }
+    if (root)
+      out[name] = std::move(value);
+  }
+  return out;
 }
 
 std::map<std::string, HostTensor> Session::runningStats() const {
@@ -162,6 +283,26 @@ Status Session::exportOnnx(const std::string &outPath) const {
     return makeError("%s: the plan names no ONNX model to export",
                      planPath.c_str());
   LOOM_ASSIGN_OR_RETURN(auto params, parameters());
+  return writeOnnx(std::move(params), runningStats(), outPath);
+}
+
+Status Session::exportOnnx(Communicator &world,
+                           const std::string &outPath) const {
+  if (thePlan->model_path().empty())
+    return makeError("%s: the plan names no ONNX model to export",
+                     planPath.c_str());
+  LOOM_ASSIGN_OR_RETURN(auto params, gather(world, plan::PARAMETER));
+  // Running statistics are the same on every rank unless sharded: the
+  // global batch's statistics update them (with --local-batchnorm too).
+  LOOM_ASSIGN_OR_RETURN(auto stats, gather(world, plan::RUNNING_STAT));
+  if (world.rank() != 0)
+    return Status::ok();
+  return writeOnnx(std::move(params), std::move(stats), outPath);
+}
+
+Status Session::writeOnnx(std::map<std::string, HostTensor> params,
+                          std::map<std::string, HostTensor> stats,
+                          const std::string &outPath) const {
   // The exporter's copies of a parameter are written from it.
   for (const plan::TiedInitializer &tie : thePlan->tied_initializers()) {
     auto it = params.find(tie.parameter());
@@ -187,9 +328,7 @@ Status Session::exportOnnx(const std::string &outPath) const {
     }
     params[tie.name()] = std::move(copy);
   }
-  // Running statistics are the same on every rank: the global batch's
-  // statistics update them (with --local-batchnorm too).
-  for (auto &[name, value] : runningStats())
+  for (auto &[name, value] : stats)
     params[name] = std::move(value);
   return exportOnnxWithWeights(thePlan->model_path(), params, outPath);
 }

@@ -73,18 +73,35 @@ public:
   /// Every OUTPUT buffer of this rank, by binding.
   std::map<std::string, HostTensor> outputs() const;
 
-  /// The trained value of every PARAMETER buffer, by parameter name
-  /// (binding, else onnx_initializer, else buffer name). Errors for sharded
-  /// parameters (not gathered yet).
+  /// The trained value of every PARAMETER buffer of this rank's program, by
+  /// parameter name (binding, else onnx_initializer, else buffer name).
+  /// Errors for a parameter this rank holds only a shard of: gather those
+  /// with `parameters(world)`.
   StatusOr<std::map<std::string, HostTensor>> parameters() const;
+
+  /// The global value of every PARAMETER of the plan (of every program), by
+  /// parameter name, assembled on rank 0 of `world` from the shards of all
+  /// ranks; other ranks get an empty map. Collective over `world` (the
+  /// session's world, or a host communicator of the same ranks): every rank
+  /// must call it. A replicated parameter is rank 0's copy (or, when rank
+  /// 0's program has none, the lowest rank's); a sharded one is sent by one
+  /// rank per distinct shard, replicas skipped (`Communicator::broadcast`).
+  StatusOr<std::map<std::string, HostTensor>>
+  parameters(Communicator &world) const;
 
   /// The value of every RUNNING_STAT buffer (batch norms' running mean and
   /// variance after the steps run so far), by initializer name.
   std::map<std::string, HostTensor> runningStats() const;
 
   /// Writes a copy of the plan's ONNX model with the trained parameters and
-  /// the updated running statistics.
+  /// the updated running statistics (one rank: the session's world must be
+  /// of one rank, or hold no sharded parameter).
   Status exportOnnx(const std::string &outPath) const;
+
+  /// `--export-onnx`: gathers the parameters and running statistics of all
+  /// ranks on rank 0 of `world` (collective, as `parameters(world)`), and
+  /// rank 0 writes the model; the other ranks write nothing.
+  Status exportOnnx(Communicator &world, const std::string &outPath) const;
 
   const plan::Plan &plan() const { return *thePlan; }
   Executor &executor() { return *exec; }
@@ -92,6 +109,14 @@ public:
 
 private:
   Session() = default;
+  /// The global value of every buffer of `role` in the plan, by name, on
+  /// rank 0 of `world` (collective; see `parameters(world)`).
+  StatusOr<std::map<std::string, HostTensor>> gather(Communicator &world,
+                                                     plan::Role role) const;
+  /// Writes the model with `params` (rank 0's part of `exportOnnx`).
+  Status writeOnnx(std::map<std::string, HostTensor> params,
+                   std::map<std::string, HostTensor> stats,
+                   const std::string &outPath) const;
   std::unique_ptr<plan::Plan> thePlan;
   std::string planPath;
   std::unique_ptr<Executor> exec;

@@ -20,6 +20,7 @@
 #define LOOM_IR_SHARDING_LOOPNEST_H
 
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/Dialect/Shard/Interfaces/ShardingInterface.h"
 #include "mlir/Dialect/Utils/StructuredOpsUtils.h"
 #include "mlir/IR/AffineMap.h"
 #include "mlir/IR/Operation.h"
@@ -68,6 +69,15 @@ public:
 
 /// The loop nest of a loom op (every op in ir/*.td has one).
 LoopNest loopNestOf(Operation *op);
+
+/// Which mesh axes split each loop of `op`, read from its operand and
+/// result shardings (null ones say nothing); an error on the op when a
+/// split cuts an unsplittable loop or two tensors split one loop
+/// differently.
+FailureOr<shard::ShardingArray>
+loopAxesOf(Operation *op, const LoopNest &nest,
+           ArrayRef<shard::Sharding> operands,
+           ArrayRef<shard::Sharding> results);
 
 /// Attaches the sharding models to every loom op.
 void attachShardingModels(MLIRContext *ctx);

@@ -55,42 +55,6 @@ std::string describeTensor(Operation *op, unsigned index) {
                           : "result " + std::to_string(index - operands);
 }
 
-/// Which mesh axes split each loop, read from the operand and result
-/// shardings.
-FailureOr<shard::ShardingArray>
-loopAxesOf(Operation *op, const LoopNest &nest, ArrayRef<Sharding> operands,
-           ArrayRef<Sharding> results) {
-  shard::ShardingArray loopAxes(nest.loops.size());
-  SmallVector<int> setBy(nest.loops.size(), -1);
-  std::vector<Sharding> all(operands.begin(), operands.end());
-  all.insert(all.end(), results.begin(), results.end());
-  for (auto [index, sharding] : llvm::enumerate(all)) {
-    if (!sharding)
-      continue;
-    ArrayRef<int64_t> dims = nest.maps[index];
-    for (auto [d, loop] : llvm::enumerate(dims)) {
-      SmallVector<GridAxis> axes;
-      if (d < sharding.getSplitAxes().size())
-        llvm::append_range(axes, sharding.getSplitAxes()[d].asArrayRef());
-      if (!axes.empty() && !nest.loops[loop].splittable)
-        return op->emitOpError("cannot split dimension ")
-               << d << " of " << describeTensor(op, index)
-               << ": the op needs it whole (a window, normalised or softmax "
-                  "axis); replicate it along that dimension";
-      if (setBy[loop] < 0) {
-        loopAxes[loop] = axes;
-        setBy[loop] = static_cast<int>(index);
-      } else if (loopAxes[loop] != axes) {
-        return op->emitOpError("dimension ")
-               << d << " of " << describeTensor(op, index)
-               << " is split differently from the same dimension of "
-               << describeTensor(op, setBy[loop]);
-      }
-    }
-  }
-  return loopAxes;
-}
-
 int64_t devicesOn(shard::GridOp grid, ArrayRef<GridAxis> axes) {
   int64_t n = 1;
   for (GridAxis a : axes)
@@ -325,12 +289,21 @@ struct LoomShardingModel
       }
       Value value = result;
       if (kind) {
+        // Every rank would add the bias to its partial sum, so the sum
+        // would hold it once per rank: add it once, after the sum.
+        Value bias;
+        if (auto linear = dyn_cast<LinearOp>(newOp); linear && linear.getBias()) {
+          bias = linear.getBias();
+          linear.getBiasMutable().clear();
+        }
         llvm::sort(axes);
         FailureOr<Value> reduced =
             combine(builder, op, result, grid, axes, *kind);
         if (failed(reduced))
           return failure();
         value = *reduced;
+        if (bias)
+          value = AddOp::create(builder, op->getLoc(), value, bias);
       }
       partitionMap.map(op->getResult(result.getResultNumber()), value);
     }
@@ -343,6 +316,40 @@ template <typename... Ops> void attach(MLIRContext *ctx) {
 }
 
 } // namespace
+
+FailureOr<shard::ShardingArray>
+mlir::loom::sharding::loopAxesOf(Operation *op, const LoopNest &nest, ArrayRef<Sharding> operands,
+           ArrayRef<Sharding> results) {
+  shard::ShardingArray loopAxes(nest.loops.size());
+  SmallVector<int> setBy(nest.loops.size(), -1);
+  std::vector<Sharding> all(operands.begin(), operands.end());
+  all.insert(all.end(), results.begin(), results.end());
+  for (auto [index, sharding] : llvm::enumerate(all)) {
+    if (!sharding)
+      continue;
+    ArrayRef<int64_t> dims = nest.maps[index];
+    for (auto [d, loop] : llvm::enumerate(dims)) {
+      SmallVector<GridAxis> axes;
+      if (d < sharding.getSplitAxes().size())
+        llvm::append_range(axes, sharding.getSplitAxes()[d].asArrayRef());
+      if (!axes.empty() && !nest.loops[loop].splittable)
+        return op->emitOpError("cannot split dimension ")
+               << d << " of " << describeTensor(op, index)
+               << ": the op needs it whole (a window, normalised or softmax "
+                  "axis); replicate it along that dimension";
+      if (setBy[loop] < 0) {
+        loopAxes[loop] = axes;
+        setBy[loop] = static_cast<int>(index);
+      } else if (loopAxes[loop] != axes) {
+        return op->emitOpError("dimension ")
+               << d << " of " << describeTensor(op, index)
+               << " is split differently from the same dimension of "
+               << describeTensor(op, setBy[loop]);
+      }
+    }
+  }
+  return loopAxes;
+}
 
 void mlir::loom::sharding::attachShardingModels(MLIRContext *ctx) {
   // Grouped as in loopNestOf (ir/sharding/LoopNests.cpp).

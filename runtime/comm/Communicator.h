@@ -12,6 +12,7 @@
 #include "runtime/support/Status.h"
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -24,6 +25,19 @@ public:
   virtual int size() const = 0;
   /// Sums `count` floats over all ranks, in place.
   virtual Status allReduceSum(float *data, int64_t count) = 0;
+  /// Every rank's `bytesPerRank` bytes of `send`, rank `i`'s at
+  /// `recv + i * bytesPerRank` (`size() * bytesPerRank` bytes; the two do
+  /// not overlap).
+  virtual Status allGather(const void *send, void *recv,
+                           int64_t bytesPerRank) = 0;
+  /// Sums `size() * countPerRank` floats of `send` over all ranks; this rank
+  /// keeps block `rank()` of the sum (`countPerRank` floats) in `recv`.
+  virtual Status reduceScatterSum(const float *send, float *recv,
+                                  int64_t countPerRank) = 0;
+  /// Block `j` of `send` (`bytesPerRank` bytes at `send + j * bytesPerRank`)
+  /// goes to rank `j`; block `i` of `recv` is the block rank `i` sent here.
+  virtual Status allToAll(const void *send, void *recv,
+                          int64_t bytesPerRank) = 0;
   /// The minimum of `value` over all ranks (used to agree on failures).
   virtual StatusOr<int> allReduceMin(int value) = 0;
   virtual Status barrier() = 0;
@@ -42,11 +56,29 @@ public:
   int rank() const override { return 0; }
   int size() const override { return 1; }
   Status allReduceSum(float *, int64_t) override { return Status::ok(); }
+  Status allGather(const void *send, void *recv,
+                   int64_t bytesPerRank) override {
+    return copyBlock(send, recv, bytesPerRank);
+  }
+  Status reduceScatterSum(const float *send, float *recv,
+                          int64_t countPerRank) override {
+    return copyBlock(send, recv, countPerRank * int64_t(sizeof(float)));
+  }
+  Status allToAll(const void *send, void *recv, int64_t bytesPerRank) override {
+    return copyBlock(send, recv, bytesPerRank);
+  }
   StatusOr<int> allReduceMin(int value) override { return value; }
   Status barrier() override { return Status::ok(); }
   Status broadcast(void *, int64_t, int) override { return Status::ok(); }
   StatusOr<std::unique_ptr<Communicator>> split(int, int) override {
     return std::unique_ptr<Communicator>(new LocalCommunicator());
+  }
+
+private:
+  static Status copyBlock(const void *send, void *recv, int64_t bytes) {
+    if (send != recv && bytes > 0)
+      std::memmove(recv, send, static_cast<size_t>(bytes));
+    return Status::ok();
   }
 };
 

@@ -53,6 +53,40 @@ public:
     return Status::ok();
   }
 
+  Status allGather(const void *send, void *recv,
+                   int64_t bytesPerRank) override {
+    return inPieces(bytesPerRank, [&](int64_t at, int count,
+                                      MPI_Datatype block) {
+      int rc = MPI_Allgather(static_cast<const char *>(send) + at, count,
+                             MPI_BYTE, static_cast<char *>(recv) + at,
+                             block == MPI_BYTE ? count : 1, block, comm);
+      return rc == MPI_SUCCESS ? Status::ok() : mpiError("MPI_Allgather", rc);
+    });
+  }
+
+  Status reduceScatterSum(const float *send, float *recv,
+                          int64_t countPerRank) override {
+    if (countPerRank > INT_MAX)
+      return makeError("reduce_scatter of %lld floats per rank is more than "
+                       "MPI's int count",
+                       (long long)countPerRank);
+    int rc = MPI_Reduce_scatter_block(
+        send, recv, static_cast<int>(countPerRank), MPI_FLOAT, MPI_SUM, comm);
+    if (rc != MPI_SUCCESS)
+      return mpiError("MPI_Reduce_scatter_block", rc);
+    return Status::ok();
+  }
+
+  Status allToAll(const void *send, void *recv, int64_t bytesPerRank) override {
+    return inPieces(bytesPerRank, [&](int64_t at, int count,
+                                      MPI_Datatype block) {
+      int n = block == MPI_BYTE ? count : 1;
+      int rc = MPI_Alltoall(static_cast<const char *>(send) + at, n, block,
+                            static_cast<char *>(recv) + at, n, block, comm);
+      return rc == MPI_SUCCESS ? Status::ok() : mpiError("MPI_Alltoall", rc);
+    });
+  }
+
   StatusOr<int> allReduceMin(int value) override {
     int out = value;
     int rc = MPI_Allreduce(&value, &out, 1, MPI_INT, MPI_MIN, comm);
@@ -92,6 +126,35 @@ public:
   }
 
 private:
+  /// Runs `call(at, count, block)` over the `bytesPerRank` bytes that each
+  /// rank's block of a gather or all-to-all has: once with `count` MPI_BYTEs
+  /// when an int counts them, else per piece of at most 1 GiB at byte `at`
+  /// of the block, `block` then being one piece of `count` bytes with the
+  /// extent of a whole block (so rank `i`'s piece lies `i * bytesPerRank`
+  /// further).
+  template <typename F> static Status inPieces(int64_t bytesPerRank, F call) {
+    if (bytesPerRank <= INT_MAX)
+      return call(0, static_cast<int>(bytesPerRank), MPI_BYTE);
+    constexpr int64_t kPiece = int64_t(1) << 30;
+    for (int64_t at = 0; at < bytesPerRank; at += kPiece) {
+      int count = static_cast<int>(std::min(kPiece, bytesPerRank - at));
+      MPI_Datatype piece, block;
+      int rc = MPI_Type_contiguous(count, MPI_BYTE, &piece);
+      if (rc != MPI_SUCCESS)
+        return mpiError("MPI_Type_contiguous", rc);
+      rc = MPI_Type_create_resized(piece, 0, bytesPerRank, &block);
+      MPI_Type_free(&piece);
+      if (rc != MPI_SUCCESS)
+        return mpiError("MPI_Type_create_resized", rc);
+      rc = MPI_Type_commit(&block);
+      Status s = rc == MPI_SUCCESS ? call(at, count, block)
+                                   : mpiError("MPI_Type_commit", rc);
+      MPI_Type_free(&block);
+      LOOM_RETURN_IF_ERROR(s);
+    }
+    return Status::ok();
+  }
+
   MPI_Comm comm;
   bool owned;
   int myRank = 0, mySize = 1;

@@ -56,6 +56,70 @@ Status NcclCommunicator::allReduceSum(float *deviceData, int64_t count) {
                    "ncclAllReduce");
 }
 
+Status NcclCommunicator::copyOwnBlock(const void *send, void *recv,
+                                      int64_t bytes) {
+  if (send == recv || bytes == 0)
+    return Status::ok();
+  return cudaCheck(cudaMemcpyAsync(recv, send, static_cast<size_t>(bytes),
+                                   cudaMemcpyDeviceToDevice, stream),
+                   "cudaMemcpyAsync (one-rank collective)");
+}
+
+Status NcclCommunicator::allGather(const void *deviceSend, void *deviceRecv,
+                                   int64_t bytesPerRank) {
+  if (!comm)
+    return copyOwnBlock(deviceSend, deviceRecv, bytesPerRank);
+  if (bytesPerRank == 0)
+    return Status::ok();
+  return ncclCheck(ncclAllGather(deviceSend, deviceRecv,
+                                 static_cast<size_t>(bytesPerRank), ncclInt8,
+                                 comm, stream),
+                   "ncclAllGather");
+}
+
+Status NcclCommunicator::reduceScatterSum(const float *deviceSend,
+                                          float *deviceRecv,
+                                          int64_t countPerRank) {
+  if (!comm)
+    return copyOwnBlock(deviceSend, deviceRecv,
+                        countPerRank * int64_t(sizeof(float)));
+  if (countPerRank == 0)
+    return Status::ok();
+  return ncclCheck(ncclReduceScatter(deviceSend, deviceRecv,
+                                     static_cast<size_t>(countPerRank),
+                                     ncclFloat32, ncclSum, comm, stream),
+                   "ncclReduceScatter");
+}
+
+Status NcclCommunicator::allToAll(const void *deviceSend, void *deviceRecv,
+                                  int64_t bytesPerRank) {
+  if (!comm)
+    return copyOwnBlock(deviceSend, deviceRecv, bytesPerRank);
+  if (bytesPerRank == 0)
+    return Status::ok();
+  // One send and one receive per peer, fused into one group so that they
+  // progress together: NCCL's all-to-all recipe, which every NCCL since 2.7
+  // has (ncclAlltoAll itself is recent).
+  auto *send = static_cast<const char *>(deviceSend);
+  auto *recv = static_cast<char *>(deviceRecv);
+  size_t bytes = static_cast<size_t>(bytesPerRank);
+  LOOM_RETURN_IF_ERROR(ncclCheck(ncclGroupStart(), "ncclGroupStart"));
+  Status posted = Status::ok();
+  for (int peer = 0; peer < size() && posted.isOk(); ++peer) {
+    posted = ncclCheck(
+        ncclSend(send + peer * bytes, bytes, ncclInt8, peer, comm, stream),
+        "ncclSend");
+    if (posted.isOk())
+      posted = ncclCheck(
+          ncclRecv(recv + peer * bytes, bytes, ncclInt8, peer, comm, stream),
+          "ncclRecv");
+  }
+  // The group is closed whatever happened inside it.
+  Status ended = ncclCheck(ncclGroupEnd(), "ncclGroupEnd");
+  LOOM_RETURN_IF_ERROR(posted);
+  return ended;
+}
+
 StatusOr<std::unique_ptr<Communicator>> NcclCommunicator::split(int color,
                                                                 int key) {
   LOOM_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> sub,

@@ -2,9 +2,10 @@
 //-*-===//
 //
 // Internal to `LoomRuntimeCuda`; others use `createNcclWorld`
-// (runtime/cuda/CudaBackend.h). `allReduceSum` takes DEVICE pointers and is
-// enqueued on the device's stream: it is ordered with the kernels around it
-// and has completed at the device's next synchronize, not on return.
+// (runtime/cuda/CudaBackend.h). `allReduceSum`, `allGather`,
+// `reduceScatterSum` and `allToAll` take DEVICE pointers and are enqueued on
+// the device's stream: they are ordered with the kernels around them and
+// have completed at the device's next synchronize, not on return.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,6 +32,12 @@ public:
   int rank() const override { return host.rank(); }
   int size() const override { return host.size(); }
   Status allReduceSum(float *deviceData, int64_t count) override;
+  Status allGather(const void *deviceSend, void *deviceRecv,
+                   int64_t bytesPerRank) override;
+  Status reduceScatterSum(const float *deviceSend, float *deviceRecv,
+                          int64_t countPerRank) override;
+  Status allToAll(const void *deviceSend, void *deviceRecv,
+                  int64_t bytesPerRank) override;
   StatusOr<int> allReduceMin(int value) override {
     return host.allReduceMin(value);
   }
@@ -41,6 +48,9 @@ public:
   StatusOr<std::unique_ptr<Communicator>> split(int color, int key) override;
 
 private:
+  /// A world of one rank: `bytes` from `send` to `recv` on the stream.
+  Status copyOwnBlock(const void *send, void *recv, int64_t bytes);
+
   NcclCommunicator(Communicator &host, std::unique_ptr<Communicator> owned,
                    cudaStream_t stream)
       : host(host), owned(std::move(owned)), stream(stream) {}

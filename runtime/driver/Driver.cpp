@@ -297,9 +297,11 @@ int train(const RunOptions &opts, Communicator &world) {
     }
   }
 
+  // Every rank takes part (sharded parameters are gathered on rank 0 over
+  // the host world); rank 0 writes the file.
   Status exported = Status::ok();
-  if (root && !opts.exportOnnxPath.empty())
-    exported = session->exportOnnx(opts.exportOnnxPath);
+  if (!opts.exportOnnxPath.empty())
+    exported = session->exportOnnx(world, opts.exportOnnxPath);
   if (!agree(world, exported))
     return 1;
   if (root && !opts.quiet) {

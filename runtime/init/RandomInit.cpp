@@ -2,6 +2,8 @@
 
 #include "runtime/init/RandomInit.h"
 
+#include "runtime/support/HostTensor.h"
+
 #include <cmath>
 
 namespace loom::runtime {
@@ -44,12 +46,10 @@ double standardNormal(uint64_t key, uint64_t index) {
 }
 
 void fillByInitRule(const plan::InitRule &rule, uint64_t seed,
-                    const std::string &name, const std::vector<int64_t> &global,
-                    const std::vector<int64_t> &offset,
-                    const std::vector<int64_t> &local, float *dst) {
-  int64_t n = 1;
-  for (int64_t d : local)
-    n *= d;
+                    const std::string &name, const ShardLayout &layout,
+                    float *dst) {
+  const std::vector<int64_t> &local = layout.local;
+  int64_t n = numElements(local);
   if (n == 0)
     return;
   if (rule.kind() != plan::InitRule::NORMAL) {
@@ -64,27 +64,39 @@ void fillByInitRule(const plan::InitRule &rule, uint64_t seed,
     dst[0] = static_cast<float>(stddev * standardNormal(key, 0));
     return;
   }
-  // Row by row (all dims but the last), each row a contiguous run of
-  // global indices.
+  // Row by row (all dims but the last); each segment of the last dim is a
+  // contiguous run of global indices.
   size_t rank = local.size();
   int64_t inner = local.back();
   int64_t rows = n / inner;
   std::vector<int64_t> globalStride(rank, 1);
   for (int d = static_cast<int>(rank) - 2; d >= 0; --d)
-    globalStride[d] = globalStride[d + 1] * global[d + 1];
+    globalStride[d] = globalStride[d + 1] * layout.global[d + 1];
+  std::vector<std::vector<int64_t>> toGlobal(rank - 1);
+  for (size_t d = 0; d + 1 < rank; ++d)
+    toGlobal[d] = globalIndices(layout, d);
+  const std::vector<ShardSegment> &runs = layout.dims.back();
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < rows; ++r) {
-    int64_t rem = r, base = offset.back();
+    int64_t rem = r, base = 0;
     for (int d = static_cast<int>(rank) - 2; d >= 0; --d) {
-      int64_t idx = rem % local[d];
+      base += toGlobal[d][rem % local[d]] * globalStride[d];
       rem /= local[d];
-      base += (idx + offset[d]) * globalStride[d];
     }
     float *out = dst + r * inner;
-    for (int64_t j = 0; j < inner; ++j)
-      out[j] = static_cast<float>(
-          stddev * standardNormal(key, static_cast<uint64_t>(base + j)));
+    for (const ShardSegment &s : runs)
+      for (int64_t j = 0; j < s.length; ++j)
+        out[s.localStart + j] = static_cast<float>(
+            stddev * standardNormal(
+                         key, static_cast<uint64_t>(base + s.globalStart + j)));
   }
+}
+
+void fillByInitRule(const plan::InitRule &rule, uint64_t seed,
+                    const std::string &name, const std::vector<int64_t> &global,
+                    const std::vector<int64_t> &offset,
+                    const std::vector<int64_t> &local, float *dst) {
+  fillByInitRule(rule, seed, name, blockLayout(global, offset, local), dst);
 }
 
 } // namespace loom::runtime

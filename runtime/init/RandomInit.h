@@ -13,6 +13,7 @@
 #ifndef LOOM_RUNTIME_INIT_RANDOMINIT_H
 #define LOOM_RUNTIME_INIT_RANDOMINIT_H
 
+#include "runtime/ShardLayout.h"
 #include "runtime/plan.pb.h"
 
 #include <cstdint>
@@ -35,10 +36,17 @@ uint64_t randomInitKey(uint64_t seed, const std::string &name);
 /// A standard normal sample: element `index` of the stream `key`.
 double standardNormal(uint64_t key, uint64_t index);
 
-/// Fills `dst`, this rank's block of parameter `name` (shape `local`, at
-/// `offset` in the global tensor of shape `global`; all three of the same
-/// rank), by `rule`: NORMAL draws `rule.std() * standardNormal(key, i)` for
-/// global row-major element `i`, ONES and ZEROS are constants.
+/// Fills `dst`, this rank's shard of parameter `name` (shape
+/// `layout.local`, laid out in the global tensor as `layout` says), by
+/// `rule`: NORMAL draws `rule.std() * standardNormal(key, i)` for global
+/// row-major element `i`, ONES and ZEROS are constants. So a shard holds
+/// exactly its elements of the unsharded fill.
+void fillByInitRule(const plan::InitRule &rule, uint64_t seed,
+                    const std::string &name, const ShardLayout &layout,
+                    float *dst);
+
+/// The same for the block of shape `local` at `offset` in the global tensor
+/// of shape `global` (all three of the same rank).
 void fillByInitRule(const plan::InitRule &rule, uint64_t seed,
                     const std::string &name, const std::vector<int64_t> &global,
                     const std::vector<int64_t> &offset,

@@ -206,7 +206,7 @@ func.func @initializer_without_param(%m: tensor<3xf32> {loom.initializer = "w"})
 // -----
 
 // The loss is a result, not an argument.
-// expected-error @+1 {{'loom.loss' is not a role of a function argument (loom.param, loom.initializer, loom.input, loom.target, loom.state, loom.running_mean, loom.running_var)}}
+// expected-error @+1 {{'loom.loss' is not a role of a function argument (loom.param, loom.initializer, loom.input, loom.target, loom.state, loom.running_mean, loom.running_var, loom.split_axes, loom.fused_blocks)}}
 func.func @loss_as_argument(%l: tensor<f32> {loom.loss}) -> tensor<f32> {
   return %l : tensor<f32>
 }
@@ -267,4 +267,11 @@ func.func @batch_norm_momentum_out_of_range(%x: tensor<4x3xf32>, %g: tensor<3xf3
 // expected-error @+1 {{'loom.running_mean' must be a string, got 1 : i64}}
 func.func @running_stat_not_a_string(%m: tensor<3xf32> {loom.running_mean = 1}) -> tensor<3xf32> {
   return %m : tensor<3xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'loom.split_axes' must be a list of mesh axis lists (array<i64>), one per dimension}}
+func.func @split_axes_not_lists(%w: tensor<4xf32> {loom.param = "w", loom.split_axes = [2]}) -> tensor<4xf32> {
+  return %w : tensor<4xf32>
 }

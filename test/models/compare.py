@@ -7,7 +7,7 @@ Checks (give one or more; each prints one verdict line):
            JSON list of losses (entry k = step k+1), e.g. from torch_train.py.
   runs   : --metrics A.jsonl --metrics2 C.jsonl
            two Loom runs, step by step (C is the reference side).
-  weights: --onnx TRAINED.onnx --reference-weights W.npz   (or --weights A.npz)
+  weights: --onnx TRAINED.onnx --reference-weights W.npz or W.onnx   (or --weights A.npz)
            final weights, floating-point initializers matched by name; every
            name in W.npz must exist in the trained model with the same shape
            and vice versa.
@@ -349,7 +349,8 @@ def main(argv=None):
     p.add_argument("--metrics2", help="second Loom metrics JSONL (reference side)")
     p.add_argument("--onnx", help="trained ONNX model written by Loom")
     p.add_argument("--weights", help="weights npz under test (instead of --onnx)")
-    p.add_argument("--reference-weights", help="reference weights npz (torch_train.py --weights-out)")
+    p.add_argument("--reference-weights",
+                   help="reference weights: npz (torch_train.py --weights-out) or .onnx (another Loom run)")
     p.add_argument("--initial", help="weights before training (.onnx or .npz): compare updates in L2")
     p.add_argument("--zero-gradient", action="append", default=[], metavar="NAME[START:END]",
                    help="with --initial: a tensor (or a flattened range of one) whose true gradient "
@@ -416,7 +417,7 @@ def main(argv=None):
                 measured = [loss_sensitivity(s, b, steps, args.rtol, args.atol) for s in sens]
             else:
                 a_name = args.onnx or args.weights
-                a, b = read_weights(a_name), read_npz(args.reference_weights)
+                a, b = read_weights(a_name), read_weights(args.reference_weights)
                 drop = excluded(set(a) | set(b), args.exclude)
                 a, b = ({k: v for k, v in d.items() if k not in drop} for d in (a, b))
                 sens = [(f, {k: v for k, v in d.items() if k not in drop}, w) for f, d, w in sens]

@@ -26,7 +26,9 @@ void narrowToBf16(const float *src, uint16_t *dst, int64_t n) {
 }
 
 bool isBf16Native(std::string_view op) {
-  return op == "convert" || op == "copy" || op == "all_slice";
+  // The block movers copy bytes of any element type.
+  return op == "convert" || op == "copy" || op == "all_slice" ||
+         op == "all_gather" || op == "all_to_all";
 }
 
 bool touchesBf16(const OpView &op) {

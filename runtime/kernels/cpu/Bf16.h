@@ -1,7 +1,8 @@
 //===- Bf16.h - bf16 storage around the fp32 CPU kernels --------*- C++ -*-===//
 //
 // Mixed-precision plans store activations as BF16 buffers. The CPU backend
-// computes in fp32: `convert` and `copy` handle bf16 themselves; every other
+// computes in fp32: `convert`, `copy` and the byte movers (`all_slice`,
+// `all_gather`, `all_to_all`) handle bf16 themselves; every other
 // instruction that touches a BF16 buffer is bound through a wrapper that
 // widens its bf16 operands into fp32 scratch, runs the fp32 kernel there and
 // rounds its bf16 outputs back to nearest even. So on CPU, bf16 is storage

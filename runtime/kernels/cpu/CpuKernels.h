@@ -34,6 +34,10 @@ LOOM_DECLARE_KERNEL(Mse)
 LOOM_DECLARE_KERNEL(MseGrad)
 LOOM_DECLARE_KERNEL(AllReduce)
 LOOM_DECLARE_KERNEL(AllSlice)   // this rank's block, no communication
+// AllGather.cpp, ReduceScatter.cpp, AllToAll.cpp (plans in Collective.h)
+LOOM_DECLARE_KERNEL(AllGather)
+LOOM_DECLARE_KERNEL(ReduceScatter)
+LOOM_DECLARE_KERNEL(AllToAll)
 
 /// The copy an `all_slice` is on this rank: `rows` blocks of `blockBytes`,
 /// `rowBytes` apart in the source (AllSlice.cpp; the CUDA backend does it

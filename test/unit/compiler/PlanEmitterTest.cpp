@@ -11,6 +11,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 using namespace mlir;
 using namespace mlir::loom;
 
@@ -26,7 +28,8 @@ protected:
 
   /// Parses `forward`, builds the training step and partitions it over
   /// `devices` ranks.
-  OwningOpRef<ModuleOp> trainStep(llvm::StringRef forward, int64_t devices) {
+  OwningOpRef<ModuleOp> trainStep(llvm::StringRef forward, int64_t devices,
+                                  int64_t tp = 1) {
     OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(forward, &ctx);
     if (!module)
       return nullptr;
@@ -34,6 +37,8 @@ protected:
     buildLoomTrainPipeline(pm, TrainPipelineOptions());
     PlanPipelineOptions plan;
     plan.devices = devices;
+    plan.tp = tp;
+    plan.cluster = "cpu:" + std::to_string(devices);
     buildLoomPlanPipeline(pm, plan);
     if (failed(pm.run(*module)))
       return nullptr;
@@ -75,6 +80,76 @@ func.func @main(%x: tensor<8x4xf32> {loom.input = "x"}, %g: tensor<4xf32> {loom.
   return %2 : tensor<8x3xf32>
 }
 )";
+
+constexpr llvm::StringLiteral kTwoLinears = R"(
+func.func @main(%x: tensor<8x64xf32> {loom.input = "x"},
+    %w1: tensor<64x128xf32> {loom.param = "fc1.weight"}, %b1: tensor<128xf32> {loom.param = "fc1.bias"},
+    %w2: tensor<128x64xf32> {loom.param = "fc2.weight"}, %b2: tensor<64xf32> {loom.param = "fc2.bias"})
+    -> (tensor<8x64xf32> {loom.output = "y"}) {
+  %h = loom.linear %x, %w1, %b1 : (tensor<8x64xf32>, tensor<64x128xf32>, tensor<128xf32>) -> tensor<8x128xf32>
+  %r = loom.relu %h : tensor<8x128xf32>
+  %y = loom.linear %r, %w2, %b2 : (tensor<8x128xf32>, tensor<128x64xf32>, tensor<64xf32>) -> tensor<8x64xf32>
+  return %y : tensor<8x64xf32>
+}
+)";
+
+TEST_F(PlanEmitterTest, TensorParallelBuffersCarryTheirSplit) {
+  // dp = 2 x tp = 2: Megatron's column / row split of the two linears.
+  OwningOpRef<ModuleOp> module = trainStep(kTwoLinears, 4, 2);
+  ASSERT_TRUE(module);
+  MemoryBreakdown memory;
+  EmitOptions options;
+  options.modelPath = "/m.onnx";
+  FailureOr<::loom::plan::Plan> plan = emitPlan(*module, options, &memory);
+  ASSERT_TRUE(succeeded(plan));
+  plan->mutable_training()->set_global_batch(8);
+  ::loom::runtime::Status valid = ::loom::runtime::validatePlan(*plan, "p");
+  EXPECT_TRUE(valid.isOk()) << valid.message();
+  // The trained elements are counted whole, not per rank.
+  EXPECT_EQ(memory.numParameters, 64 * 128 + 128 + 128 * 64 + 64);
+  const ::loom::plan::Program &p = plan->programs(0);
+  struct Want {
+    const char *param, *state;
+    std::vector<int64_t> local, global;
+    std::vector<std::vector<int32_t>> axes; // empty: replicated
+  } wants[] = {
+      {"fc1.weight", "", {64, 64}, {64, 128}, {{}, {2}}},
+      {"fc1.weight", "exp_avg", {64, 64}, {64, 128}, {{}, {2}}},
+      {"fc1.bias", "exp_avg_sq", {64}, {128}, {{2}}},
+      {"fc2.weight", "", {64, 64}, {128, 64}, {{2}, {}}},
+      {"fc2.bias", "", {64}, {64}, {}},
+  };
+  for (const Want &want : wants) {
+    const auto *b = findBuffer(p,
+                               *want.state ? ::loom::plan::OPTIMIZER_STATE
+                                           : ::loom::plan::PARAMETER,
+                               want.param, want.state);
+    ASSERT_TRUE(b) << want.param << " " << want.state;
+    EXPECT_EQ(std::vector<int64_t>(b->shape().begin(), b->shape().end()),
+              want.local) << want.param;
+    EXPECT_EQ(std::vector<int64_t>(b->global_shape().begin(),
+                                   b->global_shape().end()),
+              want.global) << want.param;
+    ASSERT_EQ(b->dim_shardings_size(), static_cast<int>(want.axes.size()))
+        << want.param;
+    for (auto [d, axes] : llvm::enumerate(want.axes)) {
+      EXPECT_EQ(std::vector<int32_t>(b->dim_shardings(d).axes().begin(),
+                                     b->dim_shardings(d).axes().end()),
+                axes) << want.param << " dim " << d;
+      EXPECT_EQ(b->dim_shardings(d).blocks(), 1);
+    }
+  }
+  // The row-parallel linear's partial sums meet over tp (mesh axis 2) and
+  // the gradients over dp (axis 1).
+  std::set<std::vector<int64_t>> reduced;
+  for (const ::loom::plan::Instruction &inst : p.instructions())
+    if (inst.op() == "all_reduce") {
+      const auto &axes = inst.attrs().at("axes").ints().values();
+      reduced.insert(std::vector<int64_t>(axes.begin(), axes.end()));
+    }
+  EXPECT_TRUE(reduced.count({2}));
+  EXPECT_TRUE(reduced.count({1}));
+}
 
 TEST_F(PlanEmitterTest, InitRulesWithoutStoredWeights) {
   OwningOpRef<ModuleOp> module = trainStep(kNormLinear, 1);

@@ -27,6 +27,15 @@ public:
   int rank() const override { return r; }
   int size() const override { return n; }
   Status allReduceSum(float *, int64_t) override { return Status::ok(); }
+  Status allGather(const void *, void *, int64_t) override {
+    return makeError("not used");
+  }
+  Status reduceScatterSum(const float *, float *, int64_t) override {
+    return makeError("not used");
+  }
+  Status allToAll(const void *, void *, int64_t) override {
+    return makeError("not used");
+  }
   StatusOr<int> allReduceMin(int value) override { return value; }
   Status barrier() override { return Status::ok(); }
   Status broadcast(void *, int64_t, int) override { return Status::ok(); }
@@ -38,19 +47,6 @@ private:
   int r, n;
 };
 
-class HostContext final : public BindContext {
-public:
-  HostContext(std::vector<uint8_t> &arena, Communicator &group)
-      : memory(arena), group(group) {}
-  uint8_t *arena() override { return memory.data(); }
-  Communicator *commForAxes(const std::vector<int64_t> &) override {
-    return &group;
-  }
-
-private:
-  std::vector<uint8_t> &memory;
-  Communicator &group;
-};
 
 /// Runs all_slice of a [3, 4] x (values 0..11) along axis 1 on rank `r` of
 /// 2, in `dtype`.

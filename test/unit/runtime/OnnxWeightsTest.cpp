@@ -258,7 +258,14 @@ TEST_F(OnnxWeightsTest, ShardedParametersTakeTheirBlock) {
   auto s = Session::create(p, world);
   ASSERT_TRUE(s.isOk()) << s.status().message();
   EXPECT_EQ((*s)->readBuffer("a_shard")->toF32(), (std::vector<float>{3, 4}));
-  EXPECT_FALSE((*s)->exportOnnx(dir + "/x.onnx").isOk()); // sharded: not yet
+  // This rank's view alone refuses the shard; the gather over the ranks
+  // finds the other half held by none.
+  EXPECT_FALSE((*s)->exportOnnx(dir + "/x.onnx").isOk());
+  Status gathered = (*s)->exportOnnx(world, dir + "/x.onnx");
+  ASSERT_FALSE(gathered.isOk());
+  EXPECT_EQ(gathered.message(),
+            "plan: parameter 'a': the shards of the ranks hold 2 of the "
+            "4 elements of its global shape [2, 2]");
 }
 
 } // namespace

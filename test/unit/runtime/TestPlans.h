@@ -9,6 +9,8 @@
 #ifndef LOOM_TEST_UNIT_RUNTIME_TESTPLANS_H
 #define LOOM_TEST_UNIT_RUNTIME_TESTPLANS_H
 
+#include "runtime/comm/Communicator.h"
+#include "runtime/kernels/Kernel.h"
 #include "runtime/plan.pb.h"
 
 #include <cstdint>
@@ -142,6 +144,22 @@ inline plan::Plan makeLinearRegressionPlan(int dp, int64_t batch, int64_t k,
   }
   return p;
 }
+
+/// A host arena and one communicator for every set of mesh axes: binds a
+/// kernel directly, without an executor.
+class HostContext final : public BindContext {
+public:
+  HostContext(std::vector<uint8_t> &arena, Communicator &group)
+      : memory(arena), group(group) {}
+  uint8_t *arena() override { return memory.data(); }
+  Communicator *commForAxes(const std::vector<int64_t> &) override {
+    return &group;
+  }
+
+private:
+  std::vector<uint8_t> &memory;
+  Communicator &group;
+};
 
 } // namespace loom::runtime::test
 

@@ -1,0 +1,241 @@
+//===- ShardingIlp.cpp - One strategy per op, by integer program -*- C++ -*-===//
+//
+// Variables: x[n][s] in {0, 1}, node n takes strategy s; e[k][i][j] in
+// [0, 1] for an edge k whose two ends both choose. Constraints: each node
+// takes one strategy; each edge's e sums over j to x[from][i] and over i to
+// x[to][j], so with binary x exactly the chosen pair is 1 (e needs no
+// integrality); memory sums within the budget. Nodes with one allowed
+// strategy are constants, and an edge with one constant end adds its row
+// (or column) to the other end's cost, so only edges between two choosing
+// nodes have e variables. Seconds are scaled to microseconds for CBC's
+// tolerances.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/planner/ShardingIlp.h"
+
+#include "Cbc_C_Interface.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+#include <map>
+#include <memory>
+
+using namespace mlir::loom::planner;
+
+namespace {
+
+constexpr double kScale = 1e6; // seconds -> microseconds
+
+struct CbcDeleter {
+  void operator()(Cbc_Model *m) const { Cbc_deleteModel(m); }
+};
+
+double memoryOf(const IlpNode &node, unsigned s) {
+  return s < node.memory.size() ? node.memory[s] : 0;
+}
+
+} // namespace
+
+IlpSolution mlir::loom::planner::evaluateChoice(
+    const IlpRequest &request, const std::vector<unsigned> &choice) {
+  IlpSolution sol;
+  sol.choice = choice;
+  for (auto [n, node] : llvm::enumerate(request.nodes)) {
+    sol.seconds += node.cost[choice[n]];
+    sol.memoryBytes += memoryOf(node, choice[n]);
+  }
+  for (const IlpEdge &edge : request.edges) {
+    size_t cols = request.nodes[edge.to].cost.size();
+    sol.seconds += edge.cost[choice[edge.from] * cols + choice[edge.to]];
+  }
+  return sol;
+}
+
+llvm::Expected<IlpSolution>
+mlir::loom::planner::solveShardingIlp(const IlpRequest &request) {
+  size_t numNodes = request.nodes.size();
+  for (const IlpEdge &edge : request.edges)
+    if (edge.from >= numNodes || edge.to >= numNodes ||
+        edge.cost.size() != request.nodes[edge.from].cost.size() *
+                                request.nodes[edge.to].cost.size())
+      return llvm::createStringError(
+          "sharding ILP: an edge names a missing node or has a cost table "
+          "of the wrong size");
+
+  // Costs and allowed strategies after folding edges with a constant end.
+  std::vector<std::vector<double>> cost(numNodes);
+  for (auto [n, node] : llvm::enumerate(request.nodes))
+    cost[n] = node.cost;
+  auto allowed = [&](unsigned n) {
+    std::vector<unsigned> out;
+    for (auto [s, c] : llvm::enumerate(cost[n]))
+      if (c != kForbidden)
+        out.push_back(s);
+    return out;
+  };
+  // A node with one allowed strategy is a constant; folding an edge into a
+  // node can forbid strategies and make it one, so repeat until stable.
+  std::vector<int> fixedTo(numNodes, -1);
+  std::vector<bool> folded(request.edges.size(), false);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (unsigned n = 0; n < numNodes; ++n) {
+      std::vector<unsigned> ok = allowed(n);
+      if (ok.empty())
+        return llvm::createStringError(llvm::formatv(
+            "sharding ILP: node {0} has no allowed strategy", n).str());
+      if (ok.size() == 1 && fixedTo[n] < 0) {
+        fixedTo[n] = ok[0];
+        changed = true;
+      }
+    }
+    for (auto [k, edge] : llvm::enumerate(request.edges)) {
+      if (folded[k])
+        continue;
+      size_t cols = request.nodes[edge.to].cost.size();
+      if (fixedTo[edge.from] >= 0) {
+        for (size_t j = 0; j < cols; ++j)
+          cost[edge.to][j] += edge.cost[fixedTo[edge.from] * cols + j];
+      } else if (fixedTo[edge.to] >= 0) {
+        for (size_t i = 0; i < cost[edge.from].size(); ++i)
+          cost[edge.from][i] += edge.cost[i * cols + fixedTo[edge.to]];
+      } else {
+        continue;
+      }
+      folded[k] = true;
+      changed = true;
+    }
+  }
+
+  std::unique_ptr<Cbc_Model, CbcDeleter> model(Cbc_newModel());
+  Cbc_setLogLevel(model.get(), 0);
+  Cbc_setMaximumSeconds(model.get(), request.timeLimitSeconds);
+  int numCols = 0, numRows = 0;
+  std::vector<std::vector<int>> x(numNodes);
+  for (unsigned n = 0; n < numNodes; ++n) {
+    if (fixedTo[n] >= 0)
+      continue;
+    for (double c : cost[n]) {
+      bool ok = c != kForbidden;
+      Cbc_addCol(model.get(), "", 0, ok ? 1 : 0, ok ? c * kScale : 0, 1, 0,
+                 nullptr, nullptr);
+      x[n].push_back(numCols++);
+    }
+    std::vector<double> ones(x[n].size(), 1.0);
+    Cbc_addRow(model.get(), "", x[n].size(), x[n].data(), ones.data(), 'E',
+               1.0);
+    ++numRows;
+  }
+  // Edges between the same two choosing nodes share their e variables.
+  std::map<std::pair<unsigned, unsigned>, std::vector<double>> pairCost;
+  for (auto [k, edge] : llvm::enumerate(request.edges)) {
+    if (folded[k])
+      continue;
+    std::vector<double> &sum = pairCost[{edge.from, edge.to}];
+    if (sum.empty())
+      sum.assign(edge.cost.size(), 0);
+    for (auto [i, c] : llvm::enumerate(edge.cost))
+      sum[i] += c;
+  }
+  for (auto &[ends, table] : pairCost) {
+    auto [from, to] = ends;
+    size_t rows = cost[from].size(), cols = cost[to].size();
+    std::vector<int> e(rows * cols);
+    for (size_t i = 0; i < rows * cols; ++i) {
+      bool ok = table[i] != kForbidden;
+      Cbc_addCol(model.get(), "", 0, ok ? 1 : 0, ok ? table[i] * kScale : 0,
+                 0, 0, nullptr, nullptr);
+      e[i] = numCols++;
+    }
+    for (size_t i = 0; i < rows; ++i) {
+      std::vector<int> cols_;
+      std::vector<double> coefs;
+      for (size_t j = 0; j < cols; ++j) {
+        cols_.push_back(e[i * cols + j]);
+        coefs.push_back(1);
+      }
+      cols_.push_back(x[from][i]);
+      coefs.push_back(-1);
+      Cbc_addRow(model.get(), "", cols_.size(), cols_.data(), coefs.data(),
+                 'E', 0);
+      ++numRows;
+    }
+    for (size_t j = 0; j < cols; ++j) {
+      std::vector<int> cols_;
+      std::vector<double> coefs;
+      for (size_t i = 0; i < rows; ++i) {
+        cols_.push_back(e[i * cols + j]);
+        coefs.push_back(1);
+      }
+      cols_.push_back(x[to][j]);
+      coefs.push_back(-1);
+      Cbc_addRow(model.get(), "", cols_.size(), cols_.data(), coefs.data(),
+                 'E', 0);
+      ++numRows;
+    }
+  }
+  // Memory: what the constants hold leaves the rest of the budget.
+  double fixedMemory = 0;
+  std::vector<int> memCols;
+  std::vector<double> memCoefs;
+  for (unsigned n = 0; n < numNodes; ++n) {
+    if (fixedTo[n] >= 0) {
+      fixedMemory += memoryOf(request.nodes[n], fixedTo[n]);
+      continue;
+    }
+    for (auto [s, col] : llvm::enumerate(x[n]))
+      if (double m = memoryOf(request.nodes[n], s)) {
+        memCols.push_back(col);
+        memCoefs.push_back(m);
+      }
+  }
+  if (std::isfinite(request.memoryBudgetBytes)) {
+    double left = request.memoryBudgetBytes - fixedMemory;
+    if (left < 0)
+      return llvm::createStringError(llvm::formatv(
+          "what cannot be sharded already takes {0} bytes, over the memory "
+          "budget of {1} bytes per device",
+          fixedMemory, request.memoryBudgetBytes).str());
+    if (!memCols.empty()) {
+      // As fractions of the budget, so the row is well scaled at any size.
+      for (double &c : memCoefs)
+        c /= request.memoryBudgetBytes;
+      Cbc_addRow(model.get(), "", memCols.size(), memCols.data(),
+                 memCoefs.data(), 'L', left / request.memoryBudgetBytes);
+      ++numRows;
+    }
+  }
+
+  std::vector<unsigned> choice(numNodes, 0);
+  if (numCols > 0) {
+    Cbc_solve(model.get());
+    if (Cbc_isProvenInfeasible(model.get()))
+      return llvm::createStringError(llvm::formatv(
+          "no sharding fits the memory budget of {0:F3} MiB per device",
+          request.memoryBudgetBytes / (1024.0 * 1024.0)).str());
+    const double *sol = Cbc_getColSolution(model.get());
+    if (!sol)
+      return llvm::createStringError(
+          "sharding ILP: CBC found no solution within the time limit");
+    for (unsigned n = 0; n < numNodes; ++n) {
+      if (fixedTo[n] >= 0)
+        continue;
+      unsigned best = 0;
+      for (auto [s, col] : llvm::enumerate(x[n]))
+        if (sol[col] > sol[x[n][best]])
+          best = s;
+      choice[n] = best;
+    }
+  }
+  for (unsigned n = 0; n < numNodes; ++n)
+    if (fixedTo[n] >= 0)
+      choice[n] = fixedTo[n];
+  IlpSolution result = evaluateChoice(request, choice);
+  result.optimal = numCols == 0 || Cbc_isProvenOptimal(model.get());
+  result.variables = numCols;
+  result.constraints = numRows;
+  return result;
+}

@@ -1,0 +1,65 @@
+//===- ShardingIlp.h - One strategy per op, by integer program --*- C++ -*-===//
+//
+// The auto-sharding problem as plain data, after XLA's auto-sharding solver
+// (`auto_sharding_solver.h`) and Alpa's intra-operator pass: every node (an
+// op, or a parameter's layout) chooses one of its strategies; a node costs
+// the seconds of its choice, an edge the seconds of resharding between the
+// choices of its two ends; the sum of the nodes' memory stays within a
+// budget. CBC solves it (docs/auto-shard.md gives the formulation).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_PASSES_PLANNER_SHARDINGILP_H
+#define LOOM_PASSES_PLANNER_SHARDINGILP_H
+
+#include "llvm/Support/Error.h"
+
+#include <limits>
+#include <vector>
+
+namespace mlir::loom::planner {
+
+inline constexpr double kForbidden = std::numeric_limits<double>::infinity();
+
+struct IlpNode {
+  /// Seconds of each strategy (kForbidden rules one out).
+  std::vector<double> cost;
+  /// Bytes each strategy holds for the whole step (empty: none).
+  std::vector<double> memory;
+};
+
+struct IlpEdge {
+  unsigned from = 0, to = 0;
+  /// Row-major [strategies of `from`] x [strategies of `to`] seconds;
+  /// kForbidden rules a pair out.
+  std::vector<double> cost;
+};
+
+struct IlpRequest {
+  std::vector<IlpNode> nodes;
+  std::vector<IlpEdge> edges;
+  double memoryBudgetBytes = std::numeric_limits<double>::infinity();
+  double timeLimitSeconds = 60;
+};
+
+struct IlpSolution {
+  std::vector<unsigned> choice; // one strategy per node
+  double seconds = 0;           // the objective: nodes' plus edges' seconds
+  double memoryBytes = 0;
+  /// Whether CBC proved the choice optimal (false: the best found in the
+  /// time limit).
+  bool optimal = false;
+  unsigned variables = 0, constraints = 0;
+};
+
+/// The cheapest choice of one strategy per node within the memory budget;
+/// an error when no choice fits or a node has no allowed strategy.
+llvm::Expected<IlpSolution> solveShardingIlp(const IlpRequest &request);
+
+/// The objective and memory of `choice` (for checks and reports).
+IlpSolution evaluateChoice(const IlpRequest &request,
+                           const std::vector<unsigned> &choice);
+
+} // namespace mlir::loom::planner
+
+#endif // LOOM_PASSES_PLANNER_SHARDINGILP_H

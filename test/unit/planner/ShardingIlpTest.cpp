@@ -1,0 +1,125 @@
+//===- ShardingIlpTest.cpp - The auto-sharding ILP against brute force ----===//
+
+#include "passes/planner/ShardingIlp.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+using namespace mlir::loom::planner;
+
+namespace {
+
+/// The cheapest choice by enumerating every one (small requests only).
+double bruteForce(const IlpRequest &request, std::vector<unsigned> &best) {
+  size_t n = request.nodes.size();
+  std::vector<unsigned> choice(n, 0);
+  double bestSeconds = kForbidden;
+  while (true) {
+    IlpSolution s = evaluateChoice(request, choice);
+    if (s.memoryBytes <= request.memoryBudgetBytes && s.seconds < bestSeconds) {
+      bestSeconds = s.seconds;
+      best = choice;
+    }
+    size_t i = 0;
+    for (; i < n; ++i) {
+      if (++choice[i] < request.nodes[i].cost.size())
+        break;
+      choice[i] = 0;
+    }
+    if (i == n)
+      return bestSeconds;
+  }
+}
+
+TEST(ShardingIlpTest, EdgeCostMakesNeighboursAgree) {
+  // Two ops that each prefer a different strategy alone, but resharding
+  // between them costs more than either's preference.
+  IlpRequest r;
+  r.nodes = {{{1.0, 2.0}, {}}, {{2.0, 1.0}, {}}};
+  r.edges = {{0, 1, {0.0, 5.0, 5.0, 0.0}}};
+  auto sol = solveShardingIlp(r);
+  ASSERT_TRUE(static_cast<bool>(sol)) << llvm::toString(sol.takeError());
+  EXPECT_DOUBLE_EQ(sol->seconds, 3.0);
+  EXPECT_EQ(sol->choice[0], sol->choice[1]);
+  EXPECT_TRUE(sol->optimal);
+}
+
+TEST(ShardingIlpTest, MemoryBudgetPicksTheSlowerShardedLayout) {
+  // Strategy 0 replicates 8 bytes and is fast; strategy 1 shards to 2 and
+  // is slower. Two such parameters fit a budget of 10 only if one shards.
+  IlpRequest r;
+  r.nodes = {{{1.0, 1.5}, {8, 2}}, {{1.0, 1.2}, {8, 2}}};
+  r.memoryBudgetBytes = 10;
+  auto sol = solveShardingIlp(r);
+  ASSERT_TRUE(static_cast<bool>(sol)) << llvm::toString(sol.takeError());
+  EXPECT_EQ(sol->choice, (std::vector<unsigned>{0, 1}));
+  EXPECT_DOUBLE_EQ(sol->memoryBytes, 10);
+}
+
+TEST(ShardingIlpTest, RefusesWhatCannotFit) {
+  IlpRequest r;
+  r.nodes = {{{1.0, 1.5}, {8, 4}}, {{1.0}, {8}}};
+  r.memoryBudgetBytes = 10;
+  auto sol = solveShardingIlp(r);
+  ASSERT_FALSE(static_cast<bool>(sol));
+  EXPECT_NE(llvm::toString(sol.takeError()).find("budget"), std::string::npos);
+}
+
+TEST(ShardingIlpTest, ForbiddenPairsAreNeverChosen) {
+  // A returned parameter must keep its argument's layout: every pair but
+  // the diagonal is forbidden, however cheap.
+  IlpRequest r;
+  r.nodes = {{{0.0, 0.0, 0.0}, {}}, {{3.0, 1.0, 2.0}, {}}};
+  r.edges = {{0, 1,
+              {0, kForbidden, kForbidden, kForbidden, 5, kForbidden,
+               kForbidden, kForbidden, 0}}};
+  auto sol = solveShardingIlp(r);
+  ASSERT_TRUE(static_cast<bool>(sol)) << llvm::toString(sol.takeError());
+  EXPECT_EQ(sol->choice, (std::vector<unsigned>{2, 2}));
+}
+
+TEST(ShardingIlpTest, MatchesBruteForceOnRandomRequests) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> u(0, 10);
+  for (int trial = 0; trial < 40; ++trial) {
+    IlpRequest r;
+    size_t n = 2 + trial % 5;
+    for (size_t i = 0; i < n; ++i) {
+      IlpNode node;
+      size_t k = 1 + (trial + i) % 3;
+      for (size_t s = 0; s < k; ++s) {
+        node.cost.push_back(u(rng));
+        node.memory.push_back(std::floor(u(rng)));
+      }
+      r.nodes.push_back(node);
+    }
+    for (size_t e = 0; e + 1 < 2 * n; ++e) {
+      IlpEdge edge;
+      edge.from = rng() % n;
+      edge.to = rng() % n;
+      if (edge.from == edge.to)
+        continue;
+      size_t cells = r.nodes[edge.from].cost.size() * r.nodes[edge.to].cost.size();
+      for (size_t c = 0; c < cells; ++c)
+        edge.cost.push_back(u(rng) < 1 ? kForbidden : u(rng));
+      r.edges.push_back(edge);
+    }
+    r.memoryBudgetBytes = 4.0 * n;
+    std::vector<unsigned> best;
+    double expected = bruteForce(r, best);
+    auto sol = solveShardingIlp(r);
+    if (expected == kForbidden) {
+      EXPECT_FALSE(static_cast<bool>(sol)) << "trial " << trial;
+      if (!sol)
+        llvm::consumeError(sol.takeError());
+      continue;
+    }
+    ASSERT_TRUE(static_cast<bool>(sol))
+        << "trial " << trial << ": " << llvm::toString(sol.takeError());
+    EXPECT_NEAR(sol->seconds, expected, 1e-5) << "trial " << trial;
+    EXPECT_LE(sol->memoryBytes, r.memoryBudgetBytes) << "trial " << trial;
+  }
+}
+
+} // namespace

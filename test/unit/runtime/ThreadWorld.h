@@ -1,0 +1,189 @@
+//===- ThreadWorld.h - A world of ranks that are threads --------*- C++ -*-===//
+//
+// An in-process `Communicator` whose ranks are threads of the test: every
+// collective meets at a barrier, reads the other ranks' posted buffers and
+// meets again before anyone may reuse them. `split` makes sub-worlds the
+// same way, so `createAxesCommunicator` and the executor's sub-communicators
+// run as under MPI, without MPI (`runRanks` starts the threads).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_TEST_UNIT_RUNTIME_THREADWORLD_H
+#define LOOM_TEST_UNIT_RUNTIME_THREADWORLD_H
+
+#include "runtime/comm/Communicator.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace loom::runtime::test {
+
+/// What the ranks of one (sub-)world share.
+struct ThreadMeeting {
+  explicit ThreadMeeting(int n) : n(n), posted(n), colorKey(n) {}
+
+  /// Returns when all `n` ranks have arrived (reusable).
+  void arrive() {
+    std::unique_lock<std::mutex> lock(mutex);
+    int64_t gen = generation;
+    if (++arrived == n) {
+      arrived = 0;
+      ++generation;
+      cv.notify_all();
+      return;
+    }
+    cv.wait(lock, [&] { return generation != gen; });
+  }
+
+  int n;
+  std::mutex mutex;
+  std::condition_variable cv;
+  int arrived = 0;
+  int64_t generation = 0;
+  std::vector<const void *> posted;
+  std::vector<std::pair<int, int>> colorKey;
+  std::map<int, std::shared_ptr<ThreadMeeting>> children;
+};
+
+class ThreadCommunicator final : public Communicator {
+public:
+  ThreadCommunicator(std::shared_ptr<ThreadMeeting> meeting, int rank)
+      : meeting(std::move(meeting)), myRank(rank) {}
+
+  int rank() const override { return myRank; }
+  int size() const override { return meeting->n; }
+
+  Status allReduceSum(float *data, int64_t count) override {
+    std::vector<float> sum(static_cast<size_t>(count), 0.0f);
+    exchange(data, [&] {
+      for (int r = 0; r < size(); ++r)
+        for (int64_t i = 0; i < count; ++i)
+          sum[i] += static_cast<const float *>(meeting->posted[r])[i];
+    });
+    std::copy(sum.begin(), sum.end(), data);
+    return Status::ok();
+  }
+  Status allGather(const void *send, void *recv,
+                   int64_t bytesPerRank) override {
+    exchange(send, [&] {
+      for (int r = 0; r < size(); ++r)
+        std::memcpy(static_cast<char *>(recv) + r * bytesPerRank,
+                    meeting->posted[r], bytesPerRank);
+    });
+    return Status::ok();
+  }
+  Status reduceScatterSum(const float *send, float *recv,
+                          int64_t countPerRank) override {
+    exchange(send, [&] {
+      for (int64_t i = 0; i < countPerRank; ++i) {
+        float sum = 0;
+        for (int r = 0; r < size(); ++r)
+          sum += static_cast<const float *>(
+              meeting->posted[r])[myRank * countPerRank + i];
+        recv[i] = sum;
+      }
+    });
+    return Status::ok();
+  }
+  Status allToAll(const void *send, void *recv, int64_t bytesPerRank) override {
+    exchange(send, [&] {
+      for (int r = 0; r < size(); ++r)
+        std::memcpy(static_cast<char *>(recv) + r * bytesPerRank,
+                    static_cast<const char *>(meeting->posted[r]) +
+                        myRank * bytesPerRank,
+                    bytesPerRank);
+    });
+    return Status::ok();
+  }
+  StatusOr<int> allReduceMin(int value) override {
+    int out = value;
+    exchange(&value, [&] {
+      for (int r = 0; r < size(); ++r)
+        out = std::min(out, *static_cast<const int *>(meeting->posted[r]));
+    });
+    return out;
+  }
+  Status barrier() override {
+    meeting->arrive();
+    return Status::ok();
+  }
+  Status broadcast(void *data, int64_t bytes, int root) override {
+    exchange(data, [&] {
+      if (myRank != root)
+        std::memcpy(data, meeting->posted[root], bytes);
+    });
+    return Status::ok();
+  }
+  StatusOr<std::unique_ptr<Communicator>> split(int color, int key) override {
+    meeting->colorKey[myRank] = {color, key};
+    meeting->arrive();
+    // The members of this color, ordered by key (then by rank, as MPI).
+    std::vector<std::pair<int, int>> members;
+    for (int r = 0; r < size(); ++r)
+      if (meeting->colorKey[r].first == color)
+        members.push_back({meeting->colorKey[r].second, r});
+    std::sort(members.begin(), members.end());
+    int subRank = 0;
+    while (members[subRank].second != myRank)
+      ++subRank;
+    std::shared_ptr<ThreadMeeting> sub;
+    {
+      std::lock_guard<std::mutex> lock(meeting->mutex);
+      auto &slot = meeting->children[color];
+      if (!slot)
+        slot = std::make_shared<ThreadMeeting>(int(members.size()));
+      sub = slot;
+    }
+    meeting->arrive();
+    if (myRank == 0)
+      meeting->children.clear(); // every member holds its sub-meeting
+    meeting->arrive();
+    return std::unique_ptr<Communicator>(
+        new ThreadCommunicator(std::move(sub), subRank));
+  }
+
+private:
+  /// Posts `mine`, runs `read` once every rank has posted, and returns once
+  /// every rank has read.
+  template <typename F> void exchange(const void *mine, F read) {
+    meeting->posted[myRank] = mine;
+    meeting->arrive();
+    read();
+    meeting->arrive();
+  }
+
+  std::shared_ptr<ThreadMeeting> meeting;
+  int myRank;
+};
+
+/// Runs `body(world)` on `n` threads, one per rank of a world of `n`, and
+/// returns each rank's failure message ("" when it succeeded).
+inline std::vector<std::string>
+runRanks(int n, const std::function<Status(Communicator &)> &body) {
+  auto meeting = std::make_shared<ThreadMeeting>(n);
+  std::vector<std::string> failures(n);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r)
+    threads.emplace_back([&, r] {
+      ThreadCommunicator world(meeting, r);
+      Status s = body(world);
+      if (!s.isOk())
+        failures[r] = s.message();
+    });
+  for (std::thread &t : threads)
+    t.join();
+  return failures;
+}
+
+} // namespace loom::runtime::test
+
+#endif // LOOM_TEST_UNIT_RUNTIME_THREADWORLD_H
