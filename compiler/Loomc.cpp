@@ -166,6 +166,7 @@ struct Options {
 /// Forced plan choices from `--force`.
 struct Forced {
   int64_t dp = 0, tp = 1, pp = 1, micro = 0, zero = 0;
+  bool zeroGiven = false; // else the lowest stage that fits
   std::string remat = "none", schedule = "1f1b";
 };
 
@@ -213,9 +214,10 @@ llvm::Expected<Forced> parseForce(llvm::StringRef text) {
     else if (key == "micro")
       f.micro = v;
     else if (key == "zero") {
-      if (v != 0)
-        return bad("ZeRO sharding is not available yet; use zero=0");
+      if (v > 3)
+        return bad("ZeRO stages are 0 to 3");
       f.zero = v;
+      f.zeroGiven = true;
     } else
       return bad("unknown key; expected dp, tp, pp, micro, zero, remat, "
                  "schedule");
@@ -272,7 +274,9 @@ int64_t batchOf(ModuleOp module) {
   return 0;
 }
 
-int run(Options &o) {
+/// Compiles the model once; `zero` >= 0 is the ZeRO stage to try when
+/// --force does not pin it (a plan that does not fit retries the next).
+int run(Options &o, int64_t zero = 0) {
   auto start = std::chrono::steady_clock::now();
   if (o.listOps) {
     llvm::outs() << listSupportedOnnxOps();
@@ -302,6 +306,8 @@ int run(Options &o) {
   llvm::Expected<Forced> forced = parseForce(o.force);
   if (!forced)
     return fail(llvm::toString(forced.takeError()));
+  if (forced->zeroGiven)
+    zero = forced->zero;
 
   std::string lossOutput = o.output;
   std::optional<LossKind> loss;
@@ -399,6 +405,7 @@ int run(Options &o) {
   pipeline.plan.tp = forced->tp;
   pipeline.plan.pp = forced->pp;
   pipeline.plan.cluster = o.cluster.getValue();
+  pipeline.plan.zero = zero;
   pipeline.plan.localBatchNorm = o.localBatchNorm;
   PassManager pm(&ctx);
   buildLoomCompilerPipeline(pm, pipeline);
@@ -459,6 +466,7 @@ int run(Options &o) {
   }
   t.set_tokens_per_sample(1);
   t.set_precision(stringifyPrecision(*precision).str());
+  t.set_zero_stage(zero);
 
   MemoryBreakdown memory;
   FailureOr<plan::Plan> plan = emitPlan(*module, emitOptions, &memory);
@@ -491,12 +499,18 @@ int run(Options &o) {
   planner::MemoryFit fit = planner::checkMemoryFit(
       figures.memory, static_cast<int64_t>(cluster->memoryBytes()));
   if (!fit.fits) {
+    // The lowest ZeRO stage that fits, unless --force pins one.
+    if (training && !forced->zeroGiven && dp > 1 && zero < 3)
+      return run(o, zero + 1);
     constexpr double kGiB = 1024.0 * 1024 * 1024;
-    return fail(llvm::formatv("the plan needs {0:F2} GiB per device but {1} "
+    std::string withZero =
+        zero > 0 ? " even with ZeRO stage " + std::to_string(zero) : "";
+    return fail(llvm::formatv("the plan needs {0:F2} GiB per device{4} but {1} "
                               "has {2:F1} GiB ({3:F2} GiB short); use more "
                               "devices or a smaller batch",
                               fit.requiredBytes / kGiB, cluster->deviceName,
-                              cluster->memoryGiB, fit.shortfallBytes / kGiB)
+                              cluster->memoryGiB, fit.shortfallBytes / kGiB,
+                              withZero)
                     .str());
   }
 

@@ -124,7 +124,7 @@ llvm::json::Object mlir::loom::summaryJson(const plan::Plan &plan,
       {"micro_batch", t.micro_batch()},
       {"num_micro_batches", t.num_micro_batches()},
       {"schedule", "none"},
-      {"zero_stage", 0},
+      {"zero_stage", t.zero_stage()},
       {"remat", "none"},
       {"precision", isBf16(plan) ? "bf16" : "fp32"},
       {"predicted",
@@ -240,7 +240,7 @@ std::string mlir::loom::summaryText(const plan::Plan &plan,
   if (plan.is_training())
     os << "  training    loss " << t.loss() << ", optimizer " << t.optimizer()
        << llvm::format(" (lr %g, weight decay %g", t.lr(), t.weight_decay())
-       << "), zero 0, remat none\n";
+       << "), zero " << t.zero_stage() << ", remat none\n";
   if (isBf16(plan))
     os << "  precision   bf16 activations and activation gradients, f32 "
           "parameters, gradients and optimizer state\n";

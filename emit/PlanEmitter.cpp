@@ -574,11 +574,15 @@ LogicalResult Emitter::run(plan::Program &prog) {
     if (failed(emitOp(&op)))
       return failure();
   }
-  // Optimizer updates take the gradient as operand 1.
+  // Optimizer updates take the gradient as operand 1; a rank's block of
+  // the all-reduced gradient (ZeRO-1) still held the whole gradient.
   for (Operation &op : func.getBody().front())
-    if (isa<AdamwOp, SgdOp>(op))
-      memory.gradients +=
-          program->buffers(bufferOf(op.getOperand(1))).size_bytes();
+    if (isa<AdamwOp, SgdOp>(op)) {
+      Value grad = op.getOperand(1);
+      if (auto slice = grad.getDefiningOp<shard::AllSliceOp>())
+        grad = slice.getInput();
+      memory.gradients += program->buffers(bufferOf(grad)).size_bytes();
+    }
 
   // Buffers never touched by an instruction still need a place.
   for (LiveRange &r : ranges)

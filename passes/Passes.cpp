@@ -81,6 +81,11 @@ void mlir::loom::buildLoomPlanPipeline(OpPassManager &pm,
     autoShard.memoryBudgetGib = options.memoryBudgetGib;
     pm.addPass(createLoomAutoShardPass(autoShard));
   }
+  if (options.zero > 0) {
+    LoomShardZeroPassOptions zero;
+    zero.stage = options.zero;
+    pm.addPass(createLoomShardZeroPass(zero));
+  }
   if (!options.lower)
     return;
   pm.addNestedPass<func::FuncOp>(createLoomVerifyShardingPass());
@@ -88,6 +93,8 @@ void mlir::loom::buildLoomPlanPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(shard::createPartition());
   pm.addNestedPass<func::FuncOp>(createLoomFoldAllSlicesPass());
   pm.addNestedPass<func::FuncOp>(createLoomSinkAllReducesPass());
+  if (options.zero >= 2)
+    pm.addNestedPass<func::FuncOp>(createLoomFuseReduceScatterPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 }
@@ -117,6 +124,7 @@ void mlir::loom::buildLoomCompilerPipeline(
   plan.pp = options.plan.pp;
   plan.cluster = options.plan.cluster.getValue();
   plan.memoryBudgetGib = options.plan.memoryBudgetGib.getValue();
+  plan.zero = options.plan.zero.getValue();
   plan.localBatchNorm = options.plan.localBatchNorm;
   plan.lower = options.last == Phase::Lower;
   buildLoomPlanPipeline(pm, plan);

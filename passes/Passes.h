@@ -94,6 +94,9 @@ struct PlanPipelineOptions : public PassPipelineOptions<PlanPipelineOptions> {
       llvm::cl::desc("per-device memory for parameters and optimizer state, "
                      "in GiB (0: the cluster's device memory)"),
       llvm::cl::init(0)};
+  Option<int64_t> zero{*this, "zero",
+                       llvm::cl::desc("the ZeRO stage, 0 to 3 (loom-shard-zero)"),
+                       llvm::cl::init(0)};
   Option<bool> localBatchNorm{
       *this, "local-batch-norm",
       llvm::cl::desc("under data parallelism, normalise each rank's block of "

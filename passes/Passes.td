@@ -262,6 +262,35 @@ def LoomShardDataParallelPass
   let dependentDialects = ["::mlir::shard::ShardDialect"];
 }
 
+def LoomShardZeroPass : Pass<"loom-shard-zero", "mlir::ModuleOp"> {
+  let summary = "ZeRO: split the optimizer's state (and gradients, parameters) over dp";
+  let description = [{
+    Pre: a fully annotated step (after `sharding-propagation`, and
+    `loom-auto-shard` when `tp > 1`).
+    Post: `loom.zero_stage` on the `shard.grid`; with `dp > 1` and a stage
+    from 1 to 3, every optimizer update (`loom.adamw`, `loom.sgd` with
+    momentum; at stage 3 plain SGD too) runs on the rank's block of its
+    parameter along `dp`: `dp` is added as the last axis of the first
+    dimension whose block under the other splits it divides (a parameter
+    too small for that stays replicated). Stage 1: the update's operands
+    and results, and the optimizer-state arguments and returns, take that
+    sharding; the parameter's block is sliced from the whole parameter and
+    the updated blocks are gathered back. Stage 2: the same (the lowering
+    turns the gradient's all-reduce and slice into a reduce-scatter,
+    `loom-fuse-reduce-scatter`). Stage 3: the parameter argument and its
+    return too, so every use gathers it whole. Only annotations change.
+
+    ```mlir
+    %s = shard.sharding @mesh split_axes = [[1]] : !shard.sharding
+    %m = shard.shard %exp_avg to %s : tensor<64x16xf32>
+    ```
+  }];
+  let options = [
+    Option<"stage", "stage", "int64_t", "0", "the ZeRO stage (0 to 3)">,
+  ];
+  let dependentDialects = ["::mlir::shard::ShardDialect"];
+}
+
 def LoomSplitFusedProjectionsPass
     : Pass<"loom-split-fused-projections", "mlir::func::FuncOp"> {
   let summary = "One linear per block of a fused projection, its weight viewed by blocks";
@@ -390,6 +419,27 @@ def LoomVerifyShardingPass : InterfacePass<"loom-verify-sharding", "mlir::Functi
     Post: unchanged; a value that is not annotated is an error at the op
     (and the ONNX node) that holds it, instead of a failure inside
     partition.
+  }];
+}
+
+def LoomFuseReduceScatterPass
+    : InterfacePass<"loom-fuse-reduce-scatter", "mlir::FunctionOpInterface"> {
+  let summary = "Turn a sum all-reduce that only a slice reads into a reduce-scatter";
+  let description = [{
+    Pre: a partitioned step.
+    Post: a `shard.all_reduce` (sum) whose one user is a `shard.all_slice`
+    over the same mesh axes is gone, and the slice is a
+    `shard.reduce_scatter` along its axis: the same values, half the
+    traffic. The plan pipeline runs it at ZeRO stage 2 and 3, where each
+    rank updates its block of every gradient.
+
+    ```mlir
+    // before
+    %r = shard.all_reduce %g on @mesh grid_axes = [1] : tensor<8x4xf32> -> tensor<8x4xf32>
+    %s = shard.all_slice %r on @mesh grid_axes = [1] slice_axis = 0 : tensor<8x4xf32> -> tensor<4x4xf32>
+    // after
+    %s = shard.reduce_scatter %g on @mesh grid_axes = [1] scatter_axis = 0 : tensor<8x4xf32> -> tensor<4x4xf32>
+    ```
   }];
 }
 

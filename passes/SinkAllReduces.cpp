@@ -2,8 +2,8 @@
 //
 // The partition all-reduces each partial sum where it is made. A sum
 // commutes with linear ops, so the all-reduce may move past them: past a
-// widening conversion it sums in f32, and two moved all-reduces that meet in
-// an addition become one.
+// widening conversion it sums in f32 (also when a slice of the sum is
+// widened), and two moved all-reduces that meet in an addition become one.
 //
 //===----------------------------------------------------------------------===//
 
@@ -57,6 +57,37 @@ struct SinkPastUnary : OpRewritePattern<Op> {
   }
 };
 
+/// `convert(all_slice(all_reduce(x)))`, bf16 to f32 -> `all_slice(
+/// all_reduce(convert(x)))`: a gradient that ZeRO updates block by block is
+/// summed in f32 too (and then the slice of the sum is a reduce-scatter).
+struct WidenBeforeSlicedSum : OpRewritePattern<ConvertOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ConvertOp op,
+                                PatternRewriter &rewriter) const override {
+    auto slice = op.getInput().getDefiningOp<shard::AllSliceOp>();
+    if (!slice || !slice->hasOneUse())
+      return rewriter.notifyMatchFailure(op, "input is not a lone slice");
+    shard::AllReduceOp ar = movableSum(slice.getInput());
+    if (!ar)
+      return rewriter.notifyMatchFailure(op, "slice of no movable sum");
+    auto from = cast<RankedTensorType>(ar.getType());
+    if (!from.getElementType().isBF16() || !op.getTo().isF32())
+      return rewriter.notifyMatchFailure(op, "not a bf16 to f32 widening");
+    Value converted =
+        ConvertOp::create(rewriter, op.getLoc(), ar.getInput(), op.getTo());
+    Value sum = shard::AllReduceOp::create(rewriter, ar.getLoc(), converted,
+                                           ar.getGrid(), ar.getGridAxes(),
+                                           shard::ReductionKind::Sum);
+    Value sliced = shard::AllSliceOp::create(
+        rewriter, slice.getLoc(), op.getType(), slice.getGridAttr(),
+        slice.getGridAxesAttr(), sum, slice.getSliceAxisAttr());
+    rewriter.replaceOp(op, sliced);
+    rewriter.eraseOp(slice);
+    rewriter.eraseOp(ar);
+    return success();
+  }
+};
+
 /// `all_reduce(a) + all_reduce(b)` -> `all_reduce(a + b)` over the same axes.
 struct MergeSums : OpRewritePattern<AddOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -83,4 +114,4 @@ struct MergeSums : OpRewritePattern<AddOp> {
 template class mlir::loom::PatternPass<
     loom::impl::LoomSinkAllReducesPassBase, SinkPastUnary<TransposeOp>,
     SinkPastUnary<ReshapeOp>, SinkPastUnary<ScaleOp>, SinkPastUnary<ConvertOp>,
-    MergeSums>;
+    WidenBeforeSlicedSum, MergeSums>;

@@ -257,6 +257,12 @@ struct LoomShardingModel
       return partitionConstant(constant, nest, *loopAxes, grid, partitionMap,
                                builder);
 
+    // Partition hands over no value where it found no resharding.
+    for (auto [i, v] : llvm::enumerate(partitionedOperands))
+      if (!v)
+        return op->emitOpError("operand ")
+               << i << " could not be resharded to its sharding (more than "
+               << "one step from its producer's)";
     IRMapping local;
     local.map(op->getOperands(), partitionedOperands);
     Operation *newOp = builder.clone(*op, local);

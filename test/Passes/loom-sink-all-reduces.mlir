@@ -45,3 +45,20 @@ func.func @shared_or_max_stays(%a: tensor<4xf32>, %b: tensor<4xf32>) -> (tensor<
   %t = loom.scale %m by 2.0 : tensor<4xf32>
   return %r, %s, %t : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
 }
+
+// -----
+
+// A bf16 gradient that ZeRO updates block by block is widened before it is
+// summed: the sum and its slice happen in f32.
+// CHECK-LABEL: func.func @widen_sliced_sum
+// CHECK-NEXT:    %[[C:.*]] = loom.convert %arg0 to f32 : tensor<8x4xbf16> -> tensor<8x4xf32>
+// CHECK-NEXT:    %[[R:.*]] = shard.all_reduce %[[C]] on @mesh grid_axes = [1] : tensor<8x4xf32> -> tensor<8x4xf32>
+// CHECK-NEXT:    %[[S:.*]] = shard.all_slice %[[R]] on @mesh grid_axes = [1] slice_axis = 0 : tensor<8x4xf32> -> tensor<4x4xf32>
+// CHECK-NEXT:    return %[[S]]
+shard.grid @mesh(shape = 1x2x1)
+func.func @widen_sliced_sum(%g: tensor<8x4xbf16>) -> tensor<4x4xf32> {
+  %r = shard.all_reduce %g on @mesh grid_axes = [1] : tensor<8x4xbf16> -> tensor<8x4xbf16>
+  %s = shard.all_slice %r on @mesh grid_axes = [1] slice_axis = 0 : tensor<8x4xbf16> -> tensor<4x4xbf16>
+  %c = loom.convert %s to f32 : tensor<4x4xbf16> -> tensor<4x4xf32>
+  return %c : tensor<4x4xf32>
+}

@@ -29,15 +29,19 @@ protected:
   /// Parses `forward`, builds the training step and partitions it over
   /// `devices` ranks.
   OwningOpRef<ModuleOp> trainStep(llvm::StringRef forward, int64_t devices,
-                                  int64_t tp = 1) {
+                                  int64_t tp = 1, int64_t zero = 0,
+                                  Precision precision = Precision::Fp32) {
     OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(forward, &ctx);
     if (!module)
       return nullptr;
     PassManager pm(&ctx);
-    buildLoomTrainPipeline(pm, TrainPipelineOptions());
+    TrainPipelineOptions train;
+    train.precision = precision;
+    buildLoomTrainPipeline(pm, train);
     PlanPipelineOptions plan;
     plan.devices = devices;
     plan.tp = tp;
+    plan.zero = zero;
     plan.cluster = "cpu:" + std::to_string(devices);
     buildLoomPlanPipeline(pm, plan);
     if (failed(pm.run(*module)))
@@ -93,18 +97,27 @@ func.func @main(%x: tensor<8x64xf32> {loom.input = "x"},
 }
 )";
 
+/// The plan of a step at global batch 8, checked against the plan format.
+FailureOr<::loom::plan::Plan> validPlan(ModuleOp module,
+                                        MemoryBreakdown &memory) {
+  EmitOptions options;
+  options.modelPath = "/m.onnx";
+  FailureOr<::loom::plan::Plan> plan = emitPlan(module, options, &memory);
+  if (failed(plan))
+    return failure();
+  plan->mutable_training()->set_global_batch(8);
+  ::loom::runtime::Status valid = ::loom::runtime::validatePlan(*plan, "p");
+  EXPECT_TRUE(valid.isOk()) << valid.message();
+  return plan;
+}
+
 TEST_F(PlanEmitterTest, TensorParallelBuffersCarryTheirSplit) {
   // dp = 2 x tp = 2: Megatron's column / row split of the two linears.
   OwningOpRef<ModuleOp> module = trainStep(kTwoLinears, 4, 2);
   ASSERT_TRUE(module);
   MemoryBreakdown memory;
-  EmitOptions options;
-  options.modelPath = "/m.onnx";
-  FailureOr<::loom::plan::Plan> plan = emitPlan(*module, options, &memory);
+  FailureOr<::loom::plan::Plan> plan = validPlan(*module, memory);
   ASSERT_TRUE(succeeded(plan));
-  plan->mutable_training()->set_global_batch(8);
-  ::loom::runtime::Status valid = ::loom::runtime::validatePlan(*plan, "p");
-  EXPECT_TRUE(valid.isOk()) << valid.message();
   // The trained elements are counted whole, not per rank.
   EXPECT_EQ(memory.numParameters, 64 * 128 + 128 + 128 * 64 + 64);
   const ::loom::plan::Program &p = plan->programs(0);
@@ -149,6 +162,40 @@ TEST_F(PlanEmitterTest, TensorParallelBuffersCarryTheirSplit) {
     }
   EXPECT_TRUE(reduced.count({2}));
   EXPECT_TRUE(reduced.count({1}));
+}
+
+TEST_F(PlanEmitterTest, ZeroStagesHoldTheirClosedFormBytes) {
+  // ZeRO's per-rank bytes for Psi parameters over N = dp ranks, with f32
+  // parameters, gradients and AdamW state (also under bf16, whose masters
+  // are f32): P = 4 Psi, G = 4 Psi and O = 8 Psi, each divided by N from
+  // stage 3, 2 and 1 on. Every tensor of the MLP divides by 4.
+  const double psi = 64 * 128 + 128 + 128 * 64 + 64, n = 4;
+  for (Precision precision : {Precision::Fp32, Precision::Bf16}) {
+    for (int64_t zero = 0; zero <= 3; ++zero) {
+      SCOPED_TRACE("zero " + std::to_string(zero) +
+                   (precision == Precision::Bf16 ? " bf16" : " fp32"));
+      OwningOpRef<ModuleOp> module =
+          trainStep(kTwoLinears, 4, 1, zero, precision);
+      ASSERT_TRUE(module);
+      MemoryBreakdown memory;
+      FailureOr<::loom::plan::Plan> plan = validPlan(*module, memory);
+      ASSERT_TRUE(succeeded(plan));
+      // What the runtime allocates for them: the plan's buffers by role.
+      double params = 0, states = 0;
+      for (const ::loom::plan::Buffer &b : plan->programs(0).buffers()) {
+        if (b.role() == ::loom::plan::PARAMETER)
+          params += b.size_bytes();
+        if (b.role() == ::loom::plan::OPTIMIZER_STATE)
+          states += b.size_bytes();
+      }
+      EXPECT_EQ(params, 4 * psi / (zero >= 3 ? n : 1));
+      EXPECT_EQ(memory.parameters, params);
+      EXPECT_EQ(memory.gradients, 4 * psi / (zero >= 2 ? n : 1));
+      EXPECT_EQ(states, 8 * psi / (zero >= 1 ? n : 1));
+      EXPECT_EQ(memory.optimizerState, states);
+      EXPECT_EQ(memory.numParameters, psi);
+    }
+  }
 }
 
 TEST_F(PlanEmitterTest, InitRulesWithoutStoredWeights) {

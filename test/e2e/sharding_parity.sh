@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Tensor parallelism chosen by loom-auto-shard (docs/auto-shard.md): the
-# GPT-2 parity model as tp=2, tp=4 and dp=2 x tp=2, LLaMA (grouped-query
-# attention) and BERT as tp=2, 10 AdamW steps each on CPU ranks, against the
-# same model on 1 rank: losses within 1e-5 relative, exported weights' updates
-# within 1e-4 (GPT-2) or 1e-3 in relative L2 (compare.py --initial).
+# Tensor parallelism chosen by loom-auto-shard and ZeRO (docs/auto-shard.md):
+# the GPT-2 parity model as tp=2, tp=4 and dp=2 x tp=2, as dp=4 with ZeRO
+# stages 1, 2 and 3, as dp=2 x tp=2 with ZeRO-3, LLaMA (grouped-query
+# attention) and BERT as tp=2; 10
+# AdamW steps each on CPU ranks, against the same model on 1 rank: losses
+# within 1e-5 relative, exported weights' updates within 1e-4 (GPT-2) or
+# 1e-3 in relative L2 (compare.py --initial).
 #
 # Sensitivity: the 1-rank run again on 1e-7-perturbed weights and on 2
 # threads; compare.py fails as ILL-POSED if that moves it by more than a tenth
@@ -22,7 +24,7 @@ declare -A ZERO_GRAD=(
   [llama]="")
 declare -A WEIGHT_RTOL=([gpt2]=1e-4 [bert]=1e-3 [llama]=1e-3)
 declare -A MESHES=(
-  [gpt2]="tp=2:2 tp=4:4 dp=2,tp=2:4"
+  [gpt2]="tp=2:2 tp=4:4 dp=2,tp=2:4 zero=1:4 zero=2:4 zero=3:4 dp=2,tp=2,zero=3:4"
   [bert]="tp=2:2"
   [llama]="tp=2:2")
 opts=(--global-batch 8 --optimizer adamw --lr 1e-3)
@@ -44,13 +46,20 @@ for m in gpt2 llama bert; do
     echo "$m --force $force:"
     loomc model.onnx --cluster cpu:$n --force $force "${opts[@]}" --verify-plan \
       -o tp.loomplan --summary-json tp.json --quiet
-    # The ILP must split weights over tp, not leave the mesh idle; GPT-2's
-    # fused q/k/v weight splits in blocks (each rank its heads of q, k, v).
+    # With tp, the ILP must split weights over tp, not leave the mesh idle;
+    # GPT-2's fused q/k/v weight splits in blocks (each rank its heads of q,
+    # k, v). ZeRO-3 splits every parameter over dp (with tp, those that
+    # every use reads alike: docs/auto-shard.md).
     $PY -c "import json, sys; s = json.load(open('tp.json'))
-split = [n for n, dims in s['parameter_shardings'].items() if any('tp' in d for d in dims)]
-sys.exit('no parameter is split over tp' if not split else
-         'c_attn is not split' if '$m' == 'gpt2' and 'transformer.h.0.attn.c_attn.weight' not in split
-         else 0)"
+by = lambda axis: [n for n, dims in s['parameter_shardings'].items() if any(axis in d for d in dims)]
+tp, dp = by('tp'), by('dp')
+sys.exit('no parameter is split over tp' if '$force'.count('tp=') and not tp else
+         'c_attn is not split' if '$m' == 'gpt2' and '$force'.count('tp=') and
+             'transformer.h.0.attn.c_attn.weight' not in tp else
+         'ZeRO-3 left parameters whole' if '$force'.count('zero=3') and
+             len(dp) < (len(s['parameter_shardings']) if not tp else 1) else
+         'zero_stage %s' % s['zero_stage'] if '$force'.count('zero=') and
+             'zero=%d' % s['zero_stage'] not in '$force' else 0)"
     loom_run_np $n tp.loomplan "${run[@]}" --metrics mtp.jsonl --export-onnx ttp.onnx
     $PY "$MODELS/compare.py" --metrics mtp.jsonl --metrics2 m1.jsonl --rtol 1e-5 \
       --sensitivity pert/m1.jsonl --sensitivity m1-threads2.jsonl
