@@ -28,9 +28,56 @@ using namespace mlir::loom::planner;
 namespace {
 
 constexpr double kScale = 1e6; // seconds -> microseconds
+constexpr double kUnbounded = 1e300; // beyond CLP's infinity (1e30)
 
 struct CbcDeleter {
   void operator()(Cbc_Model *m) const { Cbc_deleteModel(m); }
+};
+
+/// The problem as plain arrays, handed to CBC in one `Cbc_loadProblem`
+/// (adding rows one by one resizes CBC's matrix each time: quadratic).
+struct Problem {
+  std::vector<double> lower, upper, objective;
+  std::vector<int> integers;
+  std::vector<std::vector<std::pair<int, double>>> columns; // per column
+  std::vector<double> rowLower, rowUpper;
+
+  int addColumn(double lb, double ub, double obj, bool integer) {
+    lower.push_back(lb);
+    upper.push_back(ub);
+    objective.push_back(obj);
+    columns.emplace_back();
+    if (integer)
+      integers.push_back(static_cast<int>(lower.size()) - 1);
+    return static_cast<int>(lower.size()) - 1;
+  }
+  void addRow(const std::vector<int> &cols, const std::vector<double> &coefs,
+              char sense, double rhs) {
+    int row = static_cast<int>(rowLower.size());
+    for (size_t i = 0; i < cols.size(); ++i)
+      columns[cols[i]].push_back({row, coefs[i]});
+    rowLower.push_back(sense == 'L' ? -kUnbounded : rhs);
+    rowUpper.push_back(rhs);
+  }
+
+  void load(Cbc_Model *model) const {
+    std::vector<CoinBigIndex> start{0};
+    std::vector<int> index;
+    std::vector<double> value;
+    for (const auto &column : columns) {
+      for (auto [row, coef] : column) {
+        index.push_back(row);
+        value.push_back(coef);
+      }
+      start.push_back(static_cast<CoinBigIndex>(index.size()));
+    }
+    Cbc_loadProblem(model, static_cast<int>(lower.size()),
+                    static_cast<int>(rowLower.size()), start.data(),
+                    index.data(), value.data(), lower.data(), upper.data(),
+                    objective.data(), rowLower.data(), rowUpper.data());
+    for (int col : integers)
+      Cbc_setInteger(model, col);
+  }
 };
 
 double memoryOf(const IlpNode &node, unsigned s) {
@@ -110,24 +157,17 @@ mlir::loom::planner::solveShardingIlp(const IlpRequest &request) {
     }
   }
 
-  std::unique_ptr<Cbc_Model, CbcDeleter> model(Cbc_newModel());
-  Cbc_setLogLevel(model.get(), 0);
-  Cbc_setMaximumSeconds(model.get(), request.timeLimitSeconds);
-  int numCols = 0, numRows = 0;
+  Problem problem;
   std::vector<std::vector<int>> x(numNodes);
   for (unsigned n = 0; n < numNodes; ++n) {
     if (fixedTo[n] >= 0)
       continue;
     for (double c : cost[n]) {
       bool ok = c != kForbidden;
-      Cbc_addCol(model.get(), "", 0, ok ? 1 : 0, ok ? c * kScale : 0, 1, 0,
-                 nullptr, nullptr);
-      x[n].push_back(numCols++);
+      x[n].push_back(problem.addColumn(0, ok ? 1 : 0, ok ? c * kScale : 0,
+                                       /*integer=*/true));
     }
-    std::vector<double> ones(x[n].size(), 1.0);
-    Cbc_addRow(model.get(), "", x[n].size(), x[n].data(), ones.data(), 'E',
-               1.0);
-    ++numRows;
+    problem.addRow(x[n], std::vector<double>(x[n].size(), 1.0), 'E', 1.0);
   }
   // Edges between the same two choosing nodes share their e variables.
   std::map<std::pair<unsigned, unsigned>, std::vector<double>> pairCost;
@@ -146,9 +186,8 @@ mlir::loom::planner::solveShardingIlp(const IlpRequest &request) {
     std::vector<int> e(rows * cols);
     for (size_t i = 0; i < rows * cols; ++i) {
       bool ok = table[i] != kForbidden;
-      Cbc_addCol(model.get(), "", 0, ok ? 1 : 0, ok ? table[i] * kScale : 0,
-                 0, 0, nullptr, nullptr);
-      e[i] = numCols++;
+      e[i] = problem.addColumn(0, ok ? 1 : 0, ok ? table[i] * kScale : 0,
+                               /*integer=*/false);
     }
     for (size_t i = 0; i < rows; ++i) {
       std::vector<int> cols_;
@@ -159,9 +198,7 @@ mlir::loom::planner::solveShardingIlp(const IlpRequest &request) {
       }
       cols_.push_back(x[from][i]);
       coefs.push_back(-1);
-      Cbc_addRow(model.get(), "", cols_.size(), cols_.data(), coefs.data(),
-                 'E', 0);
-      ++numRows;
+      problem.addRow(cols_, coefs, 'E', 0);
     }
     for (size_t j = 0; j < cols; ++j) {
       std::vector<int> cols_;
@@ -172,9 +209,7 @@ mlir::loom::planner::solveShardingIlp(const IlpRequest &request) {
       }
       cols_.push_back(x[to][j]);
       coefs.push_back(-1);
-      Cbc_addRow(model.get(), "", cols_.size(), cols_.data(), coefs.data(),
-                 'E', 0);
-      ++numRows;
+      problem.addRow(cols_, coefs, 'E', 0);
     }
   }
   // Memory: what the constants hold leaves the rest of the budget.
@@ -203,14 +238,18 @@ mlir::loom::planner::solveShardingIlp(const IlpRequest &request) {
       // As fractions of the budget, so the row is well scaled at any size.
       for (double &c : memCoefs)
         c /= request.memoryBudgetBytes;
-      Cbc_addRow(model.get(), "", memCols.size(), memCols.data(),
-                 memCoefs.data(), 'L', left / request.memoryBudgetBytes);
-      ++numRows;
+      problem.addRow(memCols, memCoefs, 'L', left / request.memoryBudgetBytes);
     }
   }
 
   std::vector<unsigned> choice(numNodes, 0);
+  int numCols = static_cast<int>(problem.lower.size());
+  int numRows = static_cast<int>(problem.rowLower.size());
+  std::unique_ptr<Cbc_Model, CbcDeleter> model(Cbc_newModel());
+  Cbc_setLogLevel(model.get(), 0);
+  Cbc_setMaximumSeconds(model.get(), request.timeLimitSeconds);
   if (numCols > 0) {
+    problem.load(model.get());
     Cbc_solve(model.get());
     if (Cbc_isProvenInfeasible(model.get()))
       return llvm::createStringError(llvm::formatv(
