@@ -69,3 +69,22 @@ sys.exit('no parameter is split over tp' if '$force'.count('tp=') and not tp els
   done
   cd ..
 done
+
+# Shapes tp does not divide plan and train all the same: a GPT-2 of 3 heads
+# (width 96) and a vocabulary of 509 (prime), as tp=2 and tp=4, against 1
+# rank (losses; the 1-rank run moves by <= 1e-7 on perturbed weights).
+mkdir -p odd && cd odd
+$PY "$MODELS/odd_gpt2.py" --out . > odd_gpt2.log 2>&1 || fail "odd_gpt2.py: $(tail -1 odd_gpt2.log)"
+perturbed pert model.onnx input_ids.npy target.npy
+loomc model.onnx --cluster cpu:1 "${opts[@]}" -o p1.loomplan --quiet
+run=(--data input_ids=input_ids.npy --data target=target.npy --steps 10 --quiet)
+loom_run p1.loomplan "${run[@]}" --metrics m1.jsonl
+loom_run p1.loomplan --model pert/model.onnx "${run[@]}" --metrics pert/m1.jsonl
+for n in 2 4; do
+  echo "3 heads, vocabulary 509, --force tp=$n:"
+  loomc model.onnx --cluster cpu:$n --force tp=$n "${opts[@]}" --verify-plan -o tp.loomplan --quiet
+  loom_run_np $n tp.loomplan "${run[@]}" --metrics mtp.jsonl
+  $PY "$MODELS/compare.py" --metrics mtp.jsonl --metrics2 m1.jsonl --rtol 1e-5 \
+    --sensitivity pert/m1.jsonl
+done
+cd ..
