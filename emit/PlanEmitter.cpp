@@ -496,9 +496,15 @@ LogicalResult Emitter::emitReturn(func::ReturnOp ret) {
       // at the end of the step, when nothing reads the old value any more.
       DictionaryAttr attrs = func.getResultAttrDict(r);
       BlockArgument state;
-      for (BlockArgument arg : func.getArguments())
-        if (func.getArgAttrDict(arg.getArgNumber()) == attrs)
+      for (BlockArgument arg : func.getArguments()) {
+        unsigned i = arg.getArgNumber();
+        // The same statistic (the argument may also carry its split).
+        if (func.getArgAttr(i, attr::kRunningMean) ==
+                attrs.get(attr::kRunningMean) &&
+            func.getArgAttr(i, attr::kRunningVar) ==
+                attrs.get(attr::kRunningVar))
           state = arg;
+      }
       if (!state)
         return ret.emitError("result #")
                << r << " updates a running statistic that is no argument "

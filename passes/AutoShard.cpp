@@ -484,15 +484,20 @@ void AutoSharder::annotate(ArrayRef<unsigned> choice) {
 }
 
 LogicalResult AutoSharder::run(double memoryBudgetBytes) {
-  // Returned parameters and states by their argument.
+  // Returned parameters, optimizer states and running statistics by their
+  // argument.
   for (unsigned r = 0; r < func.getNumResults(); ++r) {
     auto param = func.getResultAttr(r, attr::kParam);
-    if (!param)
-      continue;
     auto state = func.getResultAttr(r, attr::kState);
+    auto mean = func.getResultAttr(r, attr::kRunningMean);
+    auto var = func.getResultAttr(r, attr::kRunningVar);
+    if (!param && !mean && !var)
+      continue;
     for (unsigned i = 0; i < func.getNumArguments(); ++i)
       if (func.getArgAttr(i, attr::kParam) == param &&
-          func.getArgAttr(i, attr::kState) == state)
+          func.getArgAttr(i, attr::kState) == state &&
+          func.getArgAttr(i, attr::kRunningMean) == mean &&
+          func.getArgAttr(i, attr::kRunningVar) == var)
         returnedArg[r] = i;
   }
   if (failed(readDataParallel()))

@@ -2,8 +2,9 @@
 # The model zoo: 14 small Hugging Face and torchvision models (test/models/zoo.py),
 # each exported by torch.onnx twice (default constant folding, and none), through the
 # acceptance checks: import, the trained parameter count, 5 AdamW steps against
-# PyTorch training the module itself (losses and weight updates), 2 ranks against 1,
-# and the forward pass against ONNX Runtime. Every tolerance is checked against the
+# PyTorch training the module itself (losses and weight updates), 2 ranks against 1
+# as data parallelism and as tensor parallelism (loom-auto-shard), and the forward
+# pass against ONNX Runtime. Every tolerance is checked against the
 # reference's measured sensitivity (1e-7-perturbed inputs, 2 threads).
 #
 # Python starts once per phase, not once per check: one process exports every model
@@ -43,6 +44,10 @@ while read -r v input loss lr batch steps; do
     attempt dp2-import "$LOOM_BIN/loomc" model.onnx --cluster cpu:2 "${opts[@]}" -o p2.loomplan &&
       attempt dp2 "${MPIRUN[@]}" -np 2 "$LOOM_BIN/loom-run" p2.loomplan "${data[@]}" \
         --metrics m2.jsonl || true
+    attempt tp2-import "$LOOM_BIN/loomc" model.onnx --cluster cpu:2 --force tp=2 "${opts[@]}" \
+      --verify-plan -o p-tp2.loomplan &&
+      attempt tp2 "${MPIRUN[@]}" -np 2 "$LOOM_BIN/loom-run" p-tp2.loomplan "${data[@]}" \
+        --metrics m-tp2.jsonl || true
   fi
   attempt forward "$LOOM_BIN/loom-run" --forward model.onnx --input "$input=fwd.npy" \
     --output-dir loom-fwd || true

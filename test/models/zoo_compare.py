@@ -18,11 +18,13 @@ zoo.json, set in zoo.py):
            RMS under 1e-4; buffers (BatchNorm running statistics) are not compared
   dp2      2 ranks (`loomc --cluster cpu:2`, mpirun -np 2: m2.jsonl) against 1 rank,
            losses within dp2_rtol (1e-5)
+  tp2      2 ranks as tensor parallelism (`loomc --cluster cpu:2 --force tp=2`:
+           m-tp2.jsonl) against 1 rank, losses within dp2_rtol
   forward  `loom-run --forward` of the first batch against ONNX Runtime (ort/), within
            forward_tol (rtol 1e-4, atol 1e-4)
 Every tolerance is checked against its measured sensitivity, as compare.py does: the
-reference re-run on 1e-7-perturbed inputs (pert/) and on 2 threads (for dp2 the
-reference is Loom's own 1-rank run). Above a tenth of the tolerance, or without a
+reference re-run on 1e-7-perturbed inputs (pert/) and on 2 threads (for dp2 and tp2
+the reference is Loom's own 1-rank run). Above a tenth of the tolerance, or without a
 measurement, the check is ILL-POSED and fails the run, whatever Loom did: the PyTorch
 and ONNX Runtime sensitivities are measured even while Loom's side is blocked.
 
@@ -54,7 +56,7 @@ import compare_outputs  # noqa: E402
 from ort_forward import output_file_name  # noqa: E402
 from tolerance import WELL_POSED, fmt, usage  # noqa: E402
 
-CHECKS = ("import", "params", "train", "weights", "dp2", "forward")
+CHECKS = ("import", "params", "train", "weights", "dp2", "tp2", "forward")
 EXPORTS = ("fold", "nofold")
 DEFAULT_KNOWN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "zoo_known_failures.txt")
 # Tolerances; a model's forward and weights tolerances are in its zoo.json (zoo.py), and
@@ -216,6 +218,13 @@ def run_dp2(d, meta):
                           meta["dp2_rtol"])
 
 
+def run_tp2(d, meta):
+    require_run(d, "tp2-import")
+    require_run(d, "tp2")
+    return compare_losses(os.path.join(d, "m-tp2.jsonl"), os.path.join(d, "m1.jsonl"),
+                          meta["dp2_rtol"])
+
+
 def forward_sensitivity(d, meta):
     rtol, atol = meta["forward_tol"]
     out = []
@@ -248,6 +257,7 @@ CHECK_TABLE = {
     "train": (("import",), run_train, train_sensitivity),
     "weights": (("import", "train-run"), run_weights, weights_sensitivity),
     "dp2": (("import", "train-run"), run_dp2, dp2_sensitivity),
+    "tp2": (("import", "train-run"), run_tp2, dp2_sensitivity),
     "forward": ((), run_forward, forward_sensitivity),
 }
 
