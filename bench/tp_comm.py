@@ -9,13 +9,16 @@ The model is GPT-2 of a published size (bench/gpu/gpt2_export.py, planned
 without weights). For each tp the mesh is dp = devices / tp x tp; one rank's
 collectives over the tp axis per step come from `loomc --summary-json`
 (`communication_per_step`: `bytes` sums the S of each collective's cost
-formula, docs/planner.md). Megatron's tensor-parallel transformer moves, per
+formula, docs/planner.md), turned into the bytes each rank sends over the
+link with the ring algorithms' factors: 2(n-1)/n S for an all-reduce,
+(n-1)/n S for an all-gather, reduce-scatter or all-to-all (so an all-reduce
+and a reduce-scatter plus an all-gather of the same tensor send alike). Megatron's tensor-parallel transformer moves, per
 layer and micro-batch, two all-reduces forward (after the attention
 projection and the second MLP linear) and two backward (the gradients
 entering the two layer norms), each of b*s*h activations; its vocab-parallel
 embedding adds one forward and its LM head one backward all-reduce of the
-same size (Shoeybi et al., 2019; Narayanan et al., 2021). In the same
-measure that is (4 L + 2) b s h bytes-per-element, b the micro-batch.
+same size (Shoeybi et al., 2019; Narayanan et al., 2021): (4 L + 2)
+all-reduces of b s h bytes-per-element, b the micro-batch.
 Both columns are printed with their ratio and the planning time.
 """
 import argparse
@@ -28,9 +31,15 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def megatron_bytes(layers, hidden, seq, micro_batch, elem_bytes):
+# The share of S each rank sends (nccl-tests' bus-bandwidth factors, the ring
+# algorithms of docs/planner.md): what the link carries, comparable across kinds.
+def sent_share(kind, n):
+    return 2 * (n - 1) / n if kind == "all_reduce" else (n - 1) / n
+
+
+def megatron_bytes(layers, hidden, seq, micro_batch, elem_bytes, tp):
     per_allreduce = micro_batch * seq * hidden * elem_bytes
-    return (4 * layers + 2) * per_allreduce, 4 * layers + 2
+    return (4 * layers + 2) * per_allreduce * sent_share("all_reduce", tp)
 
 
 def main():
@@ -55,8 +64,8 @@ def main():
     print("GPT-2 %s (l=%d h=%d s=%d V=%d), %s, global batch %d, %s" %
           (args.size, cfg["layers"], cfg["hidden"], cfg["seq"], cfg["vocab"],
            args.cluster, args.global_batch, args.precision))
-    print("%4s %4s %6s | %-44s | %12s %12s %7s | %8s" %
-          ("tp", "dp", "micro", "Loom over tp (count x kind)", "Loom bytes",
+    print("%4s %4s %6s | %-46s | %12s %12s %7s | %8s" %
+          ("tp", "dp", "micro", "Loom over tp (count x kind)", "Loom sent",
            "Megatron", "ratio", "plan s"))
     for tp in [int(t) for t in args.tp.split(",")]:
         summary = os.path.join(work, "tp%d.json" % tp)
@@ -75,9 +84,9 @@ def main():
         for c in s["communication_per_step"]:
             if c["axes"] == ["tp"]:
                 kinds.append("%d %s" % (c["count"], c["kind"]))
-                loom += c["bytes"]
-        mega, count = megatron_bytes(cfg["layers"], cfg["hidden"], cfg["seq"], micro, elem)
-        print("%4d %4d %6d | %-44s | %12d %12d %7.2f | %8.2f" %
+                loom += c["bytes"] * sent_share(c["kind"], tp)
+        mega = megatron_bytes(cfg["layers"], cfg["hidden"], cfg["seq"], micro, elem, tp)
+        print("%4d %4d %6d | %-46s | %12d %12d %7.2f | %8.2f" %
               (tp, dp, micro, ", ".join(kinds) or "none", loom, mega,
                loom / mega if mega else float("nan"), s["planning_time_s"]))
     print("Megatron: %d all-reduces of b*s*h a step (4 a layer, the embedding's and "

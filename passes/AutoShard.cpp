@@ -45,6 +45,17 @@ namespace {
 /// Mesh axes splitting each dimension of a tensor.
 using DimAxes = SmallVector<SmallVector<GridAxis>>;
 
+/// Layouts of a value over `tp`, besides a split dimension (>= 0): whole,
+/// or partial sums of a split reduction that the producer's all-reduce has
+/// not summed yet in the cost model (it sums them in the IR; an all-reduce
+/// whose one user slices the sum becomes a reduce-scatter when lowered).
+constexpr int64_t kWhole = -1;
+constexpr int64_t kPartial = -2;
+/// The strategy of a reshape, transpose or scale that passes partial sums
+/// through, or of an addition of two partial sums (the all-reduce moves past
+/// them and two become one, loom-sink-all-reduces).
+constexpr int64_t kCarry = -2;
+
 /// An ILP node: an op (its loop nest and the loops `dp` splits) or an
 /// argument (the dimensions `dp` splits); `choices` are the loop (op) or
 /// dimension (argument) that `tp` splits, -1 for none.
@@ -98,15 +109,24 @@ private:
   void annotate(ArrayRef<unsigned> choice);
 
   /// The dimension of tensor `tensor` of `node` that choice `c` splits on
-  /// `tp`, or -1.
-  int64_t tpDim(const Node &node, unsigned c, unsigned tensor) const;
+  /// `tp`, kWhole, or kPartial (the cost model's layouts).
+  int64_t layout(const Node &node, unsigned c, unsigned tensor) const;
+  /// The same as the annotation writes it: partial sums are whole there.
+  int64_t tpDim(const Node &node, unsigned c, unsigned tensor) const {
+    int64_t d = layout(node, c, tensor);
+    return d == kPartial ? kWhole : d;
+  }
+  /// Whether result `v` of a forward op is read after the loss (an
+  /// activation the backward keeps).
+  bool isSaved(Value v) const;
   /// The `dp` axes of tensor `tensor` of `node`, per dimension.
   DimAxes dpAxes(const Node &node, unsigned tensor) const;
   int64_t devices(ArrayRef<GridAxis> axes) const;
   double seconds(CollectiveKind kind, double bytes) const;
   /// Seconds to turn a value of `bytes` (this rank's, before `tp`) split on
   /// `tp` along `from` into one split along `to` (-1: whole).
-  double reshardSeconds(double bytes, int64_t from, int64_t to) const;
+  double reshardSeconds(double bytes, int64_t from, int64_t to,
+                        bool oneUse) const;
   double opSeconds(const Node &node, unsigned c) const;
   Sharding shardingOf(const Node &node, unsigned c, unsigned tensor);
 
@@ -120,6 +140,8 @@ private:
   DenseMap<Value, Source> sources;
   /// Each returned parameter or optimizer state's argument.
   DenseMap<unsigned, unsigned> returnedArg;
+  /// The op computing the loss: ops before it are the forward pass.
+  Operation *lossOp = nullptr;
 };
 
 int64_t AutoSharder::devices(ArrayRef<GridAxis> axes) const {
@@ -135,13 +157,26 @@ double AutoSharder::seconds(CollectiveKind kind, double bytes) const {
                                     cluster.link(group.level));
 }
 
-double AutoSharder::reshardSeconds(double bytes, int64_t from,
-                                   int64_t to) const {
+double AutoSharder::reshardSeconds(double bytes, int64_t from, int64_t to,
+                                   bool oneUse) const {
+  if (to == kPartial)
+    return from == kPartial ? 0 : kForbidden; // only partial sums carry on
   if (from == to)
     return 0;
-  if (from < 0) // a local slice: read the block, write it
-    return planner::rooflineSeconds({0, 2 * bytes / tp}, cluster);
-  if (to < 0)
+  double slice = planner::rooflineSeconds({0, 2 * bytes / tp}, cluster);
+  if (from == kPartial) {
+    // Summing the partial sums: an all-reduce, or a reduce-scatter when
+    // only this slice reads the sum (sequence parallelism's). Sums that
+    // meet in an addition are summed once, after it (the add carries them).
+    double sum = seconds(CollectiveKind::AllReduce, bytes);
+    if (to == kWhole)
+      return sum;
+    return oneUse ? seconds(CollectiveKind::ReduceScatter, bytes)
+                  : sum + slice;
+  }
+  if (from == kWhole) // a local slice: read the block, write it
+    return slice;
+  if (to == kWhole)
     return seconds(CollectiveKind::AllGather, bytes);
   return seconds(CollectiveKind::AllToAll, bytes / tp);
 }
@@ -155,14 +190,32 @@ DimAxes AutoSharder::dpAxes(const Node &node, unsigned tensor) const {
   return axes;
 }
 
-int64_t AutoSharder::tpDim(const Node &node, unsigned c,
-                           unsigned tensor) const {
+int64_t AutoSharder::layout(const Node &node, unsigned c,
+                            unsigned tensor) const {
   int64_t choice = node.choices[c];
-  if (choice < 0 || !node.op)
+  if (!node.op || choice == kWhole)
     return choice;
+  unsigned numOperands = node.op->getNumOperands();
+  if (choice == kCarry) // partial sums in, partial sums out
+    return tensor == 0 || tensor >= numOperands ||
+                   (isa<AddOp>(node.op) && tensor == 1)
+               ? kPartial
+               : kWhole;
   ArrayRef<int64_t> map = node.nest.maps[tensor];
   auto it = llvm::find(map, choice);
-  return it == map.end() ? -1 : it - map.begin();
+  if (it != map.end())
+    return it - map.begin();
+  // A result that does not index the split loop holds partial sums.
+  return tensor >= numOperands ? kPartial : kWhole;
+}
+
+bool AutoSharder::isSaved(Value v) const {
+  Operation *def = v.getDefiningOp();
+  if (!def || !lossOp || !def->isBeforeInBlock(lossOp))
+    return false;
+  return llvm::any_of(v.getUsers(), [&](Operation *user) {
+    return lossOp->isBeforeInBlock(user);
+  });
 }
 
 LogicalResult AutoSharder::readDataParallel() {
@@ -249,6 +302,12 @@ void AutoSharder::addStrategies() {
         if (indexed && divides)
           node.choices.push_back(loop);
       }
+      // What loom-sink-all-reduces moves a sum past: linear unary ops, and
+      // an addition of two sums (summed once).
+      if (isa<ReshapeOp, TransposeOp, ScaleOp>(node.op) ||
+          (isa<AddOp>(node.op) && node.op->getOperand(0).getType() ==
+                                      node.op->getOperand(1).getType()))
+        node.choices.push_back(kCarry);
       continue;
     }
     unsigned i = node.arg.getArgNumber();
@@ -272,21 +331,17 @@ double AutoSharder::opSeconds(const Node &node, unsigned c) const {
     shared *= tp;
   planner::OpRecord record = opRecordOf(op);
   double total = planner::rooflineSeconds(record, cluster) / shared;
-  if (loop < 0)
+  if (loop < 0) // whole, or carrying partial sums
     return total;
-  // Each result is all-reduced over the split loops it does not index
-  // (ir/sharding/ShardingModel.cpp).
+  // A result that does not index the split loop holds partial sums, which
+  // the edges to its users sum (ir/sharding/ShardingModel.cpp all-reduces
+  // them); a loop without a collective cannot leave any.
   unsigned numOperands = op->getNumOperands();
   for (OpResult result : op->getResults()) {
     ArrayRef<int64_t> map = node.nest.maps[numOperands + result.getResultNumber()];
-    if (llvm::is_contained(map, loop))
-      continue;
-    if (node.nest.loops[loop].kind == shard::ReductionKind::Generic)
+    if (!llvm::is_contained(map, loop) &&
+        node.nest.loops[loop].kind == shard::ReductionKind::Generic)
       return kForbidden;
-    int64_t dpShare = 1;
-    for (const auto &axes : dpAxes(node, numOperands + result.getResultNumber()))
-      dpShare *= devices(axes);
-    total += seconds(CollectiveKind::AllReduce, bytesOf(result) / dpShare);
   }
   return total;
 }
@@ -299,6 +354,20 @@ planner::IlpRequest AutoSharder::buildRequest(double memoryBudgetBytes) {
     for (unsigned c = 0; c < node.choices.size(); ++c) {
       if (node.op) {
         ilp.cost.push_back(opSeconds(node, c));
+        // The activations the backward keeps, split or whole.
+        double saved = 0;
+        unsigned numOperands = node.op->getNumOperands();
+        for (OpResult result : node.op->getResults()) {
+          if (!isShardable(result) || !isSaved(result))
+            continue;
+          unsigned t = numOperands + result.getResultNumber();
+          int64_t dpShare = 1;
+          for (const auto &axes : dpAxes(node, t))
+            dpShare *= devices(axes);
+          saved += bytesOf(result) / dpShare /
+                   (layout(node, c, t) >= 0 ? tp : 1);
+        }
+        ilp.memory.push_back(saved);
         continue;
       }
       ilp.cost.push_back(0);
@@ -332,13 +401,15 @@ planner::IlpRequest AutoSharder::buildRequest(double memoryBudgetBytes) {
     for (unsigned i = 0; i < from.choices.size(); ++i)
       for (unsigned j = 0; j < user.choices.size(); ++j) {
         auto [dim, userDp] = userDim(j);
-        int64_t a = tpDim(from, i, src.tensor);
+        int64_t a = layout(from, i, src.tensor);
         // Partition reshards one step at a time: where `dp` already
         // changes, `tp` must not.
-        if (a != dim && userDp != fromDp)
+        bool tpChanges = (a == kPartial ? kWhole : a) !=
+                         (dim == kPartial ? kWhole : dim);
+        if (tpChanges && userDp != fromDp)
           edge.cost.push_back(kForbidden);
         else
-          edge.cost.push_back(reshardSeconds(bytes, a, dim));
+          edge.cost.push_back(reshardSeconds(bytes, a, dim, v.hasOneUse()));
       }
     request.edges.push_back(std::move(edge));
   };
@@ -348,7 +419,7 @@ planner::IlpRequest AutoSharder::buildRequest(double memoryBudgetBytes) {
     for (OpOperand &operand : node.op->getOpOperands()) {
       unsigned t = operand.getOperandNumber();
       addEdge(operand.get(), n, [&, t](unsigned j) {
-        return std::make_pair(tpDim(node, j, t), dpAxes(node, t));
+        return std::make_pair(layout(node, j, t), dpAxes(node, t));
       });
     }
   }
@@ -378,10 +449,11 @@ planner::IlpRequest AutoSharder::buildRequest(double memoryBudgetBytes) {
       edge.to = request.nodes.size() - 1;
       bool dpChanges = llvm::any_of(fromDp, [](auto &a) { return !a.empty(); });
       for (unsigned i = 0; i < from.choices.size(); ++i) {
-        int64_t a = tpDim(from, i, it->second.tensor);
+        int64_t a = layout(from, i, it->second.tensor);
         edge.cost.push_back(a >= 0 && dpChanges
                                 ? kForbidden
-                                : reshardSeconds(bytesOf(v) / dpShare, a, -1));
+                                : reshardSeconds(bytesOf(v) / dpShare, a,
+                                                 kWhole, v.hasOneUse()));
       }
       request.edges.push_back(std::move(edge));
       continue;
@@ -503,6 +575,9 @@ LogicalResult AutoSharder::run(double memoryBudgetBytes) {
   if (failed(readDataParallel()))
     return failure();
   stripAnnotations();
+  Operation *ret = func.getBody().front().getTerminator();
+  if (func.getNumResults() > 0 && func.getResultAttr(0, attr::kLoss))
+    lossOp = ret->getOperand(0).getDefiningOp();
   addStrategies();
   planner::IlpRequest request = buildRequest(memoryBudgetBytes);
   llvm::Expected<planner::IlpSolution> solution =

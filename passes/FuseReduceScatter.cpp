@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/MeshUtils.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
@@ -26,7 +27,10 @@ namespace {
 
 struct FuseReduceScatterPass
     : public loom::impl::LoomFuseReduceScatterPassBase<FuseReduceScatterPass> {
+  using LoomFuseReduceScatterPassBase::LoomFuseReduceScatterPassBase;
+
   void runOnOperation() override {
+    bool fuseData = dataParallel;
     SmallVector<shard::AllSliceOp> slices;
     getOperation()->walk([&](shard::AllSliceOp op) { slices.push_back(op); });
     for (shard::AllSliceOp slice : slices) {
@@ -35,6 +39,9 @@ struct FuseReduceScatterPass
           sum.getReduction() != shard::ReductionKind::Sum ||
           sum.getGridAttr() != slice.getGridAttr() ||
           sum.getGridAxes() != slice.getGridAxes())
+        continue;
+      // Below ZeRO-2 a gradient is summed whole over dp (ZeRO-1 keeps it).
+      if (!fuseData && llvm::is_contained(sum.getGridAxes(), kDataAxis))
         continue;
       OpBuilder b(slice);
       auto scatter = shard::ReduceScatterOp::create(

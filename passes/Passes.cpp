@@ -91,10 +91,15 @@ void mlir::loom::buildLoomPlanPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createLoomVerifyShardingPass());
   pm.addNestedPass<func::FuncOp>(createLoomRecordArgShardingsPass());
   pm.addNestedPass<func::FuncOp>(shard::createPartition());
-  pm.addNestedPass<func::FuncOp>(createLoomFoldAllSlicesPass());
+  // Sums first: two that meet in an addition become one before a slice of
+  // the addition is moved up to its operands.
   pm.addNestedPass<func::FuncOp>(createLoomSinkAllReducesPass());
-  if (options.zero >= 2)
-    pm.addNestedPass<func::FuncOp>(createLoomFuseReduceScatterPass());
+  pm.addNestedPass<func::FuncOp>(createLoomFoldAllSlicesPass());
+  if (options.zero >= 2 || options.tp > 1) {
+    LoomFuseReduceScatterPassOptions fuse;
+    fuse.dataParallel = options.zero >= 2;
+    pm.addNestedPass<func::FuncOp>(createLoomFuseReduceScatterPass(fuse));
+  }
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 }

@@ -430,8 +430,11 @@ def LoomFuseReduceScatterPass
     Post: a `shard.all_reduce` (sum) whose one user is a `shard.all_slice`
     over the same mesh axes is gone, and the slice is a
     `shard.reduce_scatter` along its axis: the same values, half the
-    traffic. The plan pipeline runs it at ZeRO stage 2 and 3, where each
-    rank updates its block of every gradient.
+    traffic. The plan pipeline runs it under tensor parallelism (a
+    row-parallel linear's sum that a sequence-split op reads: sequence
+    parallelism) and at ZeRO stage 2 and 3, where each rank updates its
+    block of every gradient; `data-parallel=false` leaves sums over `dp`
+    alone (ZeRO-1 keeps whole gradients).
 
     ```mlir
     // before
@@ -441,6 +444,10 @@ def LoomFuseReduceScatterPass
     %s = shard.reduce_scatter %g on @mesh grid_axes = [1] scatter_axis = 0 : tensor<8x4xf32> -> tensor<4x4xf32>
     ```
   }];
+  let options = [
+    Option<"dataParallel", "data-parallel", "bool", "true",
+           "also fuse sums over the dp axis">,
+  ];
 }
 
 def LoomSinkAllReducesPass : InterfacePass<"loom-sink-all-reduces", "mlir::FunctionOpInterface"> {

@@ -139,6 +139,17 @@ struct ShardZeroPass
       }
       if (dim < 0)
         return WalkResult::advance(); // too small to split: replicated
+      // Partition reshards one step at a time: every operand must arrive
+      // as the parameter is read, so adding dp is that one step (a
+      // gradient that tensor parallelism left split otherwise keeps the
+      // update whole).
+      for (Value operand : op->getOperands()) {
+        shard::ShardOp use = useAnnotation(operand);
+        auto produced =
+            use ? use.getSrc().getDefiningOp<shard::ShardOp>() : shard::ShardOp();
+        if (!produced || Sharding(produced.getSharding()) != current)
+          return WalkResult::advance();
+      }
       Sharding zeroSharding =
           withAxis(current, dim, kDataAxis, gridRef, ctx);
       for (OpOperand &operand : op->getOpOperands()) {

@@ -13,8 +13,11 @@
 #   mlp/                               an MLP 784-512-512-10 as ONNX, data, and
 #                                      its 1-rank AdamW plan compiled by loomc
 #   gpt2s/                             a small GPT-2 (2 layers, d=128, s=64;
-#                                      test/models/hf_models.py), its data, and
-#                                      fp32 and bf16 plans
+#                                      test/models/hf_models.py), its data,
+#                                      fp32 and bf16 plans, and fp32 plans for
+#                                      2 ranks (tp=2) and 4 (dp=4 ZeRO-3) that
+#                                      run with the ranks sharing the one GPU
+#   mpi-version                        the Open MPI loom-run was built with
 #   gpt2-124m/                         GPT-2 124M (l=12 h=768 a=12 s=1024
 #                                      V=50257) planned without weights
 #                                      (loomc --no-weights; loom-run then takes
@@ -72,6 +75,14 @@ for prec in fp32 bf16; do
   "$LOOMC" model.onnx --cluster cpu:1 --global-batch 8 --loss cross_entropy \
     --optimizer adamw --lr 1e-3 --precision $prec -o $prec.loomplan --quiet
 done
+# Multi-rank plans of the same model: tensor parallel over 2 ranks and ZeRO-3
+# over 4 (run.sh puts every rank on the one GPU, host-staged collectives).
+"$LOOMC" model.onnx --cluster cpu:2 --force tp=2 --global-batch 8 --loss cross_entropy \
+  --optimizer adamw --lr 1e-3 -o tp2.loomplan --quiet
+"$LOOMC" model.onnx --cluster cpu:4 --force zero=3 --global-batch 8 --loss cross_entropy \
+  --optimizer adamw --lr 1e-3 -o zero3.loomplan --quiet
+# run.sh needs an mpirun of the same Open MPI there (major.minor).
+(mpirun --version 2>/dev/null || true) | head -1 >"$STAGE/mpi-version"
 
 # GPT-2 124M, planned without weights, and the benchmark's two sides.
 cd "$STAGE/gpt2-124m"

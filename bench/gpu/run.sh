@@ -18,9 +18,14 @@
 #      side: tokens/s, TFLOP/s, MFU against the measured bf16 peak,
 #      and a LOOM_PROFILE table of Loom's step; then Loom alone with each
 #      attention algorithm in $GPU_CHECK_ATTENTION (default: gemm)
-#   7. when at most 220 s have passed: compute-sanitizer (at most 100 s)
+#   7. when at most 240 s have passed and an mpirun of loom-run's Open MPI
+#      is there (else SKIP, saying why): the small GPT-2 as tp=2 on 2 ranks
+#      and as dp=4 ZeRO-3 on 4, every rank on the one GPU (--collectives
+#      auto must pick host staging), 10 AdamW steps, against the same plan
+#      on cpu ranks: losses within rtol 1e-4 (at most about 100 s)
+#   8. when at most 260 s have passed: compute-sanitizer (at most 100 s)
 #      memcheck on the attention, layout, bf16 and padded-GEMM kernel tests
-#   8. when at most 260 s have passed: PyTorch's side again under
+#   9. when at most 300 s have passed: PyTorch's side again under
 #      torch.compile, and the step-time ratio of Loom to it
 # Logs and metrics are written to a scratch folder and packed after every
 # step into gpu-logs.tar.gz, with the summary in summary.txt, under $OUT
@@ -171,11 +176,72 @@ for prec in bf16 fp32; do
   fi
 done
 
-echo "== 7. compute-sanitizer memcheck (if time is left)"
+echo "== 7. small GPT-2 on 2 and 4 ranks sharing the GPU (if time is left)"
+# loom-run links the build machine's Open MPI (libmpi.so.40): the mpirun here
+# must be the same major.minor, and its own libmpi goes first (its plugins
+# are where it was installed).
+cd "$B/gpt2s"
+MPIRUN=${MPIRUN:-$(command -v mpirun || command -v mpiexec || true)}
+BUILT_MPI=$(grep -o '[0-9]*\.[0-9]*' "$B/mpi-version" 2>/dev/null | head -1)
+HERE_MPI=""
+[ -n "$MPIRUN" ] && HERE_MPI=$("$MPIRUN" --version 2>&1 | grep -o 'Open MPI[^0-9]*[0-9]*\.[0-9]*' | grep -o '[0-9]*\.[0-9]*$' | head -1)
+multi_skip=""
+if [ -z "$MPIRUN" ]; then
+  multi_skip="no mpirun on this machine (loom-run needs Open MPI ${BUILT_MPI:-?}'s)"
+elif [ -z "$HERE_MPI" ]; then
+  multi_skip="$MPIRUN is not Open MPI (loom-run needs Open MPI ${BUILT_MPI:-?})"
+elif [ -n "$BUILT_MPI" ] && [ "$HERE_MPI" != "$BUILT_MPI" ]; then
+  multi_skip="$MPIRUN is Open MPI $HERE_MPI, loom-run was built with $BUILT_MPI"
+elif [ ! -e tp2.loomplan ] || [ ! -e zero3.loomplan ]; then
+  multi_skip="the bundle has no tp2/zero3 plans (an older prepare.sh)"
+elif [ "$SECONDS" -gt 240 ]; then
+  multi_skip="${SECONDS}s used, not enough time left"
+fi
+# train_ranks NAME PLAN NP: cpu, cuda and the perturbed cpu run under mpirun.
+train_ranks() {
+  local name=$1 plan=$2 np=$3 dev libs=$LD_LIBRARY_PATH
+  local mpilib
+  mpilib=$(ompi_info --parsable --path libdir 2>/dev/null | sed -n 's/^path:libdir://p')
+  [ -n "$mpilib" ] && libs=$mpilib:$libs
+  local mpi=("$MPIRUN" --allow-run-as-root --oversubscribe -np "$np" -x LD_LIBRARY_PATH="$libs")
+  local run=(--data input_ids=input_ids.npy --data target=target.npy --steps 10 --log-every 5)
+  for dev in cpu cuda; do
+    timeout 60 "${mpi[@]}" "$B/bin/loom-run" "$plan" "${run[@]}" --device $dev \
+      --metrics "$OUTDIR/${name}_$dev.jsonl" >"$OUTDIR/${name}_$dev.log" 2>&1 ||
+      { tail -20 "$OUTDIR/${name}_$dev.log"; return 1; }
+    cat "$OUTDIR/${name}_$dev.log"
+  done
+  # auto must have seen the shared GPU (the start-up line says what it took).
+  grep -q "host-staged collectives ($np ranks share 1 GPU)" "$OUTDIR/${name}_cuda.log" || {
+    echo "no 'host-staged collectives ($np ranks share 1 GPU)' on the start-up line"
+    return 1
+  }
+  timeout 60 "${mpi[@]}" "$B/bin/loom-run" "$plan" --model pert/model.onnx "${run[@]}" \
+    --device cpu --metrics "$OUTDIR/${name}_cpu_pert.jsonl" >"$OUTDIR/${name}_cpu_pert.log" 2>&1
+}
+for spec in tp2:2 zero3:4; do
+  name=${spec%:*} np=${spec#*:}
+  label="GPT-2 small $name on $np ranks sharing the GPU, cpu vs cuda (rtol 1e-4)"
+  if [ -n "$multi_skip" ]; then
+    record "$label" "SKIP ($multi_skip)"
+  elif train_ranks gpt2s_$name $name.loomplan $np 2>&1 | tee "$OUTDIR/gpt2s_${name}_steps.log" &&
+       python3 "$B/mlp/compare.py" --metrics "$OUTDIR/gpt2s_${name}_cuda.jsonl" \
+         --metrics2 "$OUTDIR/gpt2s_${name}_cpu.jsonl" --rtol 1e-4 \
+         --sensitivity "$OUTDIR/gpt2s_${name}_cpu_pert.jsonl" 2>&1 |
+         tee "$OUTDIR/gpt2s_${name}_compare.log"; then
+    record "$label" "PASS"
+  else
+    record "$label" "FAIL (gpu-logs:gpt2s_${name}_*.log)"
+    # One hang or failure is enough: the other plan would spend the same.
+    multi_skip="the $name run failed"
+  fi
+done
+
+echo "== 8. compute-sanitizer memcheck (if time is left)"
 SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
 if [ -z "$SAN" ]; then
   record "memcheck" "SKIP (no compute-sanitizer)"
-elif [ "$SECONDS" -gt 220 ]; then
+elif [ "$SECONDS" -gt 260 ]; then
   record "memcheck" "SKIP (${SECONDS}s used, not enough time left)"
 elif timeout 100 "$SAN" --tool memcheck --error-exitcode 9 \
     "$B/bin/LoomCudaTests" --gtest_filter='Algorithms/CudaAttention.*:CudaLayout*:CudaBf16*:CudaPaddedGemm*' \
@@ -185,11 +251,11 @@ else
   record "memcheck" "FAIL or timeout (gpu-logs:memcheck.log: $(grep -o 'ERROR SUMMARY: [0-9]* errors' "$OUTDIR/memcheck.log" | tail -1))"
 fi
 
-echo "== 8. PyTorch with torch.compile (if time is left)"
+echo "== 9. PyTorch with torch.compile (if time is left)"
 cd "$B/gpt2-124m"
 if [ ! -e "$OUTDIR/gpt2_124m_bf16.json" ]; then
   record "PyTorch compiled" "SKIP (no Loom bf16 figure to compare with)"
-elif [ "$SECONDS" -gt 260 ]; then
+elif [ "$SECONDS" -gt 300 ]; then
   record "PyTorch compiled" "SKIP (${SECONDS}s used, not enough time left)"
 elif timeout 150 python3 torch_gpt2.py --device cuda --precision bf16 --compile \
     --batch "$(cat batch)" --steps 20 --warmup 5 --json "$OUTDIR/torch_compiled.json" \

@@ -136,4 +136,9 @@ StatusOr<std::unique_ptr<Communicator>> createNcclWorld(Communicator &host,
   return NcclCommunicator::create(host, nullptr, cudaDev.stream());
 }
 
+bool ncclAvailable() {
+  int version = 0;
+  return ncclGetVersion(&version) == ncclSuccess && version > 0;
+}
+
 } // namespace loom::runtime::cuda

@@ -1,7 +1,8 @@
 //===- CollectiveKernels.cpp - Block collectives on NCCL --------*- C++ -*-===//
 //
 // The plans are the CPU backend's (runtime/kernels/cpu/Collective.h), read
-// on the device arena; the communicator is NCCL on the device's stream. A
+// on the device arena; the communicator is NCCL on the device's stream (or
+// host staging, ordered on it the same way: HostStagedCommunicator.h). A
 // tensor cut along a dim other than the first is packed into (or unpacked
 // from) device staging with one cudaMemcpy2DAsync per block, all ordered on
 // the one stream with the collective between them.

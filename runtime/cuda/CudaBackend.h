@@ -36,6 +36,23 @@ StatusOr<std::unique_ptr<Device>> createCudaDevice();
 StatusOr<std::unique_ptr<Communicator>> createNcclWorld(Communicator &host,
                                                         Device &device);
 
+/// A communicator over the ranks of `host` (which must outlive it) whose
+/// collectives take device pointers, as NCCL's do, but run through `host`:
+/// copied to pinned host memory on `device`'s stream, the stream drained,
+/// `host`'s collective, copied back on the stream. Ranks may share a GPU.
+/// Splits split `host`. Not collective.
+StatusOr<std::unique_ptr<Communicator>>
+createHostStagedWorld(Communicator &host, Device &device);
+
+/// How many distinct GPUs the ranks of `host` use, by the UUID of each
+/// rank's `device` (collective over `host`, reached by every rank even when
+/// it fails on one): fewer than `host.size()` when ranks share a GPU, which
+/// NCCL refuses.
+StatusOr<int> countDistinctDevices(Communicator &host, Device &device);
+
+/// Whether NCCL's library answers (`ncclGetVersion`).
+bool ncclAvailable();
+
 } // namespace loom::runtime::cuda
 
 #endif // LOOM_RUNTIME_CUDA_CUDABACKEND_H

@@ -7,6 +7,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <set>
+#include <string>
+#include <vector>
 
 namespace loom::runtime::cuda {
 
@@ -39,6 +42,26 @@ StatusOr<std::unique_ptr<Device>> createCudaDevice() {
                      "driver and CUDA_VISIBLE_DEVICES)");
   LOOM_ASSIGN_OR_RETURN(auto device, CudaDevice::create(localRank() % n));
   return std::unique_ptr<Device>(std::move(device));
+}
+
+StatusOr<int> countDistinctDevices(Communicator &host, Device &device) {
+  auto &cudaDev = static_cast<CudaDevice &>(device);
+  cudaDeviceProp prop;
+  Status found = cudaCheck(cudaGetDeviceProperties(&prop, cudaDev.ordinal()),
+                           "cudaGetDeviceProperties");
+  // The gather runs whatever happened here, so no rank waits in it alone.
+  if (!found.isOk())
+    std::memset(prop.uuid.bytes, 0, sizeof(prop.uuid.bytes));
+  // The UUID names the physical GPU whatever CUDA_VISIBLE_DEVICES made of
+  // its ordinal, so ranks that see different subsets still compare right.
+  constexpr int64_t kUuid = sizeof(prop.uuid.bytes);
+  std::vector<char> all(static_cast<size_t>(host.size() * kUuid));
+  LOOM_RETURN_IF_ERROR(host.allGather(prop.uuid.bytes, all.data(), kUuid));
+  LOOM_RETURN_IF_ERROR(found);
+  std::set<std::string> distinct;
+  for (int r = 0; r < host.size(); ++r)
+    distinct.insert(std::string(all.data() + r * kUuid, kUuid));
+  return static_cast<int>(distinct.size());
 }
 
 StatusOr<std::unique_ptr<CudaDevice>> CudaDevice::create(int ordinal) {

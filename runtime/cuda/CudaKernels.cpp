@@ -386,8 +386,9 @@ StatusOr<KernelFn> bindAllReduce(const OpView &op, BindContext &ctx) {
   float *y = ctx.f32(op.outputs[0]);
   int64_t n = op.outNumel(0);
   cudaStream_t s = cudaDevice(ctx).stream();
-  // The communicator is NCCL on the same stream (or a one-rank world, where
-  // the sum is the identity), so the reduction is ordered after the copy.
+  // The communicator is NCCL on the same stream, or host staging whose copy
+  // out is enqueued on it (or a one-rank world, where the sum is the
+  // identity), so the reduction is ordered after the copy.
   return KernelFn([=](const StepContext &) {
     if (x != y && n > 0)
       LOOM_RETURN_IF_ERROR(cudaCheck(

@@ -17,6 +17,7 @@
 #include "runtime/data/DataFeeder.h"
 #include "runtime/data/Npy.h"
 #include "runtime/driver/Agreement.h"
+#include "runtime/driver/Collectives.h"
 #include "runtime/support/Threads.h"
 
 #if LOOM_HAVE_CUDA
@@ -70,14 +71,50 @@ Status createDevice(const RunOptions &opts, std::unique_ptr<Device> &device) {
 #endif
 }
 
-/// The communicator a device's kernels reduce with (collective over
-/// `world`; every rank has a device by now).
-Status createDeviceWorld(Communicator &world, Device *device,
-                         std::unique_ptr<Communicator> &deviceWorld) {
+/// What the choice of a device's collectives depends on.
+struct DeviceFacts {
+  int distinctDevices = 1;    // GPUs the ranks use (fewer than ranks: shared)
+  bool ncclAvailable = false; // on this rank
+};
+
+/// Collective over `world`, reached by every rank (then agreed on).
+Status findDeviceFacts(Communicator &world, Device *device,
+                       DeviceFacts &facts) {
   if (!device)
     return Status::ok();
 #if LOOM_HAVE_CUDA
-  LOOM_ASSIGN_OR_RETURN(deviceWorld, cuda::createNcclWorld(world, *device));
+  LOOM_ASSIGN_OR_RETURN(facts.distinctDevices,
+                        cuda::countDistinctDevices(world, *device));
+  facts.ncclAvailable = cuda::ncclAvailable();
+#endif
+  return Status::ok();
+}
+
+/// The communicator a device's kernels reduce with, NCCL or host staging
+/// as `--collectives` and `facts` decide (runtime/driver/Collectives.h),
+/// and `what` for the start-up line (collective over `world`; every rank
+/// has its facts by now).
+Status createDeviceWorld(const RunOptions &opts, Communicator &world,
+                         Device *device, const DeviceFacts &facts,
+                         std::unique_ptr<Communicator> &deviceWorld,
+                         std::string &what) {
+  if (!device)
+    return Status::ok();
+#if LOOM_HAVE_CUDA
+  // Every rank takes NCCL only if every rank has it, so all decide alike.
+  LOOM_ASSIGN_OR_RETURN(int nccl,
+                        world.allReduceMin(facts.ncclAvailable ? 1 : 0));
+  LOOM_ASSIGN_OR_RETURN(CollectivesChoice choice,
+                        chooseCollectives(opts.collectives, world.size(),
+                                          facts.distinctDevices, nccl == 1));
+  what = (choice.hostStaged ? "host-staged collectives (" : "NCCL (") +
+         choice.reason + ")";
+  if (choice.hostStaged) {
+    LOOM_ASSIGN_OR_RETURN(deviceWorld,
+                          cuda::createHostStagedWorld(world, *device));
+  } else {
+    LOOM_ASSIGN_OR_RETURN(deviceWorld, cuda::createNcclWorld(world, *device));
+  }
 #endif
   return Status::ok();
 }
@@ -193,9 +230,14 @@ int train(const RunOptions &opts, Communicator &world) {
   // weights). The device and its communicator outlive the session.
   std::unique_ptr<Device> device;
   std::unique_ptr<Communicator> deviceWorld;
+  std::string collectives;
+  DeviceFacts facts;
   if (!agree(world, createDevice(opts, device)))
     return 1;
-  if (!agree(world, createDeviceWorld(world, device.get(), deviceWorld)))
+  if (!agree(world, findDeviceFacts(world, device.get(), facts)))
+    return 1;
+  if (!agree(world, createDeviceWorld(opts, world, device.get(), facts,
+                                      deviceWorld, collectives)))
     return 1;
   std::unique_ptr<Session> session;
   {
@@ -228,7 +270,8 @@ int train(const RunOptions &opts, Communicator &world) {
       extra += ", random init (seed " + std::to_string(opts.init.seed) + ")";
     if (device)
       extra += ", on " + device->name() + " (+" + humanBytes(workspace) +
-               " kernel workspace)";
+               " kernel workspace)" +
+               (world.size() > 1 ? ", " + collectives : std::string());
     std::printf("loom-run: %s: world size %d, mesh %s, arena %s (%lld bytes) "
                 "per rank, global batch %lld, %s%s\n",
                 opts.planPath.c_str(), in.plan.world_size(),

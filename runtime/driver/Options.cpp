@@ -13,7 +13,8 @@ const char *helpText() {
   [mpirun -np N] loom-run PLAN --data NAME=FILE.npy ... --steps K
                  [--init onnx|random[:SEED]] [--seed S] [--metrics FILE.jsonl]
                  [--export-onnx FILE.onnx] [--log-every N] [--quiet]
-                 [--device cpu|cuda] [--model MODEL.onnx] [--check-numerics]
+                 [--device cpu|cuda] [--collectives nccl|host|auto]
+                 [--model MODEL.onnx] [--check-numerics]
   loom-run --forward MODEL.onnx --input NAME=FILE.npy ... --output-dir DIR
                  [--precision fp32|bf16]
 
@@ -51,7 +52,16 @@ training options:
   --quiet                 print only errors
   --device cpu|cuda       where the program runs (default cpu). cuda: one
                           GPU per rank (the node-local rank picks it), NCCL
-                          between ranks; needs a loom-run built with CUDA
+                          between ranks (or host staging, below); needs a
+                          loom-run built with CUDA
+  --collectives nccl|host|auto
+                          how --device cuda's ranks exchange device data
+                          (default auto). nccl: NCCL, one GPU per rank.
+                          host: copied to pinned host memory, MPI's
+                          collective, copied back (slow; ranks may share a
+                          GPU). auto: host when two ranks use the same GPU
+                          (the local rank modulo the device count picks
+                          it) or NCCL does not load, else nccl
   --model MODEL.onnx      where the plan's ONNX model is now: its
                           initializers and external data are read from it,
                           and --export-onnx writes a copy of it with the
@@ -136,7 +146,8 @@ StatusOr<int64_t> parseInt(const std::string &flag, const std::string &value) {
 StatusOr<RunOptions> parseOptions(int argc, char **argv) {
   RunOptions opts;
   std::vector<std::string> positional;
-  bool sawData = false, sawInput = false, sawInit = false;
+  bool sawData = false, sawInput = false, sawInit = false,
+       sawCollectives = false;
   std::optional<int64_t> initSeed;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -175,7 +186,7 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
         "--data",      "--input",       "--steps",      "--seed",
         "--metrics",   "--export-onnx", "--output-dir", "--forward",
         "--log-every", "--device",      "--init",       "--precision",
-        "--model"};
+        "--model",     "--collectives"};
     bool known = false;
     for (const char *f : withValue)
       known |= flag == f;
@@ -237,6 +248,9 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
         return makeError("--device must be cpu or cuda, got '%s'",
                          value.c_str());
       opts.device = value;
+    } else if (flag == "--collectives") {
+      sawCollectives = true;
+      LOOM_ASSIGN_OR_RETURN(opts.collectives, parseCollectivesMode(value));
     } else if (flag == "--forward") {
       opts.forward = true;
       opts.planPath = value;
@@ -254,7 +268,7 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
                        positional[0].c_str());
     if (sawData || opts.steps != -1 || !opts.metricsPath.empty() ||
         !opts.exportOnnxPath.empty() || sawInit || !opts.modelPath.empty() ||
-        opts.checkNumerics)
+        opts.checkNumerics || sawCollectives)
       return makeError(
           "--forward takes --input, --output-dir and --precision only");
     if (opts.outputDir.empty())
@@ -270,6 +284,10 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
   if (!opts.precision.empty())
     return makeError("--precision belongs to --forward; a plan carries its "
                      "precision (loomc --precision)");
+  if (opts.collectives != CollectivesMode::Auto && opts.device != "cuda")
+    return makeError("--collectives %s applies to --device cuda (the cpu "
+                     "backend's collectives are MPI's)",
+                     collectivesModeName(opts.collectives));
   if (positional.empty())
     return makeError("no plan given; usage: loom-run PLAN --data "
                      "NAME=FILE.npy ... --steps K (see --help)");

@@ -3,6 +3,7 @@
 #ifndef LOOM_RUNTIME_DRIVER_OPTIONS_H
 #define LOOM_RUNTIME_DRIVER_OPTIONS_H
 
+#include "runtime/driver/Collectives.h"
 #include "runtime/init/RandomInit.h"
 #include "runtime/support/Status.h"
 
@@ -29,6 +30,7 @@ struct RunOptions {
   bool quiet = false;
   bool checkNumerics = false; // --check-numerics
   std::string device = "cpu"; // --device cpu|cuda
+  CollectivesMode collectives = CollectivesMode::Auto; // --collectives
   std::string precision;      // --forward: loomc --precision (fp32 | bf16)
 };
 

@@ -1,5 +1,8 @@
 // RUN: loom-opt %s --pass-pipeline='builtin.module(func.func(loom-split-fused-projections), loom-train{loss=mse}, loom-plan{devices=4 tp=4 cluster=h100:1x4 lower=false})' | FileCheck %s
 // RUN: loom-opt %s --pass-pipeline='builtin.module(func.func(loom-split-fused-projections), loom-train{loss=mse}, loom-plan{devices=4 tp=4 cluster=h100:1x4})' | FileCheck %s --check-prefix=LOWERED
+// RUN: loom-opt %s --pass-pipeline='builtin.module(func.func(loom-split-fused-projections), loom-train{loss=mse}, loom-plan{devices=4 tp=4 cluster=h100:1x4})' | grep -c shard.reduce_scatter | FileCheck %s --check-prefix=RS-COUNT
+// RUN: loom-opt %s --pass-pipeline='builtin.module(func.func(loom-split-fused-projections), loom-train{loss=mse}, loom-plan{devices=4 tp=4 cluster=h100:1x4})' | grep -c shard.all_gather | FileCheck %s --check-prefix=AG-COUNT
+// RUN: loom-opt %s --pass-pipeline='builtin.module(func.func(loom-split-fused-projections), loom-train{loss=mse}, loom-plan{devices=4 tp=4 cluster=h100:1x4})' | grep -c shard.all_reduce | FileCheck %s --check-prefix=AR-COUNT
 // RUN: loom-opt %s --pass-pipeline='builtin.module(func.func(loom-split-fused-projections), loom-train{loss=mse}, loom-plan{devices=8 dp=2 tp=4 cluster=h100:1x8})' | FileCheck %s --check-prefix=DP
 
 // A 2-layer transformer as torch exports it (layer norm; q, k and v as one
@@ -18,11 +21,14 @@
 // CHECK:         %[[ROW:.*]] = shard.sharding @mesh split_axes = {{\[\[}}2]] : !shard.sharding
 // CHECK-NEXT:    shard.shard %arg5 to %[[ROW]] : tensor<1024x1024xf32>
 
-// Lowered: each rank holds a quarter of the heads and of the MLP, and each
-// layer all-reduces four times over tp: after the attention projection and
-// after the second MLP linear (forward), and the gradients entering the two
-// layer norms (backward). The row-parallel linears add their bias once,
-// after the sum. No all-gather, no all-to-all.
+// Lowered: each rank holds a quarter of the heads and of the MLP. Each
+// row-parallel linear's partial sums are reduce-scattered over tp along the
+// hidden dimension (its bias added to the rank's quarter) and all-gathered
+// before the next op that needs them whole: Megatron's all-reduce as a
+// reduce-scatter and an all-gather, the same bytes, and the sums of the
+// backward's q, k, v and MLP input gradients summed once. Per layer two of
+// each forward and two of each backward (8 and 8 in all); the one all-reduce
+// is the loss's; no all-to-all.
 // LOWERED-LABEL: func.func @main
 // LOWERED-SAME:    tensor<1024x3x256xf32> {loom.fused_blocks = array<i64: 1, 3>, loom.param = "h.0.attn.c_attn.weight", loom.split_axes = [array<i64>, array<i64>, array<i64: 2>]}
 // LOWERED-SAME:    tensor<3x256xf32> {loom.fused_blocks = array<i64: 0, 3>, loom.param = "h.0.attn.c_attn.bias", loom.split_axes = [array<i64>, array<i64: 2>]}
@@ -31,24 +37,23 @@
 // LOWERED-SAME:    tensor<1024x1024xf32> {loom.param = "h.0.mlp.c_proj.weight", loom.split_axes = [array<i64: 2>, array<i64>]}
 // LOWERED-SAME:    tensor<1024x3x256xf32> {loom.fused_blocks = array<i64: 1, 3>, loom.param = "h.1.attn.c_attn.weight", loom.split_axes = [array<i64>, array<i64>, array<i64: 2>]}
 // LOWERED-SAME:    tensor<1024x1024xf32> {loom.param = "h.1.mlp.c_proj.weight", loom.split_axes = [array<i64: 2>, array<i64>]}
-// LOWERED-NOT:     shard.all_gather
 // LOWERED-NOT:     shard.all_to_all
 // LOWERED:         loom.attention {{.*}} : (tensor<4x4x128x64xf32>
-// LOWERED:         %[[O:.*]] = shard.all_reduce {{.*}} grid_axes = [2] : tensor<512x1024xf32>
-// LOWERED-NEXT:    loom.add %[[O]], %arg6 : (tensor<512x1024xf32>, tensor<1024xf32>)
-// LOWERED:         %[[M:.*]] = shard.all_reduce {{.*}} grid_axes = [2] : tensor<512x1024xf32>
-// LOWERED-NEXT:    loom.add %[[M]], %arg12 : (tensor<512x1024xf32>, tensor<1024xf32>)
-// LOWERED-COUNT-6: shard.all_reduce {{.*}} grid_axes = [2]
-// LOWERED-NOT:     shard.all_reduce
-// LOWERED-NOT:     shard.all_gather
+// LOWERED:         %[[O:.*]] = shard.reduce_scatter %{{.*}} on @mesh grid_axes = [2] scatter_axis = 1 : tensor<512x1024xf32> -> tensor<512x256xf32>
+// LOWERED-NEXT:    %[[B:.*]] = shard.all_slice %arg6 on @mesh grid_axes = [2] slice_axis = 0 : tensor<1024xf32> -> tensor<256xf32>
+// LOWERED-NEXT:    loom.add %[[O]], %[[B]] : (tensor<512x256xf32>, tensor<256xf32>)
+// LOWERED:         shard.all_gather %{{.*}} on @mesh grid_axes = [2] gather_axis = 2 : tensor<4x128x256xf32> -> tensor<4x128x1024xf32>
 // LOWERED-NOT:     shard.all_to_all
+// RS-COUNT: 8
+// AG-COUNT: 8
+// AR-COUNT: 1
 
 // dp = 2 x tp = 4: the batch splits over dp and the weights over tp as
 // before; the gradients are summed over dp (a fused weight's block by block).
 // DP-LABEL:  func.func @main
 // DP-SAME:     tensor<2x128x1024xf32> {loom.input = "x"}
 // DP-SAME:     tensor<1024x3x256xf32> {loom.fused_blocks = array<i64: 1, 3>, loom.param = "h.0.attn.c_attn.weight", loom.split_axes = [array<i64>, array<i64>, array<i64: 2>]}
-// DP:          shard.all_reduce {{.*}} grid_axes = [2] : tensor<256x1024xf32>
+// DP:          shard.reduce_scatter {{.*}} grid_axes = [2] scatter_axis = 1 : tensor<256x1024xf32>
 // DP:          shard.all_reduce {{.*}} grid_axes = [1] : tensor<1024x1x256xf32>
 
 func.func @main(%x: tensor<4x128x1024xf32> {loom.input = "x"},

@@ -77,6 +77,22 @@ TEST(OptionsTest, Forward) {
   EXPECT_EQ(o->precision, "bf16");
 }
 
+TEST(OptionsTest, Collectives) {
+  auto dflt = parse({"p", "--steps", "1", "--device", "cuda"});
+  ASSERT_TRUE(dflt.isOk()) << dflt.status().message();
+  EXPECT_EQ(dflt->collectives, CollectivesMode::Auto);
+  auto host =
+      parse({"p", "--steps", "1", "--device", "cuda", "--collectives", "host"});
+  ASSERT_TRUE(host.isOk()) << host.status().message();
+  EXPECT_EQ(host->collectives, CollectivesMode::Host);
+  auto nccl =
+      parse({"p", "--steps", "1", "--device=cuda", "--collectives=nccl"});
+  ASSERT_TRUE(nccl.isOk()) << nccl.status().message();
+  EXPECT_EQ(nccl->collectives, CollectivesMode::Nccl);
+  // auto is accepted on the cpu too, so one command line serves both.
+  EXPECT_TRUE(parse({"p", "--steps", "1", "--collectives", "auto"}).isOk());
+}
+
 TEST(OptionsTest, Errors) {
   struct Case {
     std::vector<std::string> args;
@@ -108,6 +124,14 @@ TEST(OptionsTest, Errors) {
       {{"p", "--steps", "1", "--check-numerics=yes"},
        "--check-numerics takes no value, got 'yes'"},
       {{"--forward", "m.onnx", "--output-dir", "o", "--check-numerics"},
+       "--forward takes --input, --output-dir and --precision only"},
+      {{"p", "--steps", "1", "--device", "cuda", "--collectives", "mpi"},
+       "--collectives must be nccl, host or auto, got 'mpi'"},
+      {{"p", "--steps", "1", "--collectives", "host"},
+       "--collectives host applies to --device cuda"},
+      {{"p", "--steps", "1", "--device", "cuda", "--collectives"},
+       "--collectives needs a value"},
+      {{"--forward", "m.onnx", "--output-dir", "o", "--collectives", "auto"},
        "--forward takes --input, --output-dir and --precision only"},
   };
   for (const Case &c : cases) {
