@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Tensor parallelism chosen by loom-auto-shard and ZeRO (docs/auto-shard.md):
 # the GPT-2 parity model as tp=2, tp=4 and dp=2 x tp=2, as dp=4 with ZeRO
-# stages 1, 2 and 3, as dp=2 x tp=2 with ZeRO-3, LLaMA (grouped-query
-# attention) and BERT as tp=2; 10
+# stages 1, 2 and 3, as dp=2 x tp=2 with ZeRO-3 (also in bf16), LLaMA
+# (grouped-query attention) and BERT as tp=2; 10
 # AdamW steps each on CPU ranks, against the same model on 1 rank: losses
 # within 1e-5 relative, exported weights' updates within 1e-4 (GPT-2) or
 # 1e-3 in relative L2 (compare.py --initial).
@@ -86,5 +86,26 @@ for n in 2 4; do
   loom_run_np $n tp.loomplan "${run[@]}" --metrics mtp.jsonl
   $PY "$MODELS/compare.py" --metrics mtp.jsonl --metrics2 m1.jsonl --rtol 1e-5 \
     --sensitivity pert/m1.jsonl
+done
+cd ..
+
+# Mixed precision (bf16 activations, f32 masters): GPT-2 as tp=2 and as
+# dp=2 x tp=2 with ZeRO-3 against the 1-rank bf16 run, losses within 1e-3.
+# bf16 rounds partial sums where the ranks split a contraction, so the runs
+# differ by ~5e-5 -- as much as the 1-rank bf16 run moves on 1e-7-perturbed
+# weights (4.9e-5), the measured sensitivity.
+cd gpt2
+bopts=(--global-batch 8 --optimizer adamw --lr 1e-3 --precision bf16)
+loomc model.onnx --cluster cpu:1 "${bopts[@]}" -o b1.loomplan --quiet
+run=(--data input_ids=input_ids.npy --data target=target.npy --steps 10 --quiet)
+loom_run b1.loomplan "${run[@]}" --metrics b1.jsonl
+loom_run b1.loomplan --model pert/model.onnx "${run[@]}" --metrics pert/b1.jsonl
+for spec in tp=2:2 dp=2,tp=2,zero=3:4; do
+  force=${spec%:*} n=${spec#*:}
+  echo "gpt2 bf16 --force $force:"
+  loomc model.onnx --cluster cpu:$n --force $force "${bopts[@]}" --verify-plan -o btp.loomplan --quiet
+  loom_run_np $n btp.loomplan "${run[@]}" --metrics btp.jsonl
+  $PY "$MODELS/compare.py" --metrics btp.jsonl --metrics2 b1.jsonl --rtol 1e-3 \
+    --sensitivity pert/b1.jsonl
 done
 cd ..
