@@ -127,9 +127,18 @@ struct ShardZeroPass
         return WalkResult::advance();
       auto type = cast<RankedTensorType>(op->getOperand(0).getType());
       Sharding current(paramUse.getSharding());
+      // A fused parameter's blocks stay whole (loom-split-fused-projections).
+      int64_t blocksDim = -1;
+      if (auto produced = paramUse.getSrc().getDefiningOp<shard::ShardOp>())
+        if (auto param = dyn_cast<BlockArgument>(produced.getSrc()))
+          if (auto fused = func.getArgAttrOfType<DenseI64ArrayAttr>(
+                  param.getArgNumber(), attr::kFusedBlocks))
+            blocksDim = fused[0];
       // The first dimension whose block under the other splits dp divides.
       int64_t dim = -1;
       for (int64_t d = 0; d < type.getRank() && dim < 0; ++d) {
+        if (d == blocksDim)
+          continue;
         int64_t n = 1;
         if (current && d < static_cast<int64_t>(current.getSplitAxes().size()))
           for (shard::GridAxis a : current.getSplitAxes()[d].asArrayRef())
