@@ -47,8 +47,16 @@ struct ChooseMeshPass
           << nPp << "); use pp=1";
       return signalPassFailure();
     }
-    if (nDp == 0)
+    if (nDp == 0) {
+      if (nDevices % (nTp * nPp) != 0) {
+        module.emitError("tp = ")
+            << nTp << " x pp = " << nPp << " does not divide the "
+            << nDevices << " device(s) of the cluster; use a tp that divides "
+            << nDevices;
+        return signalPassFailure();
+      }
       nDp = nDevices / (nTp * nPp);
+    }
     if (nDp * nTp * nPp != nDevices) {
       module.emitError("mesh dp=")
           << nDp << " x tp=" << nTp << " x pp=" << nPp << " needs "

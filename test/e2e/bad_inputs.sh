@@ -13,6 +13,9 @@ expect_error "unsupported ONNX op 'Hardmax' (opset 17) at node 'n3'" \
 expect_error "no such file" loomc missing.onnx --global-batch 8 -o p.loomplan
 expect_error "not divisible by dp = 3" loomc model.onnx --cluster cpu:3 --global-batch 8 -o p.loomplan
 expect_error "bad cluster spec" loomc model.onnx --cluster tpu:9 --global-batch 8 -o p.loomplan
+expect_error "does not divide the 2 device(s)" loomc model.onnx --cluster cpu:2 --force tp=3 --global-batch 8 -o p.loomplan
+expect_error "ZeRO stage 2 splits over dp, which is 1" loomc model.onnx --cluster cpu:1 --force zero=2 --global-batch 8 -o p.loomplan
+expect_error "ZeRO stages are 0 to 3" loomc model.onnx --cluster cpu:2 --force zero=4 --global-batch 8 -o p.loomplan
 expect_error "unknown --loss" loomc model.onnx --global-batch 8 --loss hinge -o p.loomplan
 expect_error "bad --force item 'tp=0': must be at least 1" \
   loomc model.onnx --cluster cpu:2 --global-batch 8 --force tp=0 -o p.loomplan
