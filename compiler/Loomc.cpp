@@ -108,7 +108,11 @@ struct Options {
       cl::value_desc("REGEX"), cl::cat(cat)};
   cl::opt<std::string> force{"force", cl::init(""),
                              cl::desc("force plan choices: dp=N,tp=N,pp=N,micro=N,"
-                                      "zero=N,remat=none,schedule=1f1b"),
+                                      "zero=N,remat=none,schedule=1f1b (tp: the "
+                                      "mesh's tensor-parallel degree, "
+                                      "loom-auto-shard splits the ops; zero: the "
+                                      "ZeRO stage 0-3, by default the lowest "
+                                      "that fits)"),
                              cl::cat(cat)};
   cl::opt<std::string> outputFile{"o", cl::desc("plan file to write"),
                                   cl::value_desc("PLAN"), cl::cat(cat)};
