@@ -57,9 +57,7 @@ private:
   }
   int bufferOf(Value v) { return buffers.lookup(v); }
   LogicalResult emitArguments();
-  /// `loom.fused_blocks` of the parameter argument named `param` (its
-  /// optimizer state is viewed alike), or null.
-  DenseI64ArrayAttr fusedBlocksOf(StringAttr param);
+
   LogicalResult emitOp(Operation *op);
   LogicalResult emitReturn(func::ReturnOp ret);
   plan::Instruction &addInstruction(StringRef name, ArrayRef<Value> inputs,
@@ -126,19 +124,18 @@ FailureOr<int> Emitter::newBuffer(Type t, plan::Role role, Location loc) {
   return id;
 }
 
-DenseI64ArrayAttr Emitter::fusedBlocksOf(StringAttr param) {
-  for (unsigned i = 0; i < func.getNumArguments(); ++i)
-    if (func.getArgAttr(i, attr::kParam) == param &&
-        !func.getArgAttr(i, attr::kState))
-      return func.getArgAttrOfType<DenseI64ArrayAttr>(i, attr::kFusedBlocks);
-  return nullptr;
-}
-
 LogicalResult Emitter::emitArguments() {
   SmallVector<int64_t> meshShape;
   if (auto module = func->getParentOfType<ModuleOp>())
     if (auto grid = module.lookupSymbol<shard::GridOp>("mesh"))
       meshShape.assign(grid.getShape().begin(), grid.getShape().end());
+  // Each fused parameter's `loom.fused_blocks`, which its optimizer state
+  // (viewed alike) shares.
+  DenseMap<StringAttr, DenseI64ArrayAttr> fusedBlocks;
+  for (unsigned i = 0; i < func.getNumArguments(); ++i)
+    if (auto fused =
+            func.getArgAttrOfType<DenseI64ArrayAttr>(i, attr::kFusedBlocks))
+      fusedBlocks[func.getArgAttrOfType<StringAttr>(i, attr::kParam)] = fused;
   for (BlockArgument arg : func.getArguments()) {
     unsigned i = arg.getArgNumber();
     auto param = func.getArgAttrOfType<StringAttr>(i, attr::kParam);
@@ -219,7 +216,7 @@ LogicalResult Emitter::emitArguments() {
                       role == plan::OPTIMIZER_STATE ||
                       role == plan::RUNNING_STAT;
     auto split = func.getArgAttrOfType<ArrayAttr>(i, attr::kSplitAxes);
-    DenseI64ArrayAttr fused = param ? fusedBlocksOf(param) : nullptr;
+    DenseI64ArrayAttr fused = param ? fusedBlocks.lookup(param) : nullptr;
     if (persistent && (split || fused)) {
       if (split && static_cast<int>(split.size()) != buf->shape_size())
         return func.emitError("argument #")

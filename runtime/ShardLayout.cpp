@@ -91,6 +91,29 @@ ShardLayout shardLayout(const plan::Buffer &b,
   return layout;
 }
 
+ShardRows::ShardRows(const ShardLayout &layout) : layout(layout) {
+  size_t rank = layout.local.size();
+  if (rank == 0)
+    return;
+  globalStride.assign(rank, 1);
+  for (int d = static_cast<int>(rank) - 2; d >= 0; --d)
+    globalStride[d] = globalStride[d + 1] * layout.global[d + 1];
+  toGlobal.resize(rank - 1);
+  for (size_t d = 0; d + 1 < rank; ++d) {
+    toGlobal[d] = globalIndices(layout, d);
+    rows *= layout.local[d];
+  }
+}
+
+int64_t ShardRows::globalBase(int64_t row) const {
+  int64_t base = 0;
+  for (int d = static_cast<int>(toGlobal.size()) - 1; d >= 0; --d) {
+    base += toGlobal[d][row % layout.local[d]] * globalStride[d];
+    row /= layout.local[d];
+  }
+  return base;
+}
+
 std::vector<int64_t> globalIndices(const ShardLayout &layout, size_t dim) {
   std::vector<int64_t> indices(layout.local[dim]);
   for (const ShardSegment &s : layout.dims[dim])
@@ -119,28 +142,14 @@ void copyBetween(const ShardLayout &layout, int64_t elemBytes, uint8_t *global,
     copy(0, 0, 1);
     return;
   }
-  int64_t n = numElements(layout.local);
-  if (n == 0)
+  if (numElements(layout.local) == 0)
     return;
-  std::vector<int64_t> globalStride(rank, 1);
-  for (int d = static_cast<int>(rank) - 2; d >= 0; --d)
-    globalStride[d] = globalStride[d + 1] * layout.global[d + 1];
-  std::vector<std::vector<int64_t>> toGlobal(rank - 1);
-  for (size_t d = 0; d + 1 < rank; ++d)
-    toGlobal[d] = globalIndices(layout, d);
-  int64_t inner = layout.local.back(), rows = n / inner;
-  std::vector<int64_t> index(rank - 1, 0);
-  for (int64_t r = 0; r < rows; ++r) {
-    int64_t base = 0;
-    for (size_t d = 0; d + 1 < rank; ++d)
-      base += toGlobal[d][index[d]] * globalStride[d];
+  ShardRows rows(layout);
+  int64_t inner = layout.local.back();
+  for (int64_t r = 0; r < rows.count(); ++r) {
+    int64_t base = rows.globalBase(r);
     for (const ShardSegment &s : layout.dims.back())
       copy(base + s.globalStart, r * inner + s.localStart, s.length);
-    for (int d = static_cast<int>(rank) - 2; d >= 0; --d) {
-      if (++index[d] < layout.local[d])
-        break;
-      index[d] = 0;
-    }
   }
 }
 

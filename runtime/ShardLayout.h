@@ -75,6 +75,23 @@ ShardLayout shardLayout(const plan::Buffer &b,
                         const std::vector<int64_t> &meshSizes,
                         const std::vector<int64_t> &coords);
 
+/// The local shard's rows (every dimension but the last, row-major) and the
+/// global index of each row's first element: each segment of the last
+/// dimension is then a run of global indices from there.
+class ShardRows {
+public:
+  explicit ShardRows(const ShardLayout &layout);
+  /// Rows of the shard (1 for a scalar).
+  int64_t count() const { return rows; }
+  int64_t globalBase(int64_t row) const;
+
+private:
+  const ShardLayout &layout;
+  int64_t rows = 1;
+  std::vector<int64_t> globalStride;
+  std::vector<std::vector<int64_t>> toGlobal; // per leading dimension
+};
+
 /// The layout of a block of shape `local` at `offset` in a tensor of shape
 /// `global` (all three of the same rank; offset + local <= global).
 ShardLayout blockLayout(const std::vector<int64_t> &global,

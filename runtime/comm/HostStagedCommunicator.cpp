@@ -56,15 +56,6 @@ Status HostStagedCommunicator::stageOut(void *dst, int64_t at, int64_t bytes) {
                    "cudaMemcpyAsync (host staging to device)");
 }
 
-Status HostStagedCommunicator::copyOwnBlock(const void *send, void *recv,
-                                            int64_t bytes) {
-  if (send == recv || bytes == 0)
-    return Status::ok();
-  return cudaCheck(cudaMemcpyAsync(recv, send, static_cast<size_t>(bytes),
-                                   cudaMemcpyDeviceToDevice, stream),
-                   "cudaMemcpyAsync (one-rank collective)");
-}
-
 Status HostStagedCommunicator::allReduceSum(float *deviceData, int64_t count) {
   if (size() == 1 || count == 0)
     return Status::ok();
@@ -80,7 +71,7 @@ Status HostStagedCommunicator::allGather(const void *deviceSend,
                                          void *deviceRecv,
                                          int64_t bytesPerRank) {
   if (size() == 1)
-    return copyOwnBlock(deviceSend, deviceRecv, bytesPerRank);
+    return cuda::copyOwnBlock(deviceSend, deviceRecv, bytesPerRank, stream);
   if (bytesPerRank == 0)
     return Status::ok();
   // [own block | every rank's block]: the host's send and receive buffers
@@ -98,7 +89,7 @@ Status HostStagedCommunicator::reduceScatterSum(const float *deviceSend,
                                                 int64_t countPerRank) {
   int64_t block = countPerRank * int64_t(sizeof(float));
   if (size() == 1)
-    return copyOwnBlock(deviceSend, deviceRecv, block);
+    return cuda::copyOwnBlock(deviceSend, deviceRecv, block, stream);
   if (countPerRank == 0)
     return Status::ok();
   // [every rank's blocks | this rank's sum].
@@ -115,7 +106,7 @@ Status HostStagedCommunicator::allToAll(const void *deviceSend,
                                         void *deviceRecv,
                                         int64_t bytesPerRank) {
   if (size() == 1)
-    return copyOwnBlock(deviceSend, deviceRecv, bytesPerRank);
+    return cuda::copyOwnBlock(deviceSend, deviceRecv, bytesPerRank, stream);
   if (bytesPerRank == 0)
     return Status::ok();
   // [blocks sent | blocks received].

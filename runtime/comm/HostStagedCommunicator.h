@@ -64,8 +64,6 @@ private:
   /// `bytes` of staging at byte `at` to the device at `dst`, on the stream
   /// (not waited for: the next host use of staging follows a `stageIn`).
   Status stageOut(void *dst, int64_t at, int64_t bytes);
-  /// A world of one rank: `bytes` from `send` to `recv` on the stream.
-  Status copyOwnBlock(const void *send, void *recv, int64_t bytes);
 
   Communicator &host;
   std::unique_ptr<Communicator> owned;

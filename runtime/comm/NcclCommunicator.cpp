@@ -56,19 +56,10 @@ Status NcclCommunicator::allReduceSum(float *deviceData, int64_t count) {
                    "ncclAllReduce");
 }
 
-Status NcclCommunicator::copyOwnBlock(const void *send, void *recv,
-                                      int64_t bytes) {
-  if (send == recv || bytes == 0)
-    return Status::ok();
-  return cudaCheck(cudaMemcpyAsync(recv, send, static_cast<size_t>(bytes),
-                                   cudaMemcpyDeviceToDevice, stream),
-                   "cudaMemcpyAsync (one-rank collective)");
-}
-
 Status NcclCommunicator::allGather(const void *deviceSend, void *deviceRecv,
                                    int64_t bytesPerRank) {
   if (!comm)
-    return copyOwnBlock(deviceSend, deviceRecv, bytesPerRank);
+    return cuda::copyOwnBlock(deviceSend, deviceRecv, bytesPerRank, stream);
   if (bytesPerRank == 0)
     return Status::ok();
   return ncclCheck(ncclAllGather(deviceSend, deviceRecv,
@@ -81,8 +72,8 @@ Status NcclCommunicator::reduceScatterSum(const float *deviceSend,
                                           float *deviceRecv,
                                           int64_t countPerRank) {
   if (!comm)
-    return copyOwnBlock(deviceSend, deviceRecv,
-                        countPerRank * int64_t(sizeof(float)));
+    return cuda::copyOwnBlock(deviceSend, deviceRecv,
+                              countPerRank * int64_t(sizeof(float)), stream);
   if (countPerRank == 0)
     return Status::ok();
   return ncclCheck(ncclReduceScatter(deviceSend, deviceRecv,
@@ -94,7 +85,7 @@ Status NcclCommunicator::reduceScatterSum(const float *deviceSend,
 Status NcclCommunicator::allToAll(const void *deviceSend, void *deviceRecv,
                                   int64_t bytesPerRank) {
   if (!comm)
-    return copyOwnBlock(deviceSend, deviceRecv, bytesPerRank);
+    return cuda::copyOwnBlock(deviceSend, deviceRecv, bytesPerRank, stream);
   if (bytesPerRank == 0)
     return Status::ok();
   // One send and one receive per peer, fused into one group so that they

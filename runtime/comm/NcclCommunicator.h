@@ -48,9 +48,6 @@ public:
   StatusOr<std::unique_ptr<Communicator>> split(int color, int key) override;
 
 private:
-  /// A world of one rank: `bytes` from `send` to `recv` on the stream.
-  Status copyOwnBlock(const void *send, void *recv, int64_t bytes);
-
   NcclCommunicator(Communicator &host, std::unique_ptr<Communicator> owned,
                    cudaStream_t stream)
       : host(host), owned(std::move(owned)), stream(stream) {}

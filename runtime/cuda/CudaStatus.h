@@ -50,6 +50,17 @@ inline Status launchCheck(const char *kernel) {
   return cudaCheck(cudaGetLastError(), kernel);
 }
 
+/// A one-rank collective: `bytes` from `send` to `recv` on `stream` (nothing
+/// when they are the same place).
+inline Status copyOwnBlock(const void *send, void *recv, int64_t bytes,
+                           cudaStream_t stream) {
+  if (send == recv || bytes == 0)
+    return Status::ok();
+  return cudaCheck(cudaMemcpyAsync(recv, send, static_cast<size_t>(bytes),
+                                   cudaMemcpyDeviceToDevice, stream),
+                   "cudaMemcpyAsync (one-rank collective)");
+}
+
 } // namespace loom::runtime::cuda
 
 #endif // LOOM_RUNTIME_CUDA_CUDASTATUS_H

@@ -66,23 +66,13 @@ void fillByInitRule(const plan::InitRule &rule, uint64_t seed,
   }
   // Row by row (all dims but the last); each segment of the last dim is a
   // contiguous run of global indices.
-  size_t rank = local.size();
   int64_t inner = local.back();
-  int64_t rows = n / inner;
-  std::vector<int64_t> globalStride(rank, 1);
-  for (int d = static_cast<int>(rank) - 2; d >= 0; --d)
-    globalStride[d] = globalStride[d + 1] * layout.global[d + 1];
-  std::vector<std::vector<int64_t>> toGlobal(rank - 1);
-  for (size_t d = 0; d + 1 < rank; ++d)
-    toGlobal[d] = globalIndices(layout, d);
+  ShardRows rows(layout);
+  int64_t numRows = rows.count();
   const std::vector<ShardSegment> &runs = layout.dims.back();
 #pragma omp parallel for schedule(static)
-  for (int64_t r = 0; r < rows; ++r) {
-    int64_t rem = r, base = 0;
-    for (int d = static_cast<int>(rank) - 2; d >= 0; --d) {
-      base += toGlobal[d][rem % local[d]] * globalStride[d];
-      rem /= local[d];
-    }
+  for (int64_t r = 0; r < numRows; ++r) {
+    int64_t base = rows.globalBase(r);
     float *out = dst + r * inner;
     for (const ShardSegment &s : runs)
       for (int64_t j = 0; j < s.length; ++j)
