@@ -27,10 +27,14 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/Format.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
@@ -146,10 +150,12 @@ struct Options {
                                              "NAME=D0xD1x..."),
                                     cl::cat(cat)};
   cl::opt<bool> verifyPlan{"verify-plan",
-                           cl::desc("check the emitted plan against the plan "
-                                    "format (buffers, mesh, the op table) "
-                                    "before writing it; loom-run adds the "
-                                    "kernels' own checks"),
+                           cl::desc("before writing the plan, check it against "
+                                    "the plan format and, for a training plan "
+                                    "of several ranks, train 3 steps of it on "
+                                    "CPU threads beside the one-device "
+                                    "program: the losses must agree (1e-5 "
+                                    "relative, 1e-3 in bf16)"),
                            cl::cat(cat)};
   cl::opt<bool> noRaise{"no-raise",
                         cl::desc("keep the imported ops as they are (no fused "
@@ -278,9 +284,93 @@ int64_t batchOf(ModuleOp module) {
   return 0;
 }
 
+int run(Options &o, int64_t zero = 0, plan::Plan *planOut = nullptr);
+
+/// The one-device plan of the model `o` compiles (for --verify-plan).
+int compileReference(Options &o, plan::Plan &reference) {
+  std::string cluster = o.cluster, force = o.force;
+  int64_t microBatch = o.microBatch;
+  o.cluster = "cpu:1";
+  o.force = "";
+  o.microBatch = 0;
+  o.verifyPlan = false;
+  int rc = run(o, 0, &reference);
+  o.cluster = cluster;
+  o.force = force;
+  o.microBatch = microBatch;
+  o.verifyPlan = true;
+  return rc;
+}
+
+/// --verify-plan's run: `plan` and its one-device `reference` train 3 steps
+/// side by side in `loom-run PLAN --verify-against REF` (loomc links no
+/// kernels; loom-run is found next to loomc, or in $LOOM_RUN).
+int runBeside(const Options &o, const plan::Plan &plan,
+              const plan::Plan &reference) {
+  std::string loomRun;
+  if (const char *env = std::getenv("LOOM_RUN")) {
+    loomRun = env;
+  } else {
+    static int anchor;
+    llvm::SmallString<256> dir(
+        llvm::sys::fs::getMainExecutable("loomc", &anchor));
+    llvm::sys::path::remove_filename(dir);
+    llvm::sys::path::append(dir, "loom-run");
+    loomRun = dir.str().str();
+  }
+  if (!llvm::sys::fs::can_execute(loomRun))
+    return fail("--verify-plan runs the plan with loom-run, which is not at '" +
+                loomRun + "'; build it or set LOOM_RUN=/path/to/loom-run");
+  llvm::SmallString<128> planPath, refPath, outPath, errPath;
+  for (auto [path, suffix] :
+       {std::pair{&planPath, "loomplan"}, {&refPath, "loomplan"},
+        {&outPath, "txt"}, {&errPath, "txt"}})
+    if (std::error_code ec =
+            llvm::sys::fs::createTemporaryFile("loomc-verify", suffix, *path))
+      return fail("--verify-plan: cannot create a temporary file: " +
+                  ec.message());
+  auto cleanup = llvm::make_scope_exit([&] {
+    for (auto *path : {&planPath, &refPath, &outPath, &errPath})
+      llvm::sys::fs::remove(*path);
+  });
+  for (auto [p, path] : {std::pair{&plan, &planPath}, {&reference, &refPath}}) {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(*path, ec, llvm::sys::fs::OF_None);
+    std::string bytes;
+    if (ec || !p->SerializeToString(&bytes))
+      return fail("--verify-plan: cannot write '" + path->str() + "'");
+    os << bytes;
+  }
+  llvm::SmallVector<llvm::StringRef> args = {
+      loomRun, planPath, "--verify-against", refPath, "--steps", "3"};
+  if (o.noWeights) // the weights come from their init rules
+    args.append({"--init", "random:1"});
+  std::optional<llvm::StringRef> redirects[] = {std::nullopt, outPath.str(),
+                                                errPath.str()};
+  std::string error;
+  int rc = llvm::sys::ExecuteAndWait(loomRun, args, std::nullopt, redirects,
+                                     0, 0, &error);
+  auto text = [](llvm::StringRef path) {
+    auto buffer = llvm::MemoryBuffer::getFile(path);
+    return buffer ? (*buffer)->getBuffer().trim().str() : std::string();
+  };
+  if (rc != 0) {
+    std::string why = text(errPath);
+    llvm::StringRef line = llvm::StringRef(why).split('\n').first;
+    line.consume_front("loom-run: error: ");
+    return fail("--verify-plan: " +
+                (line.empty() ? "loom-run failed: " + error : line.str()) +
+                "; the plan is not written");
+  }
+  if (!o.quiet)
+    llvm::outs() << "verify-plan: " << text(outPath) << "\n";
+  return 0;
+}
+
 /// Compiles the model once; `zero` >= 0 is the ZeRO stage to try when
 /// --force does not pin it (a plan that does not fit retries the next).
-int run(Options &o, int64_t zero = 0) {
+/// With `planOut` the plan goes there and nothing is written or printed.
+int run(Options &o, int64_t zero, plan::Plan *planOut) {
   auto start = std::chrono::steady_clock::now();
   if (o.listOps) {
     llvm::outs() << listSupportedOnnxOps();
@@ -505,7 +595,7 @@ int run(Options &o, int64_t zero = 0) {
   if (!fit.fits) {
     // The lowest ZeRO stage that fits, unless --force pins one.
     if (training && !forced->zeroGiven && dp > 1 && zero < 3)
-      return run(o, zero + 1);
+      return run(o, zero + 1, planOut);
     constexpr double kGiB = 1024.0 * 1024 * 1024;
     std::string withZero =
         zero > 0 ? " even with ZeRO stage " + std::to_string(zero) : "";
@@ -518,9 +608,27 @@ int run(Options &o, int64_t zero = 0) {
                     .str());
   }
 
+  if (planOut) {
+    *planOut = std::move(*plan);
+    return 0;
+  }
   double seconds = std::chrono::duration<double>(
                        std::chrono::steady_clock::now() - start)
                        .count();
+  int numRanks = 0;
+  for (const plan::Program &prog : plan->programs())
+    numRanks += prog.ranks_size();
+  // loom-run reads binary ONNX only: a plan of a .onnxtext model (the lit
+  // tests') is checked against the format alone.
+  if (o.verifyPlan && training && numRanks > 1 &&
+      !llvm::StringRef(o.model).ends_with(".onnxtext")) {
+    plan::Plan reference;
+    if (int rc = compileReference(o, reference))
+      return rc;
+    if (int rc = runBeside(o, *plan, reference))
+      return rc;
+  }
+
   if (!o.summaryJson.empty()) {
     std::error_code ec;
     llvm::raw_fd_ostream os(o.summaryJson, ec);

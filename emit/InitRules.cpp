@@ -11,6 +11,7 @@
 #include "emit/InitRules.h"
 #include "ir/LoomOps.h"
 
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -40,10 +41,15 @@ static Role roleOf(OpOperand &use) {
 /// Collects the roles of `value`'s uses, looking through `loom.convert`
 /// (under `--precision bf16` a parameter reaches its ops as a bf16 copy)
 /// and through the slices and reshapes that take a block of a fused
-/// parameter (loom-split-fused-projections).
+/// parameter (loom-split-fused-projections), and through the collectives
+/// that gather a sharded parameter before its use (a layer norm's scale
+/// split over tp reaches the norm through an all-gather).
 static void collectRoles(Value value, bool &scale, bool &bias) {
   for (OpOperand &use : value.getUses()) {
-    if (isa<ConvertOp, SliceOp, ReshapeOp>(use.getOwner())) {
+    Operation *owner = use.getOwner();
+    if (isa<ConvertOp, SliceOp, ReshapeOp>(owner) ||
+        (isa<shard::ShardDialect>(owner->getDialect()) &&
+         owner->getNumResults() == 1)) {
       collectRoles(use.getOwner()->getResult(0), scale, bias);
       continue;
     }

@@ -382,6 +382,17 @@ planner::IlpRequest AutoSharder::buildRequest(double memoryBudgetBytes) {
     request.nodes.push_back(std::move(ilp));
   }
 
+  // A value read by several users is resharded once per layout they read
+  // it in (partition's copies are merged): its edges share their costs.
+  DenseMap<Value, int> valueIds;
+  auto share = [&](planner::IlpEdge &edge, Value v, const Node &from,
+                   unsigned tensor) {
+    if (v.hasOneUse())
+      return;
+    edge.value = valueIds.try_emplace(v, valueIds.size()).first->second;
+    for (unsigned i = 0; i < from.choices.size(); ++i)
+      edge.fromLayout.push_back(layout(from, i, tensor));
+  };
   // An edge per use: the producer's layout against the user's.
   auto addEdge = [&](Value v, unsigned to, auto userDim) {
     auto it = sources.find(v);
@@ -411,6 +422,10 @@ planner::IlpRequest AutoSharder::buildRequest(double memoryBudgetBytes) {
         else
           edge.cost.push_back(reshardSeconds(bytes, a, dim, v.hasOneUse()));
       }
+    share(edge, v, from, src.tensor);
+    if (edge.value >= 0)
+      for (unsigned j = 0; j < user.choices.size(); ++j)
+        edge.toLayout.push_back(userDim(j).first);
     request.edges.push_back(std::move(edge));
   };
   for (auto [n, node] : llvm::enumerate(nodes)) {
@@ -455,6 +470,9 @@ planner::IlpRequest AutoSharder::buildRequest(double memoryBudgetBytes) {
                                 : reshardSeconds(bytesOf(v) / dpShare, a,
                                                  kWhole, v.hasOneUse()));
       }
+      share(edge, v, from, it->second.tensor);
+      if (edge.value >= 0)
+        edge.toLayout.push_back(kWhole);
       request.edges.push_back(std::move(edge));
       continue;
     }

@@ -579,7 +579,10 @@ def LoomRaiseLinearPass : InterfacePass<"loom-raise-linear", "mlir::FunctionOpIn
     Post: every `loom.add` of a `loom.matmul` without `transpose_lhs`, with a
     2-D right operand and no other use, and a bias `[N]` (or `[1, ..., 1, N]`,
     reshaped to `[N]`) that does not change the result's shape, is a
-    `loom.linear` (`transpose_weight` from `transpose_rhs`).
+    `loom.linear` (`transpose_weight` from `transpose_rhs`). A linear whose
+    input flattens `[D..., K]` to `[prod(D), K]` and whose one user restores
+    `[D..., N]` (Hugging Face's `Conv1D`) reads `[D..., K]` itself, so each
+    leading dimension (the batch, the sequence) stays a loop of its own.
 
     ```mlir
     // before

@@ -3,6 +3,10 @@
 // ONNX `Gemm` imports as `loom.matmul {transpose_rhs}` + `loom.add`, and
 // PyTorch exports `nn.Linear` on inputs of rank > 2 as `MatMul` + `Add`.
 // Both become one `loom.linear`, so backends can fuse the bias into the GEMM.
+// Exporters that flatten the leading dimensions around a linear layer
+// (Hugging Face's `Conv1D`: `view(-1, K)`, `addmm`, `view(..., N)`) get the
+// linear on the unflattened input, so the sequence dimension stays a loop
+// of its own that the planner can split (sequence parallelism).
 //
 //===----------------------------------------------------------------------===//
 
@@ -70,7 +74,42 @@ struct RaiseLinearPattern : OpRewritePattern<AddOp> {
   }
 };
 
+/// `reshape(linear(reshape(x: [D..., K] -> [prod(D), K])) -> [D..., N])`
+/// -> `loom.linear x` of type `[D..., N]`.
+struct UnflattenLinearPattern : OpRewritePattern<LinearOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(LinearOp linear,
+                                PatternRewriter &rewriter) const override {
+    auto flatten = linear.getInput().getDefiningOp<ReshapeOp>();
+    if (!flatten)
+      return rewriter.notifyMatchFailure(linear, "the input is no reshape");
+    if (!linear->hasOneUse())
+      return rewriter.notifyMatchFailure(linear, "the result has several uses");
+    auto unflatten = dyn_cast<ReshapeOp>(*linear->user_begin());
+    if (!unflatten)
+      return rewriter.notifyMatchFailure(linear, "the user is no reshape");
+    auto source = cast<RankedTensorType>(flatten.getInput().getType());
+    auto flat = linear.getInput().getType().getShape();
+    auto result = unflatten.getType().getShape();
+    auto leading = source.getShape().drop_back();
+    if (!source.hasStaticShape() || flat.size() != 2 || leading.empty() ||
+        source.getShape().back() != flat.back() ||
+        result.drop_back() != leading ||
+        result.back() != linear.getType().getShape().back())
+      return rewriter.notifyMatchFailure(
+          linear, "the reshapes do not flatten and restore the leading "
+                  "dimensions");
+    rewriter.replaceOpWithNewOp<LinearOp>(
+        unflatten, flatten.getInput(), linear.getWeight(), linear.getBias(),
+        linear.getTransposeWeight());
+    rewriter.eraseOp(linear);
+    return success();
+  }
+};
+
 } // namespace
 
 template class mlir::loom::PatternPass<loom::impl::LoomRaiseLinearPassBase,
-                                       RaiseLinearPattern>;
+                                       RaiseLinearPattern,
+                                       UnflattenLinearPattern>;

@@ -7,7 +7,10 @@
 // integrality); memory sums within the budget. Nodes with one allowed
 // strategy are constants, and an edge with one constant end adds its row
 // (or column) to the other end's cost, so only edges between two choosing
-// nodes have e variables. Seconds are scaled to microseconds for CBC's
+// nodes have e variables. The uses of one value (edges with one `value`)
+// pay each pair of layouts once: y[v][p][t] in [0, 1] costs the pair, and
+// y >= the sum of the pair's e (or x, where an end is constant) on each
+// of the value's edges. Seconds are scaled to microseconds for CBC's
 // tolerances.
 //
 //===----------------------------------------------------------------------===//
@@ -19,9 +22,13 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <algorithm>
+#include <climits>
 #include <cmath>
 #include <map>
 #include <memory>
+#include <set>
+#include <tuple>
 
 using namespace mlir::loom::planner;
 
@@ -57,7 +64,7 @@ struct Problem {
     for (size_t i = 0; i < cols.size(); ++i)
       columns[cols[i]].push_back({row, coefs[i]});
     rowLower.push_back(sense == 'L' ? -kUnbounded : rhs);
-    rowUpper.push_back(rhs);
+    rowUpper.push_back(sense == 'G' ? kUnbounded : rhs);
   }
 
   void load(Cbc_Model *model) const {
@@ -84,6 +91,36 @@ double memoryOf(const IlpNode &node, unsigned s) {
   return s < node.memory.size() ? node.memory[s] : 0;
 }
 
+/// A value's pair of layouts: (value, producer's layout, user's layout).
+using LayoutPair = std::tuple<int, int, int>;
+
+LayoutPair layoutPair(const IlpEdge &edge, size_t i, size_t j) {
+  return {edge.value, edge.fromLayout[i], edge.toLayout[j]};
+}
+
+/// What each pair of layouts of a shared value costs, once.
+std::map<LayoutPair, double> layoutPairCosts(const IlpRequest &request) {
+  std::map<LayoutPair, double> costs;
+  for (const IlpEdge &edge : request.edges) {
+    if (edge.value < 0)
+      continue;
+    size_t cols = edge.toLayout.size();
+    for (size_t i = 0; i < edge.fromLayout.size(); ++i)
+      for (size_t j = 0; j < cols; ++j)
+        if (double c = edge.cost[i * cols + j]; c != kForbidden) {
+          double &slot = costs[layoutPair(edge, i, j)];
+          slot = std::max(slot, c);
+        }
+  }
+  return costs;
+}
+
+/// The part of an edge's cost that is its own: all of it, or for a use of
+/// a shared value only whether the pair is forbidden.
+double ownCost(const IlpEdge &edge, double c) {
+  return edge.value >= 0 && c != kForbidden ? 0 : c;
+}
+
 } // namespace
 
 IlpSolution mlir::loom::planner::evaluateChoice(
@@ -94,9 +131,17 @@ IlpSolution mlir::loom::planner::evaluateChoice(
     sol.seconds += node.cost[choice[n]];
     sol.memoryBytes += memoryOf(node, choice[n]);
   }
+  std::map<LayoutPair, double> shared = layoutPairCosts(request);
+  std::set<LayoutPair> paid;
   for (const IlpEdge &edge : request.edges) {
     size_t cols = request.nodes[edge.to].cost.size();
-    sol.seconds += edge.cost[choice[edge.from] * cols + choice[edge.to]];
+    double c = edge.cost[choice[edge.from] * cols + choice[edge.to]];
+    if (edge.value < 0 || c == kForbidden)
+      sol.seconds += c;
+    else if (LayoutPair key = layoutPair(edge, choice[edge.from],
+                                         choice[edge.to]);
+             paid.insert(key).second)
+      sol.seconds += shared[key];
   }
   return sol;
 }
@@ -107,10 +152,13 @@ mlir::loom::planner::solveShardingIlp(const IlpRequest &request) {
   for (const IlpEdge &edge : request.edges)
     if (edge.from >= numNodes || edge.to >= numNodes ||
         edge.cost.size() != request.nodes[edge.from].cost.size() *
-                                request.nodes[edge.to].cost.size())
+                                request.nodes[edge.to].cost.size() ||
+        (edge.value >= 0 &&
+         (edge.fromLayout.size() != request.nodes[edge.from].cost.size() ||
+          edge.toLayout.size() != request.nodes[edge.to].cost.size())))
       return llvm::createStringError(
-          "sharding ILP: an edge names a missing node or has a cost table "
-          "of the wrong size");
+          "sharding ILP: an edge names a missing node or has a cost or "
+          "layout table of the wrong size");
 
   // Costs and allowed strategies after folding edges with a constant end.
   std::vector<std::vector<double>> cost(numNodes);
@@ -145,10 +193,12 @@ mlir::loom::planner::solveShardingIlp(const IlpRequest &request) {
       size_t cols = request.nodes[edge.to].cost.size();
       if (fixedTo[edge.from] >= 0) {
         for (size_t j = 0; j < cols; ++j)
-          cost[edge.to][j] += edge.cost[fixedTo[edge.from] * cols + j];
+          cost[edge.to][j] +=
+              ownCost(edge, edge.cost[fixedTo[edge.from] * cols + j]);
       } else if (fixedTo[edge.to] >= 0) {
         for (size_t i = 0; i < cost[edge.from].size(); ++i)
-          cost[edge.from][i] += edge.cost[i * cols + fixedTo[edge.to]];
+          cost[edge.from][i] +=
+              ownCost(edge, edge.cost[i * cols + fixedTo[edge.to]]);
       } else {
         continue;
       }
@@ -178,12 +228,14 @@ mlir::loom::planner::solveShardingIlp(const IlpRequest &request) {
     if (sum.empty())
       sum.assign(edge.cost.size(), 0);
     for (auto [i, c] : llvm::enumerate(edge.cost))
-      sum[i] += c;
+      sum[i] += ownCost(edge, c);
   }
+  std::map<std::pair<unsigned, unsigned>, std::vector<int>> pairColumns;
   for (auto &[ends, table] : pairCost) {
     auto [from, to] = ends;
     size_t rows = cost[from].size(), cols = cost[to].size();
-    std::vector<int> e(rows * cols);
+    std::vector<int> &e = pairColumns[ends];
+    e.resize(rows * cols);
     for (size_t i = 0; i < rows * cols; ++i) {
       bool ok = table[i] != kForbidden;
       e[i] = problem.addColumn(0, ok ? 1 : 0, ok ? table[i] * kScale : 0,
@@ -210,6 +262,44 @@ mlir::loom::planner::solveShardingIlp(const IlpRequest &request) {
       cols_.push_back(x[to][j]);
       coefs.push_back(-1);
       problem.addRow(cols_, coefs, 'E', 0);
+    }
+  }
+  // Shared values: each pair of layouts that costs is paid once, when any
+  // of the value's uses takes it.
+  std::map<LayoutPair, int> y;
+  for (auto &[key, c] : layoutPairCosts(request))
+    if (c > 0)
+      y[key] = problem.addColumn(0, 1, c * kScale, /*integer=*/false);
+  for (const IlpEdge &edge : request.edges) {
+    if (edge.value < 0)
+      continue;
+    int fi = fixedTo[edge.from], fj = fixedTo[edge.to];
+    size_t cols = edge.toLayout.size();
+    for (auto it = y.lower_bound({edge.value, INT_MIN, INT_MIN});
+         it != y.end() && std::get<0>(it->first) == edge.value; ++it) {
+      auto [v, p, t] = it->first;
+      std::vector<int> terms{it->second};
+      std::vector<double> coefs{1};
+      for (size_t i = 0; i < edge.fromLayout.size(); ++i) {
+        for (size_t j = 0; j < cols; ++j) {
+          if (edge.fromLayout[i] != p || edge.toLayout[j] != t ||
+              edge.cost[i * cols + j] == kForbidden ||
+              (fi >= 0 && fi != static_cast<int>(i)) ||
+              (fj >= 0 && fj != static_cast<int>(j)))
+            continue;
+          if (fi >= 0 && fj >= 0) {
+            problem.lower[it->second] = 1; // both ends constant: paid
+            continue;
+          }
+          terms.push_back(fi >= 0   ? x[edge.to][j]
+                          : fj >= 0 ? x[edge.from][i]
+                                    : pairColumns[{edge.from, edge.to}]
+                                                 [i * cols + j]);
+          coefs.push_back(-1);
+        }
+      }
+      if (terms.size() > 1)
+        problem.addRow(terms, coefs, 'G', 0);
     }
   }
   // Memory: what the constants hold leaves the rest of the budget.

@@ -33,6 +33,14 @@ struct IlpEdge {
   /// Row-major [strategies of `from`] x [strategies of `to`] seconds;
   /// kForbidden rules a pair out.
   std::vector<double> cost;
+  /// Edges with the same `value` (>= 0) are uses of one value: a resharding
+  /// of it is made once for all the uses that read it in one layout (the
+  /// copies are merged), so they pay each pair of layouts once. The layout
+  /// of each strategy of `from` and `to`; the cost of a pair of strategies
+  /// is then the cost of its pair of layouts, the same on every edge of the
+  /// value (the largest is taken where they differ).
+  int value = -1;
+  std::vector<int> fromLayout, toLayout;
 };
 
 struct IlpRequest {

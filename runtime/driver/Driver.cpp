@@ -18,6 +18,7 @@
 #include "runtime/data/Npy.h"
 #include "runtime/driver/Agreement.h"
 #include "runtime/driver/Collectives.h"
+#include "runtime/driver/Verify.h"
 #include "runtime/support/Threads.h"
 
 #if LOOM_HAVE_CUDA
@@ -362,7 +363,8 @@ int train(const RunOptions &opts, Communicator &world) {
 
 int runMain(int argc, char **argv) {
   StatusOr<RunOptions> opts = parseOptions(argc, argv);
-  bool useMpi = launchedUnderMpi() && !(opts.isOk() && opts->forward);
+  bool useMpi = launchedUnderMpi() &&
+                !(opts.isOk() && (opts->forward || !opts->verifyAgainst.empty()));
 
   if (!useMpi) {
     if (!opts.isOk()) {
@@ -376,6 +378,8 @@ int runMain(int argc, char **argv) {
     configureThreads();
     if (opts->forward)
       return runForward(*opts);
+    if (!opts->verifyAgainst.empty())
+      return runVerify(*opts);
     LocalCommunicator world;
     return train(*opts, world);
   }

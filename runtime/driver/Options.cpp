@@ -17,6 +17,7 @@ const char *helpText() {
                  [--model MODEL.onnx] [--check-numerics]
   loom-run --forward MODEL.onnx --input NAME=FILE.npy ... --output-dir DIR
                  [--precision fp32|bf16]
+  loom-run PLAN --verify-against REF --steps K [--init onnx|random[:SEED]]
 
 Runs a .loomplan written by loomc: N ranks under mpirun (N must equal the
 plan's world size), or one rank without mpirun.
@@ -74,6 +75,18 @@ training options:
                           instruction, its op and ONNX node and the buffer
                           (or the data sample). Slow; off, nothing is
                           scanned. Without it, only the loss is checked
+
+verify options (what loomc --verify-plan runs):
+  --verify-against REF    train PLAN on its ranks, as threads of this
+                          process (no mpirun), and REF, the one-device plan
+                          of the same model, for K steps on the same
+                          synthetic data (floats uniform in [-1, 1), ids
+                          below the tables they index) from the same
+                          weights; exit 1 naming the first step whose losses
+                          differ by more than the tolerance: 1e-5 relative
+                          (1e-3 in bf16), or 10 times what perturbing the
+                          data by 1e-7 moves REF's by where that is larger
+                          (over 10 times the floor: ill-posed)
 
 forward options:
   --forward MODEL.onnx    compile MODEL with loomc --forward-only (loomc is
@@ -186,7 +199,7 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
         "--data",      "--input",       "--steps",      "--seed",
         "--metrics",   "--export-onnx", "--output-dir", "--forward",
         "--log-every", "--device",      "--init",       "--precision",
-        "--model",     "--collectives"};
+        "--model",     "--collectives", "--verify-against"};
     bool known = false;
     for (const char *f : withValue)
       known |= flag == f;
@@ -251,6 +264,8 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
     } else if (flag == "--collectives") {
       sawCollectives = true;
       LOOM_ASSIGN_OR_RETURN(opts.collectives, parseCollectivesMode(value));
+    } else if (flag == "--verify-against") {
+      opts.verifyAgainst = value;
     } else if (flag == "--forward") {
       opts.forward = true;
       opts.planPath = value;
@@ -297,6 +312,11 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
   opts.planPath = positional[0];
   if (opts.steps == -1)
     return makeError("missing --steps K");
+  if (!opts.verifyAgainst.empty() &&
+      (sawData || !opts.metricsPath.empty() || !opts.exportOnnxPath.empty() ||
+       opts.device != "cpu" || opts.checkNumerics))
+    return makeError("--verify-against takes --steps, --init and --quiet only "
+                     "(its data is synthetic, its ranks threads on the cpu)");
   opts.init.seed = static_cast<uint64_t>(initSeed ? *initSeed : opts.seed);
   return opts;
 }

@@ -32,6 +32,7 @@ struct RunOptions {
   std::string device = "cpu"; // --device cpu|cuda
   CollectivesMode collectives = CollectivesMode::Auto; // --collectives
   std::string precision;      // --forward: loomc --precision (fp32 | bf16)
+  std::string verifyAgainst;  // --verify-against REF.loomplan
 };
 
 /// Parses loom-run's arguments (`--flag value` or `--flag=value`).

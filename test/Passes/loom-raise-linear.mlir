@@ -107,3 +107,37 @@ func.func @matmul_second_use(%arg0: tensor<2x8xf32> {loom.input = "x"}, %arg1: t
   %1 = loom.add %0, %arg2 : (tensor<2x6xf32>, tensor<6xf32>) -> tensor<2x6xf32>
   return %1, %0 : tensor<2x6xf32>, tensor<2x6xf32>
 }
+
+// -----
+
+// Hugging Face's Conv1D flattens the tokens around the GEMM: the linear
+// reads the 3-D input, so the sequence stays a dimension of its own.
+// CHECK-LABEL: func.func @conv1d_flattened(
+// CHECK-SAME:    %[[X:[^:]*]]: tensor<2x4x8xf32>
+// CHECK-SAME:    %[[W:[^:]*]]: tensor<8x6xf32>
+// CHECK-SAME:    %[[B:[^:]*]]: tensor<6xf32>
+// CHECK:         %[[Y:.*]] = loom.linear %[[X]], %[[W]], %[[B]] : (tensor<2x4x8xf32>, tensor<8x6xf32>, tensor<6xf32>) -> tensor<2x4x6xf32>
+// CHECK-NOT:     loom.reshape
+// CHECK:         return %[[Y]]
+func.func @conv1d_flattened(%arg0: tensor<2x4x8xf32> {loom.input = "x"}, %arg1: tensor<8x6xf32> {loom.param = "weight"}, %arg2: tensor<6xf32> {loom.param = "bias"}) -> (tensor<2x4x6xf32> {loom.output = "y"}) {
+  %0 = loom.reshape %arg0 [-1, 8] : tensor<2x4x8xf32> -> tensor<8x8xf32>
+  %1 = loom.matmul %0, %arg1 : (tensor<8x8xf32>, tensor<8x6xf32>) -> tensor<8x6xf32>
+  %2 = loom.add %arg2, %1 : (tensor<6xf32>, tensor<8x6xf32>) -> tensor<8x6xf32>
+  %3 = loom.reshape %2 [2, 4, 6] : tensor<8x6xf32> -> tensor<2x4x6xf32>
+  return %3 : tensor<2x4x6xf32>
+}
+
+// -----
+
+// The flattened result has another user: the reshapes stay.
+// CHECK-LABEL: func.func @flattened_result_used(
+// CHECK:         %[[F:.*]] = loom.reshape %{{.*}} [-1, 8]
+// CHECK:         %[[Y:.*]] = loom.linear %[[F]]
+// CHECK:         loom.reshape %[[Y]] [2, 4, 6]
+func.func @flattened_result_used(%arg0: tensor<2x4x8xf32> {loom.input = "x"}, %arg1: tensor<8x6xf32> {loom.param = "weight"}, %arg2: tensor<6xf32> {loom.param = "bias"}) -> (tensor<2x4x6xf32> {loom.output = "y"}, tensor<8x6xf32> {loom.output = "flat"}) {
+  %0 = loom.reshape %arg0 [-1, 8] : tensor<2x4x8xf32> -> tensor<8x8xf32>
+  %1 = loom.matmul %0, %arg1 : (tensor<8x8xf32>, tensor<8x6xf32>) -> tensor<8x6xf32>
+  %2 = loom.add %arg2, %1 : (tensor<6xf32>, tensor<8x6xf32>) -> tensor<8x6xf32>
+  %3 = loom.reshape %2 [2, 4, 6] : tensor<8x6xf32> -> tensor<2x4x6xf32>
+  return %3, %2 : tensor<2x4x6xf32>, tensor<8x6xf32>
+}

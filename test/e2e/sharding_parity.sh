@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Tensor parallelism chosen by loom-auto-shard and ZeRO (docs/auto-shard.md):
 # the GPT-2 parity model as tp=2, tp=4 and dp=2 x tp=2, as dp=4 with ZeRO
-# stages 1, 2 and 3, as dp=2 x tp=2 with ZeRO-3 (also in bf16), LLaMA
+# stages 1, 2 and 3, as dp=2 x tp=2 with ZeRO-3 (also in bf16), each tp
+# plan of GPT-2 with its layer norms sequence-parallel, LLaMA
 # (grouped-query attention) and BERT as tp=2; 10
 # AdamW steps each on CPU ranks, against the same model on 1 rank: losses
 # within 1e-5 relative, exported weights' updates within 1e-4 (GPT-2) or
@@ -60,7 +61,26 @@ sys.exit('no parameter is split over tp' if '$force'.count('tp=') and not tp els
              len(dp) < (len(s['parameter_shardings']) if not tp else 1) else
          'zero_stage %s' % s['zero_stage'] if '$force'.count('zero=') and
              'zero=%d' % s['zero_stage'] not in '$force' else 0)"
+    # On CPU ranks GPT-2's layer norms run sequence-parallel: each tp rank
+    # normalises its share of the 64 positions (docs/auto-shard.md).
+    if [ $m = gpt2 ] && [[ $force == *tp=* ]]; then
+      tp=${force#*tp=} tp=${tp%%,*}
+      loomc model.onnx --cluster cpu:$n --force $force "${opts[@]}" --emit=mlir-lowered \
+        -o tp.mlir
+      $PY -c "import re, sys
+norms = re.findall(r'loom\.layer_norm .*: \(tensor<\d+x(\d+)x128xf32>', open('tp.mlir').read())
+sys.exit(0 if len(norms) == 5 and all(int(s) == 64 // $tp for s in norms) else
+         'layer norms not split along the sequence over tp=$tp: %s' % norms)" ||
+        fail "$m --force $force: sequence parallelism"
+    fi
     loom_run_np $n tp.loomplan "${run[@]}" --metrics mtp.jsonl --export-onnx ttp.onnx
+    # --verify-plan ran the plan beside the one-device program (3 steps, on
+    # synthetic data); without stored weights both start from the init
+    # rules, which must not depend on the split (a layer norm's scale split
+    # over tp still starts at one).
+    loomc model.onnx --cluster cpu:$n --force $force "${opts[@]}" --no-weights \
+      --verify-plan --plan-only | grep -q "^verify-plan: 3 steps on $n CPU ranks match" ||
+      fail "$m --force $force --no-weights: --verify-plan"
     $PY "$MODELS/compare.py" --metrics mtp.jsonl --metrics2 m1.jsonl --rtol 1e-5 \
       --sensitivity pert/m1.jsonl --sensitivity m1-threads2.jsonl
     $PY "$MODELS/compare.py" --onnx ttp.onnx --reference-weights t1.onnx --initial model.onnx \

@@ -1,6 +1,6 @@
 //===- CudaHostStagedTest.cpp - Device collectives staged through the host ===//
 //
-// `HostStagedCommunicator` on ranks that are threads (ThreadWorld.h), all on
+// `HostStagedCommunicator` on ranks that are threads (runtime/comm/ThreadCommunicator.h), all on
 // the test's one GPU, each with its own stream: every collective on device
 // buffers against its definition, a split, and a staging buffer that grows.
 // Skipped without a device.
@@ -8,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CudaTestUtil.h"
-#include "ThreadWorld.h"
+#include "runtime/comm/ThreadCommunicator.h"
 #include "runtime/comm/HostStagedCommunicator.h"
 #include "runtime/cuda/CudaDevice.h"
 

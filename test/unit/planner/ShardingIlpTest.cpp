@@ -79,6 +79,32 @@ TEST(ShardingIlpTest, ForbiddenPairsAreNeverChosen) {
   EXPECT_EQ(sol->choice, (std::vector<unsigned>{2, 2}));
 }
 
+TEST(ShardingIlpTest, UsesOfOneValuePayEachReshardingOnce) {
+  // A producer that may split (strategy 1, cheaper) or not; three users
+  // that need it whole. Gathering the split value costs 2, once for all
+  // three users: splitting wins (1 + 2 < 4), which it would not if each
+  // use paid its own gather (1 + 6 > 4).
+  IlpRequest r;
+  r.nodes = {{{4.0, 1.0}, {}}, {{0.0}, {}}, {{0.0}, {}}, {{0.0}, {}}};
+  for (unsigned user = 1; user <= 3; ++user) {
+    IlpEdge edge{0, user, {0.0, 2.0}};
+    edge.value = 0;
+    edge.fromLayout = {-1, 0};
+    edge.toLayout = {-1};
+    r.edges.push_back(edge);
+  }
+  auto sol = solveShardingIlp(r);
+  ASSERT_TRUE(static_cast<bool>(sol)) << llvm::toString(sol.takeError());
+  EXPECT_EQ(sol->choice[0], 1u);
+  EXPECT_DOUBLE_EQ(sol->seconds, 3.0);
+  for (IlpEdge &edge : r.edges)
+    edge.value = -1;
+  sol = solveShardingIlp(r);
+  ASSERT_TRUE(static_cast<bool>(sol)) << llvm::toString(sol.takeError());
+  EXPECT_EQ(sol->choice[0], 0u);
+  EXPECT_DOUBLE_EQ(sol->seconds, 4.0);
+}
+
 TEST(ShardingIlpTest, MatchesBruteForceOnRandomRequests) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<double> u(0, 10);
@@ -104,6 +130,34 @@ TEST(ShardingIlpTest, MatchesBruteForceOnRandomRequests) {
       for (size_t c = 0; c < cells; ++c)
         edge.cost.push_back(u(rng) < 1 ? kForbidden : u(rng));
       r.edges.push_back(edge);
+    }
+    // Values read by several users: each pair of layouts costs the same
+    // on every use, and once.
+    for (unsigned v = 0; v < 2; ++v) {
+      unsigned from = rng() % n;
+      size_t fromCount = r.nodes[from].cost.size();
+      std::vector<int> fromLayout;
+      for (size_t i = 0; i < fromCount; ++i)
+        fromLayout.push_back(rng() % 3);
+      double pair[3][3];
+      for (auto &row : pair)
+        for (double &c : row)
+          c = u(rng) < 1 ? kForbidden : u(rng);
+      for (unsigned use = 0; use < 3; ++use) {
+        IlpEdge edge;
+        edge.from = from;
+        edge.to = rng() % n;
+        if (edge.to == from)
+          continue;
+        edge.value = v;
+        edge.fromLayout = fromLayout;
+        for (size_t j = 0; j < r.nodes[edge.to].cost.size(); ++j)
+          edge.toLayout.push_back(rng() % 3);
+        for (int a : edge.fromLayout)
+          for (int b : edge.toLayout)
+            edge.cost.push_back(pair[a][b]);
+        r.edges.push_back(edge);
+      }
     }
     r.memoryBudgetBytes = 4.0 * n;
     std::vector<unsigned> best;

@@ -1,7 +1,7 @@
 //===- CollectiveTest.cpp - all_gather, reduce_scatter, all_to_all --------===//
 //
 // The cases of CollectiveCases.h on a 2 x 2 mesh of four thread ranks
-// (ThreadWorld.h): the group of one mesh axis comes from
+// (runtime/comm/ThreadCommunicator.h): the group of one mesh axis comes from
 // `createAxesCommunicator` as under MPI. Then the refusals of bad
 // attributes and shapes, and one plan run by the executor, which must
 // create the groups these ops name.
@@ -11,7 +11,7 @@
 #include "runtime/kernels/cpu/Collective.h"
 #include "CollectiveCases.h"
 #include "TestPlans.h"
-#include "ThreadWorld.h"
+#include "runtime/comm/ThreadCommunicator.h"
 #include "runtime/Executor.h"
 #include "runtime/Plan.h"
 #include "runtime/kernels/cpu/CpuKernels.h"

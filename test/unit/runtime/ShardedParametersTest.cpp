@@ -3,12 +3,12 @@
 // Parameters split over the mesh axes of a dp x tp = 2 x 2 mesh: each rank's
 // shard from the ONNX initializer and from `--init random` (the slice of the
 // 1-rank fill), and the gather of every parameter on rank 0 for
-// `--export-onnx`, with the ranks as threads (ThreadWorld.h's `runRanks`).
+// `--export-onnx`, with the ranks as threads (`runRanks`, runtime/comm/ThreadCommunicator.h).
 //
 //===----------------------------------------------------------------------===//
 
 #include "TestPlans.h"
-#include "ThreadWorld.h"
+#include "runtime/comm/ThreadCommunicator.h"
 #include "runtime/Session.h"
 #include "runtime/onnx/OnnxWeights.h"
 

@@ -1,31 +1,18 @@
-//===- ThreadWorld.h - A world of ranks that are threads --------*- C++ -*-===//
-//
-// An in-process `Communicator` whose ranks are threads of the test: every
-// collective meets at a barrier, reads the other ranks' posted buffers and
-// meets again before anyone may reuse them. `split` makes sub-worlds the
-// same way, so `createAxesCommunicator` and the executor's sub-communicators
-// run as under MPI, without MPI (`runRanks` starts the threads).
-//
-//===----------------------------------------------------------------------===//
+//===- ThreadCommunicator.cpp - Ranks as threads of one process -----------===//
 
-#ifndef LOOM_TEST_UNIT_RUNTIME_THREADWORLD_H
-#define LOOM_TEST_UNIT_RUNTIME_THREADWORLD_H
-
-#include "runtime/comm/Communicator.h"
+#include "runtime/comm/ThreadCommunicator.h"
 
 #include <algorithm>
 #include <condition_variable>
 #include <cstring>
-#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <string>
 #include <thread>
 #include <utility>
-#include <vector>
 
-namespace loom::runtime::test {
+namespace loom::runtime {
+namespace {
 
 /// What the ranks of one (sub-)world share.
 struct ThreadMeeting {
@@ -165,9 +152,9 @@ private:
   int myRank;
 };
 
-/// Runs `body(world)` on `n` threads, one per rank of a world of `n`, and
-/// returns each rank's failure message ("" when it succeeded).
-inline std::vector<std::string>
+} // namespace
+
+std::vector<std::string>
 runRanks(int n, const std::function<Status(Communicator &)> &body) {
   auto meeting = std::make_shared<ThreadMeeting>(n);
   std::vector<std::string> failures(n);
@@ -184,6 +171,4 @@ runRanks(int n, const std::function<Status(Communicator &)> &body) {
   return failures;
 }
 
-} // namespace loom::runtime::test
-
-#endif // LOOM_TEST_UNIT_RUNTIME_THREADWORLD_H
+} // namespace loom::runtime

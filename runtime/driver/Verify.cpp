@@ -1,0 +1,219 @@
+//===- Verify.cpp - Run a plan beside its one-device program --------------===//
+
+#include "runtime/driver/Verify.h"
+
+#include "runtime/Plan.h"
+#include "runtime/Session.h"
+#include "runtime/comm/ThreadCommunicator.h"
+#include "runtime/driver/Driver.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <random>
+
+namespace loom::runtime {
+namespace {
+
+using Data = std::map<std::string, HostTensor>;
+
+const plan::Buffer *bufferById(const plan::Program &program, int32_t id) {
+  for (const plan::Buffer &b : program.buffers())
+    if (b.id() == id)
+      return &b;
+  return nullptr;
+}
+
+/// The values an integer buffer `b` may hold: below the rows of every table
+/// a gather indexes with it and the classes of a cross-entropy it is the
+/// target of (the one-device program sees every table whole); 2 when
+/// nothing bounds it.
+int64_t integerBound(const plan::Program &program, const plan::Buffer &b) {
+  int64_t bound = std::numeric_limits<int64_t>::max();
+  for (const plan::Instruction &inst : program.instructions()) {
+    if (inst.inputs_size() != 2 || inst.inputs(1) != b.id())
+      continue;
+    const plan::Buffer *table = bufferById(program, inst.inputs(0));
+    if (!table || table->shape_size() == 0)
+      continue;
+    int64_t dim = -1;
+    if (inst.op() == "gather") {
+      auto it = inst.attrs().find("axis");
+      dim = it == inst.attrs().end() ? 0 : it->second.i();
+    } else if (inst.op() == "cross_entropy") {
+      dim = table->shape_size() - 1;
+    }
+    if (dim >= 0 && dim < table->shape_size())
+      bound = std::min(bound, table->shape(dim));
+  }
+  return bound == std::numeric_limits<int64_t>::max() ? 2 : bound;
+}
+
+/// A global batch of every data binding of the one-device `reference`.
+Data synthesize(const plan::Plan &reference) {
+  Data data;
+  std::mt19937_64 rng(20261201);
+  const plan::Program &program = reference.programs(0);
+  for (const plan::Buffer &b : program.buffers()) {
+    if ((b.role() != plan::INPUT && b.role() != plan::TARGET) ||
+        data.count(b.binding()))
+      continue;
+    std::vector<int64_t> shape(b.shape().begin(), b.shape().end());
+    if (b.dtype() == plan::I64) {
+      HostTensor t(ElemType::I64, shape);
+      std::uniform_int_distribution<int64_t> pick(
+          0, std::max<int64_t>(integerBound(program, b), 1) - 1);
+      for (int64_t i = 0; i < t.numel(); ++i)
+        t.data<int64_t>()[i] = pick(rng);
+      data[b.binding()] = std::move(t);
+    } else {
+      HostTensor t(ElemType::F32, shape);
+      std::uniform_real_distribution<float> pick(-1.0f, 1.0f);
+      for (int64_t i = 0; i < t.numel(); ++i)
+        t.data<float>()[i] = pick(rng);
+      data[b.binding()] = std::move(t);
+    }
+  }
+  return data;
+}
+
+/// Multiplies every float of `data` by 1 + 1e-7; false when there is none.
+bool perturb(Data &data) {
+  bool any = false;
+  for (auto &[name, t] : data)
+    if (t.type == ElemType::F32)
+      for (int64_t i = 0; i < t.numel(); ++i, any = true)
+        t.data<float>()[i] *= 1.0f + 1e-7f;
+  return any;
+}
+
+int numRanks(const plan::Plan &plan) {
+  int ranks = 0;
+  for (const plan::Program &p : plan.programs())
+    ranks += p.ranks_size();
+  return ranks;
+}
+
+/// Each step's loss of `plan` trained on `data`, its ranks as threads.
+StatusOr<std::vector<float>> train(const plan::Plan &plan, const Data &data,
+                                   const VerifyRunOptions &options) {
+  std::vector<float> losses;
+  std::mutex mutex;
+  std::vector<std::string> failures =
+      runRanks(numRanks(plan), [&](Communicator &world) -> Status {
+        LOOM_ASSIGN_OR_RETURN(
+            std::unique_ptr<Session> session,
+            Session::create(plan, world, "plan", nullptr, options.init));
+        for (const auto &[binding, array] : data)
+          LOOM_RETURN_IF_ERROR(session->attachData(binding, array));
+        for (int64_t step = 0; step < options.steps; ++step) {
+          LOOM_RETURN_IF_ERROR(session->runStep(step));
+          LOOM_ASSIGN_OR_RETURN(float loss, session->loss());
+          if (world.rank() == 0) {
+            std::lock_guard<std::mutex> lock(mutex);
+            losses.push_back(loss);
+          }
+        }
+        return Status::ok();
+      });
+  for (size_t rank = 0; rank < failures.size(); ++rank)
+    if (!failures[rank].empty())
+      return makeError("rank %zu: %s", rank, failures[rank].c_str());
+  return losses;
+}
+
+double relativeDifference(float a, float b) {
+  double scale = std::max(std::fabs(double(b)), 1e-30);
+  return std::fabs(double(a) - double(b)) / scale;
+}
+
+} // namespace
+
+double verifyTolerance(const plan::Plan &plan) {
+  return plan.training().precision() == "bf16" ? 1e-3 : 1e-5;
+}
+
+StatusOr<std::string> verifyPlans(const plan::Plan &plan,
+                                  const plan::Plan &reference,
+                                  const VerifyRunOptions &options) {
+  if (numRanks(reference) != 1)
+    return makeError("the reference plan has %d ranks; it must have one",
+                     numRanks(reference));
+  Data data = synthesize(reference);
+  StatusOr<std::vector<float>> expected = train(reference, data, options);
+  if (!expected.isOk())
+    return makeError("the one-device program: %s",
+                     expected.status().message().c_str());
+  // The tolerance is the precision's, or ten times what perturbing the
+  // float data by 1e-7 moves the reference by, whichever is larger; a
+  // reference that moves by more than a tenth of 100 times the precision's
+  // cannot judge the plan.
+  double rtol = options.rtol;
+  Data perturbed = data;
+  if (perturb(perturbed)) {
+    LOOM_ASSIGN_OR_RETURN(std::vector<float> moved,
+                          train(reference, perturbed, options));
+    for (size_t i = 0; i < moved.size(); ++i) {
+      double d = relativeDifference(moved[i], (*expected)[i]);
+      if (!(d <= options.rtol * 10))
+        return makeError("ill-posed: perturbing the data by 1e-7 moves the "
+                         "one-device loss of step %zu by %.2e, over a tenth "
+                         "of 100 times the tolerance %.1e",
+                         i + 1, d, options.rtol);
+      rtol = std::max(rtol, 10 * d);
+    }
+  }
+  StatusOr<std::vector<float>> got = train(plan, data, options);
+  if (!got.isOk())
+    return makeError("the plan: %s", got.status().message().c_str());
+  double worst = 0;
+  size_t worstStep = 1;
+  for (size_t i = 0; i < got->size() && i < expected->size(); ++i) {
+    double d = relativeDifference((*got)[i], (*expected)[i]);
+    if (!(d <= rtol)) // NaN fails too
+      return makeError("step %zu's loss is %.9g under the plan but %.9g on "
+                       "one device (relative difference %.2e > %.1e)",
+                       i + 1, (*got)[i], (*expected)[i], d, rtol);
+    if (d > worst) {
+      worst = d;
+      worstStep = i + 1;
+    }
+  }
+  char report[256];
+  std::snprintf(report, sizeof report,
+                "%lld steps on %d CPU ranks match the one-device program "
+                "within %.1e (worst relative difference %.2e, step %zu)",
+                (long long)options.steps, numRanks(plan), rtol, worst,
+                worstStep);
+  return std::string(report);
+}
+
+int runVerify(const RunOptions &opts) {
+  StatusOr<plan::Plan> plan = loadPlan(opts.planPath);
+  if (!plan.isOk()) {
+    printError(plan.status().message());
+    return 1;
+  }
+  StatusOr<plan::Plan> reference = loadPlan(opts.verifyAgainst);
+  if (!reference.isOk()) {
+    printError(reference.status().message());
+    return 1;
+  }
+  VerifyRunOptions options;
+  options.steps = opts.steps;
+  options.rtol = verifyTolerance(*plan);
+  options.init = opts.init;
+  StatusOr<std::string> report = verifyPlans(*plan, *reference, options);
+  if (!report.isOk()) {
+    printError(report.status().message());
+    return 1;
+  }
+  if (!opts.quiet)
+    std::printf("%s\n", report->c_str());
+  return 0;
+}
+
+} // namespace loom::runtime

@@ -1,0 +1,50 @@
+//===- Verify.h - Run a plan beside its one-device program ------*- C++ -*-===//
+//
+// `loomc --verify-plan` (through `loom-run PLAN --verify-against REF`): a
+// plan of several ranks (dp, tp, ZeRO) and the one-device program of the
+// same model train a few steps on the CPU from the same weights and the
+// same synthetic data, the ranks as threads of one process
+// (runtime/comm/ThreadCommunicator.h), and their losses must agree.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_RUNTIME_DRIVER_VERIFY_H
+#define LOOM_RUNTIME_DRIVER_VERIFY_H
+
+#include "runtime/driver/Options.h"
+#include "runtime/plan.pb.h"
+
+#include <string>
+
+namespace loom::runtime {
+
+struct VerifyRunOptions {
+  int64_t steps = 3;
+  /// Relative tolerance on each step's loss.
+  double rtol = 1e-5;
+  ParameterInit init;
+};
+
+/// The tolerance for a plan's precision: 1e-5 relative in fp32, 1e-3 in
+/// bf16 (the sensitivities measured in test/e2e/sharding_parity.sh).
+double verifyTolerance(const plan::Plan &plan);
+
+/// Trains `plan` on its ranks and `reference` (one rank) for `steps` steps
+/// and compares the losses. The data is synthetic and deterministic: floats
+/// uniform in [-1, 1), integers uniform below the smallest table a gather
+/// indexes with them and the class count of a cross-entropy target (2 when
+/// neither bounds them). Returns a one-line report, or an error naming the
+/// first step whose losses differ by more than the tolerance: `rtol`, or
+/// ten times what perturbing the float data by 1e-7 moves the reference's
+/// losses by where that is larger; a move of over 10 `rtol` refuses the
+/// comparison as ill-posed.
+StatusOr<std::string> verifyPlans(const plan::Plan &plan,
+                                  const plan::Plan &reference,
+                                  const VerifyRunOptions &options);
+
+/// `loom-run PLAN --verify-against REF --steps K`; returns the exit code.
+int runVerify(const RunOptions &opts);
+
+} // namespace loom::runtime
+
+#endif // LOOM_RUNTIME_DRIVER_VERIFY_H
