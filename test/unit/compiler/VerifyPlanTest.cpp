@@ -17,26 +17,18 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 
+#include "TestModels.h"
+
 #include <gtest/gtest.h>
 
 using namespace mlir;
 using namespace mlir::loom;
 using ::loom::runtime::verifyPlans;
+using mlir::loom::test::kTwoLinears;
 using ::loom::runtime::VerifyRunOptions;
 
 namespace {
 
-constexpr llvm::StringLiteral kTwoLinears = R"(
-func.func @main(%x: tensor<8x64xf32> {loom.input = "x"},
-    %w1: tensor<64x128xf32> {loom.param = "fc1.weight"}, %b1: tensor<128xf32> {loom.param = "fc1.bias"},
-    %w2: tensor<128x64xf32> {loom.param = "fc2.weight"}, %b2: tensor<64xf32> {loom.param = "fc2.bias"})
-    -> (tensor<8x64xf32> {loom.output = "y"}) {
-  %h = loom.linear %x, %w1, %b1 : (tensor<8x64xf32>, tensor<64x128xf32>, tensor<128xf32>) -> tensor<8x128xf32>
-  %r = loom.relu %h : tensor<8x128xf32>
-  %y = loom.linear %r, %w2, %b2 : (tensor<8x128xf32>, tensor<128x64xf32>, tensor<64xf32>) -> tensor<8x64xf32>
-  return %y : tensor<8x64xf32>
-}
-)";
 
 /// The plan of kTwoLinears on `devices` CPU ranks as tp = `tp`, trained
 /// with SGD at `lr`; its weights come from their init rules.
