@@ -85,7 +85,7 @@ verify options (what loomc --verify-plan runs):
                           weights; exit 1 naming the first step whose losses
                           differ by more than the tolerance: 1e-5 relative
                           (1e-3 in bf16), or 10 times what perturbing the
-                          data by 1e-7 moves REF's by where that is larger
+                          weights and data by 1e-7 moves REF's by where larger
                           (over 10 times the floor: ill-posed)
 
 forward options:

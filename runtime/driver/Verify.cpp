@@ -80,14 +80,29 @@ Data synthesize(const plan::Plan &reference) {
   return data;
 }
 
-/// Multiplies every float of `data` by 1 + 1e-7; false when there is none.
-bool perturb(Data &data) {
-  bool any = false;
-  for (auto &[name, t] : data)
-    if (t.type == ElemType::F32)
-      for (int64_t i = 0; i < t.numel(); ++i, any = true)
-        t.data<float>()[i] *= 1.0f + 1e-7f;
-  return any;
+/// Multiplies each float of `t` by its own 1 + 1e-7 u, u uniform in
+/// [-1, 1) (one factor for all would keep every comparison, so a max-pool's
+/// or a ReLU's choices would never move).
+void perturb(HostTensor &t, std::mt19937_64 &rng) {
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  if (t.type == ElemType::F32)
+    for (int64_t i = 0; i < t.numel(); ++i)
+      t.data<float>()[i] *= static_cast<float>(1.0 + 1e-7 * u(rng));
+}
+
+/// Perturbs every float parameter of the session's first program (the
+/// one-device reference has one).
+Status perturbParameters(Session &session) {
+  std::mt19937_64 rng(7);
+  Executor &exec = session.executor();
+  for (const plan::Buffer &b : session.plan().programs(0).buffers()) {
+    if (b.role() != plan::PARAMETER || b.dtype() != plan::F32)
+      continue;
+    HostTensor t = exec.readBuffer(b);
+    perturb(t, rng);
+    LOOM_RETURN_IF_ERROR(exec.writeBuffer(b, t));
+  }
+  return Status::ok();
 }
 
 int numRanks(const plan::Plan &plan) {
@@ -98,8 +113,10 @@ int numRanks(const plan::Plan &plan) {
 }
 
 /// Each step's loss of `plan` trained on `data`, its ranks as threads.
+/// With `perturbed`, the initial parameters are perturbed by 1e-7 too.
 StatusOr<std::vector<float>> train(const plan::Plan &plan, const Data &data,
-                                   const VerifyRunOptions &options) {
+                                   const VerifyRunOptions &options,
+                                   bool perturbed = false) {
   std::vector<float> losses;
   std::mutex mutex;
   std::vector<std::string> failures =
@@ -109,6 +126,8 @@ StatusOr<std::vector<float>> train(const plan::Plan &plan, const Data &data,
             Session::create(plan, world, "plan", nullptr, options.init));
         for (const auto &[binding, array] : data)
           LOOM_RETURN_IF_ERROR(session->attachData(binding, array));
+        if (perturbed)
+          LOOM_RETURN_IF_ERROR(perturbParameters(*session));
         for (int64_t step = 0; step < options.steps; ++step) {
           LOOM_RETURN_IF_ERROR(session->runStep(step));
           LOOM_ASSIGN_OR_RETURN(float loss, session->loss());
@@ -148,20 +167,23 @@ StatusOr<std::string> verifyPlans(const plan::Plan &plan,
     return makeError("the one-device program: %s",
                      expected.status().message().c_str());
   // The tolerance is the precision's, or ten times what perturbing the
-  // float data by 1e-7 moves the reference by, whichever is larger; a
-  // reference that moves by more than a tenth of 100 times the precision's
-  // cannot judge the plan.
+  // initial parameters and the float data by 1e-7 moves the reference by,
+  // whichever is larger; a reference that moves by more than a tenth of
+  // 100 times the precision's cannot judge the plan.
   double rtol = options.rtol;
   Data perturbed = data;
-  if (perturb(perturbed)) {
+  std::mt19937_64 rng(5);
+  for (auto &[name, t] : perturbed)
+    perturb(t, rng);
+  {
     LOOM_ASSIGN_OR_RETURN(std::vector<float> moved,
-                          train(reference, perturbed, options));
+                          train(reference, perturbed, options, true));
     for (size_t i = 0; i < moved.size(); ++i) {
       double d = relativeDifference(moved[i], (*expected)[i]);
       if (!(d <= options.rtol * 10))
-        return makeError("ill-posed: perturbing the data by 1e-7 moves the "
-                         "one-device loss of step %zu by %.2e, over a tenth "
-                         "of 100 times the tolerance %.1e",
+        return makeError("ill-posed: perturbing the weights and data by 1e-7 "
+                         "moves the one-device loss of step %zu by %.2e, "
+                         "over a tenth of 100 times the tolerance %.1e",
                          i + 1, d, options.rtol);
       rtol = std::max(rtol, 10 * d);
     }

@@ -35,7 +35,8 @@ double verifyTolerance(const plan::Plan &plan);
 /// indexes with them and the class count of a cross-entropy target (2 when
 /// neither bounds them). Returns a one-line report, or an error naming the
 /// first step whose losses differ by more than the tolerance: `rtol`, or
-/// ten times what perturbing the float data by 1e-7 moves the reference's
+/// ten times what perturbing the initial parameters and the float data by
+/// 1e-7 (each element by its own factor) moves the reference's
 /// losses by where that is larger; a move of over 10 `rtol` refuses the
 /// comparison as ill-posed.
 StatusOr<std::string> verifyPlans(const plan::Plan &plan,
