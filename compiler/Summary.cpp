@@ -2,6 +2,7 @@
 
 #include "compiler/Summary.h"
 #include "compiler/PlanCost.h"
+#include "passes/planner/LayerName.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
@@ -150,20 +151,6 @@ llvm::json::Object mlir::loom::summaryJson(const plan::Plan &plan,
   };
 }
 
-/// `h.3.mlp.c_fc.weight` -> `h.*.mlp.c_fc.weight`: one kind of layer.
-static std::string layerKind(llvm::StringRef name) {
-  std::string out;
-  llvm::SmallVector<llvm::StringRef> parts;
-  name.split(parts, '.');
-  for (auto [i, part] : llvm::enumerate(parts)) {
-    if (i)
-      out += '.';
-    bool number = !part.empty() && llvm::all_of(part, [](char c) { return llvm::isDigit(c); });
-    out += number ? "*" : part.str();
-  }
-  return out;
-}
-
 /// The split parameters by kind of layer: `h.*.attn.c_proj.weight [tp, -]`.
 static void printLayerShardings(llvm::raw_ostream &os,
                                 const plan::Plan &plan) {
@@ -191,7 +178,7 @@ static void printLayerShardings(llvm::raw_ostream &os,
       if (!any)
         continue;
       ++split;
-      std::string kind = layerKind(b.binding());
+      std::string kind = planner::splitLayerIndex(b.binding()).kind;
       auto [it, fresh] = kinds.try_emplace(kind, dims + "]", 0);
       if (fresh)
         order.push_back(kind);

@@ -21,6 +21,7 @@
 #include "passes/Passes.h"
 #include "passes/planner/Cluster.h"
 #include "passes/planner/CostModel.h"
+#include "passes/planner/LayerName.h"
 #include "passes/planner/MeshTopology.h"
 #include "passes/planner/ShardingIlp.h"
 
@@ -106,6 +107,7 @@ private:
   void stripAnnotations();
   void addStrategies();
   planner::IlpRequest buildRequest(double memoryBudgetBytes);
+  void groupLayers(planner::IlpRequest &request);
   void annotate(ArrayRef<unsigned> choice);
 
   /// The dimension of tensor `tensor` of `node` that choice `c` splits on
@@ -496,6 +498,68 @@ planner::IlpRequest AutoSharder::buildRequest(double memoryBudgetBytes) {
   return request;
 }
 
+/// The ONNX node name of `loc` (the importer's NameLoc), or "".
+static StringRef nodeName(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return name.getName().getValue();
+  return "";
+}
+
+void AutoSharder::groupLayers(planner::IlpRequest &request) {
+  // A node's class: its name's kind of layer, what it is (op, types and
+  // attributes; or parameter, state and type), and its place among the
+  // nodes of its layer with the same description. A class with members in
+  // several layers is a group: its members take one strategy.
+  std::map<std::string, int> classes;
+  std::map<std::pair<std::string, std::string>, int> ordinals;
+  std::vector<std::string> classOf(nodes.size());
+  std::map<std::string, int> members;
+  for (auto [n, node] : llvm::enumerate(nodes)) {
+    std::string description;
+    llvm::raw_string_ostream os(description);
+    planner::LayerName name;
+    if (node.op) {
+      // An op without an ONNX node (an optimizer update) is named by the
+      // parameter it reads.
+      StringRef opName = nodeName(node.op->getLoc());
+      for (Value v : node.op->getOperands())
+        if (auto arg = dyn_cast<BlockArgument>(v); opName.empty() && arg)
+          if (auto param = func.getArgAttrOfType<StringAttr>(
+                  arg.getArgNumber(), attr::kParam))
+            opName = param.getValue();
+      name = planner::splitLayerIndex(opName);
+      os << node.op->getName() << node.op->getAttrDictionary();
+      for (Type t : node.op->getOperandTypes())
+        os << t;
+      for (Type t : node.op->getResultTypes())
+        os << t;
+    } else {
+      unsigned i = node.arg.getArgNumber();
+      auto param = func.getArgAttrOfType<StringAttr>(i, attr::kParam);
+      if (!param)
+        continue;
+      name = planner::splitLayerIndex(param.getValue());
+      for (NamedAttribute a : func.getArgAttrDict(i))
+        if (a.getName() != attr::kParam)
+          os << a.getName() << a.getValue();
+      os << node.arg.getType();
+    }
+    // Members take one strategy by its index: the same strategies.
+    for (int64_t c : node.choices)
+      os << ' ' << c;
+    if (name.layer.empty())
+      continue;
+    std::string key = name.kind + '\n' + description;
+    int ordinal = ordinals[{key, name.layer}]++;
+    classOf[n] = key + '\n' + std::to_string(ordinal);
+    ++members[classOf[n]];
+  }
+  for (auto [n, key] : llvm::enumerate(classOf))
+    if (!key.empty() && members[key] > 1)
+      request.nodes[n].group =
+          classes.try_emplace(key, classes.size()).first->second;
+}
+
 Sharding AutoSharder::shardingOf(const Node &node, unsigned c,
                                  unsigned tensor) {
   DimAxes axes = dpAxes(node, tensor);
@@ -598,6 +662,7 @@ LogicalResult AutoSharder::run(double memoryBudgetBytes) {
     lossOp = ret->getOperand(0).getDefiningOp();
   addStrategies();
   planner::IlpRequest request = buildRequest(memoryBudgetBytes);
+  groupLayers(request);
   llvm::Expected<planner::IlpSolution> solution =
       planner::solveShardingIlp(request);
   if (!solution)

@@ -146,8 +146,12 @@ IlpSolution mlir::loom::planner::evaluateChoice(
   return sol;
 }
 
-llvm::Expected<IlpSolution>
-mlir::loom::planner::solveShardingIlp(const IlpRequest &request) {
+/// The ILP of `request` without groups (an edge may join a node to itself:
+/// both ends then take the same strategy). Value v's pairs of layouts cost
+/// `copies[v]` times their seconds (identical layers' values, merged).
+static llvm::Expected<IlpSolution>
+solveUngrouped(const IlpRequest &request,
+               const std::map<int, double> &copies = {}) {
   size_t numNodes = request.nodes.size();
   for (const IlpEdge &edge : request.edges)
     if (edge.from >= numNodes || edge.to >= numNodes ||
@@ -175,6 +179,16 @@ mlir::loom::planner::solveShardingIlp(const IlpRequest &request) {
   // node can forbid strategies and make it one, so repeat until stable.
   std::vector<int> fixedTo(numNodes, -1);
   std::vector<bool> folded(request.edges.size(), false);
+  // An edge from a node to itself costs its diagonal (a shared value's
+  // pairs are paid through y below).
+  for (auto [k, edge] : llvm::enumerate(request.edges)) {
+    if (edge.from != edge.to)
+      continue;
+    size_t n = cost[edge.from].size();
+    for (size_t i = 0; i < n; ++i)
+      cost[edge.from][i] += ownCost(edge, edge.cost[i * n + i]);
+    folded[k] = true;
+  }
   for (bool changed = true; changed;) {
     changed = false;
     for (unsigned n = 0; n < numNodes; ++n) {
@@ -267,9 +281,12 @@ mlir::loom::planner::solveShardingIlp(const IlpRequest &request) {
   // Shared values: each pair of layouts that costs is paid once, when any
   // of the value's uses takes it.
   std::map<LayoutPair, int> y;
-  for (auto &[key, c] : layoutPairCosts(request))
+  for (auto &[key, c] : layoutPairCosts(request)) {
+    auto it = copies.find(std::get<0>(key));
+    double times = it == copies.end() ? 1 : it->second;
     if (c > 0)
-      y[key] = problem.addColumn(0, 1, c * kScale, /*integer=*/false);
+      y[key] = problem.addColumn(0, 1, times * c * kScale, /*integer=*/false);
+  }
   for (const IlpEdge &edge : request.edges) {
     if (edge.value < 0)
       continue;
@@ -282,7 +299,8 @@ mlir::loom::planner::solveShardingIlp(const IlpRequest &request) {
       std::vector<double> coefs{1};
       for (size_t i = 0; i < edge.fromLayout.size(); ++i) {
         for (size_t j = 0; j < cols; ++j) {
-          if (edge.fromLayout[i] != p || edge.toLayout[j] != t ||
+          if ((edge.from == edge.to && i != j) || edge.fromLayout[i] != p ||
+              edge.toLayout[j] != t ||
               edge.cost[i * cols + j] == kForbidden ||
               (fi >= 0 && fi != static_cast<int>(i)) ||
               (fj >= 0 && fj != static_cast<int>(j)))
@@ -291,7 +309,8 @@ mlir::loom::planner::solveShardingIlp(const IlpRequest &request) {
             problem.lower[it->second] = 1; // both ends constant: paid
             continue;
           }
-          terms.push_back(fi >= 0   ? x[edge.to][j]
+          terms.push_back(edge.from == edge.to ? x[edge.from][i]
+                          : fi >= 0          ? x[edge.to][j]
                           : fj >= 0 ? x[edge.from][i]
                                     : pairColumns[{edge.from, edge.to}]
                                                  [i * cols + j]);
@@ -366,5 +385,89 @@ mlir::loom::planner::solveShardingIlp(const IlpRequest &request) {
   result.optimal = numCols == 0 || Cbc_isProvenOptimal(model.get());
   result.variables = numCols;
   result.constraints = numRows;
+  return result;
+}
+
+llvm::Expected<IlpSolution>
+mlir::loom::planner::solveShardingIlp(const IlpRequest &request) {
+  // Each group becomes one node: its members' costs and memory summed, its
+  // members' edges its own.
+  std::vector<unsigned> index(request.nodes.size());
+  std::map<int, unsigned> groupIndex;
+  IlpRequest reduced;
+  reduced.memoryBudgetBytes = request.memoryBudgetBytes;
+  reduced.timeLimitSeconds = request.timeLimitSeconds;
+  for (auto [n, node] : llvm::enumerate(request.nodes)) {
+    auto [it, added] =
+        node.group < 0 ? std::pair{groupIndex.end(), true}
+                       : groupIndex.try_emplace(node.group,
+                                                reduced.nodes.size());
+    if (added) {
+      index[n] = reduced.nodes.size();
+      IlpNode merged;
+      merged.cost = node.cost;
+      merged.memory.assign(node.cost.size(), 0);
+      reduced.nodes.push_back(std::move(merged));
+    } else {
+      index[n] = it->second;
+    }
+    IlpNode &merged = reduced.nodes[index[n]];
+    if (merged.cost.size() != node.cost.size())
+      return llvm::createStringError(llvm::formatv(
+          "sharding ILP: the nodes of group {0} have different numbers of "
+          "strategies", node.group).str());
+    if (!added)
+      for (auto [s, c] : llvm::enumerate(node.cost))
+        merged.cost[s] += c;
+    for (size_t s = 0; s < node.cost.size(); ++s)
+      merged.memory[s] += memoryOf(node, s);
+  }
+  if (reduced.nodes.size() == request.nodes.size())
+    return solveUngrouped(request);
+  // A shared value whose uses map onto the same edges as another's (the
+  // same value of another layer) merges with it: its pairs cost once per
+  // copy, with one set of rows.
+  std::map<int, std::vector<IlpEdge>> usesOf;
+  for (const IlpEdge &edge : request.edges) {
+    if (edge.from >= request.nodes.size() || edge.to >= request.nodes.size())
+      return llvm::createStringError(
+          "sharding ILP: an edge names a missing node");
+    IlpEdge mapped = edge;
+    mapped.from = index[edge.from];
+    mapped.to = index[edge.to];
+    if (edge.value >= 0)
+      usesOf[edge.value].push_back(std::move(mapped));
+    else
+      reduced.edges.push_back(std::move(mapped));
+  }
+  auto signature = [](const std::vector<IlpEdge> &uses) {
+    std::vector<std::tuple<unsigned, unsigned, std::vector<int>,
+                           std::vector<int>, std::vector<double>>>
+        out;
+    for (const IlpEdge &e : uses)
+      out.emplace_back(e.from, e.to, e.fromLayout, e.toLayout, e.cost);
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  std::map<decltype(signature({})), int> merged;
+  std::map<int, double> copies;
+  for (auto &[value, uses] : usesOf) {
+    auto [it, added] = merged.try_emplace(signature(uses), value);
+    copies[it->second] += 1;
+    if (!added)
+      continue;
+    for (IlpEdge &e : uses)
+      reduced.edges.push_back(std::move(e));
+  }
+  llvm::Expected<IlpSolution> solved = solveUngrouped(reduced, copies);
+  if (!solved)
+    return solved.takeError();
+  std::vector<unsigned> choice(request.nodes.size());
+  for (size_t n = 0; n < choice.size(); ++n)
+    choice[n] = solved->choice[index[n]];
+  IlpSolution result = evaluateChoice(request, choice);
+  result.optimal = solved->optimal;
+  result.variables = solved->variables;
+  result.constraints = solved->constraints;
   return result;
 }

@@ -26,6 +26,10 @@ struct IlpNode {
   std::vector<double> cost;
   /// Bytes each strategy holds for the whole step (empty: none).
   std::vector<double> memory;
+  /// Nodes with the same `group` (>= 0) take the same strategy: identical
+  /// layers share their variables, so the solver sees one layer. They must
+  /// have as many strategies.
+  int group = -1;
 };
 
 struct IlpEdge {

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <random>
 
 using namespace mlir::loom::planner;
@@ -15,9 +16,18 @@ double bruteForce(const IlpRequest &request, std::vector<unsigned> &best) {
   size_t n = request.nodes.size();
   std::vector<unsigned> choice(n, 0);
   double bestSeconds = kForbidden;
+  auto grouped = [&] { // the members of each group agree
+    std::map<int, unsigned> taken;
+    for (size_t i = 0; i < n; ++i)
+      if (int g = request.nodes[i].group; g >= 0 &&
+          taken.try_emplace(g, choice[i]).first->second != choice[i])
+        return false;
+    return true;
+  };
   while (true) {
     IlpSolution s = evaluateChoice(request, choice);
-    if (s.memoryBytes <= request.memoryBudgetBytes && s.seconds < bestSeconds) {
+    if (grouped() && s.memoryBytes <= request.memoryBudgetBytes &&
+        s.seconds < bestSeconds) {
       bestSeconds = s.seconds;
       best = choice;
     }
@@ -159,6 +169,12 @@ TEST(ShardingIlpTest, MatchesBruteForceOnRandomRequests) {
         r.edges.push_back(edge);
       }
     }
+    // Odd trials: nodes with as many strategies form groups (identical
+    // layers), including edges within a group.
+    if (trial % 2)
+      for (size_t i = 0; i < n; ++i)
+        r.nodes[i].group = static_cast<int>(r.nodes[i].cost.size()) +
+                           10 * static_cast<int>(rng() % 2);
     r.memoryBudgetBytes = 4.0 * n;
     std::vector<unsigned> best;
     double expected = bruteForce(r, best);
@@ -172,6 +188,10 @@ TEST(ShardingIlpTest, MatchesBruteForceOnRandomRequests) {
     ASSERT_TRUE(static_cast<bool>(sol))
         << "trial " << trial << ": " << llvm::toString(sol.takeError());
     EXPECT_NEAR(sol->seconds, expected, 1e-5) << "trial " << trial;
+    for (size_t i = 0; i < n; ++i)
+      for (size_t j = 0; j < n; ++j)
+        if (r.nodes[i].group >= 0 && r.nodes[i].group == r.nodes[j].group)
+          EXPECT_EQ(sol->choice[i], sol->choice[j]) << "trial " << trial;
     EXPECT_LE(sol->memoryBytes, r.memoryBudgetBytes) << "trial " << trial;
   }
 }
