@@ -9,7 +9,7 @@
 
 namespace loom::runtime {
 
-int configureThreads() {
+int requestedThreads() {
   int threads = 1;
   if (const char *env = std::getenv("LOOM_NUM_THREADS")) {
     char *end = nullptr;
@@ -17,6 +17,13 @@ int configureThreads() {
     if (end != env && *end == '\0' && v >= 1 && v <= 1024)
       threads = static_cast<int>(v);
   }
+  return threads;
+}
+
+void setThreadsOfThisThread(int threads) { omp_set_num_threads(threads); }
+
+int configureThreads() {
+  int threads = requestedThreads();
   omp_set_num_threads(threads);
   // OpenBLAS stays on the calling thread; kernels split big GEMMs over the
   // OpenMP threads themselves (kernels/cpu/KernelUtil.h, `sgemm`).

@@ -11,6 +11,14 @@ namespace loom::runtime {
 /// kernels/cpu/KernelUtil.h), and returns the count used.
 int configureThreads();
 
+/// The OpenMP threads of the calling thread only (a rank that is a thread
+/// of the process, runtime/comm/ThreadCommunicator.h); OpenMP gives other
+/// threads the process default.
+void setThreadsOfThisThread(int threads);
+
+/// `LOOM_NUM_THREADS`, or 1.
+int requestedThreads();
+
 } // namespace loom::runtime
 
 #endif // LOOM_RUNTIME_SUPPORT_THREADS_H

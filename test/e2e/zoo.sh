@@ -44,11 +44,8 @@ while read -r v input loss lr batch steps; do
     attempt dp2-import "$LOOM_BIN/loomc" model.onnx --cluster cpu:2 "${opts[@]}" -o p2.loomplan &&
       attempt dp2 "${MPIRUN[@]}" -np 2 "$LOOM_BIN/loom-run" p2.loomplan "${data[@]}" \
         --metrics m2.jsonl || true
-    # The tp=2 plan is checked by running it on MPI ranks with the real data
-    # (zoo_compare.py). Not with --verify-plan's synthetic run: on ResNet-18
-    # that differs from one device at step 3 (docs/auto-shard.md, "Not yet").
     attempt tp2-import "$LOOM_BIN/loomc" model.onnx --cluster cpu:2 --force tp=2 "${opts[@]}" \
-      -o p-tp2.loomplan &&
+      --verify-plan -o p-tp2.loomplan &&
       attempt tp2 "${MPIRUN[@]}" -np 2 "$LOOM_BIN/loom-run" p-tp2.loomplan "${data[@]}" \
         --metrics m-tp2.jsonl || true
   fi

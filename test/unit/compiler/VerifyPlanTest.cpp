@@ -25,6 +25,7 @@ using namespace mlir;
 using namespace mlir::loom;
 using ::loom::runtime::verifyPlans;
 using mlir::loom::test::kTwoLinears;
+using ::loom::runtime::VerifyResult;
 using ::loom::runtime::VerifyRunOptions;
 
 namespace {
@@ -74,22 +75,23 @@ TEST(VerifyPlanTest, DataParallelPlanMatchesOneDevice) {
   FailureOr<::loom::plan::Plan> plan = planOf(2, 1, 0.1);
   FailureOr<::loom::plan::Plan> reference = planOf(1, 1, 0.1);
   ASSERT_TRUE(succeeded(plan) && succeeded(reference));
-  ::loom::runtime::StatusOr<std::string> report =
-      verifyPlans(*plan, *reference, randomWeights());
+  auto report = verifyPlans(*plan, *reference, randomWeights());
   ASSERT_TRUE(report.isOk()) << report.status().message();
-  EXPECT_NE(report->find("3 steps on 2 CPU ranks match"), std::string::npos)
-      << *report;
+  EXPECT_EQ(report->verdict, VerifyResult::Matches) << report->message;
+  EXPECT_NE(report->message.find("3 steps on 2 CPU ranks match"),
+            std::string::npos)
+      << report->message;
 }
 
 TEST(VerifyPlanTest, ALossThatDiffersIsCaughtAtItsStep) {
   FailureOr<::loom::plan::Plan> plan = planOf(2, 2, 0.1);
   FailureOr<::loom::plan::Plan> reference = planOf(1, 1, 0.5);
   ASSERT_TRUE(succeeded(plan) && succeeded(reference));
-  ::loom::runtime::StatusOr<std::string> report =
-      verifyPlans(*plan, *reference, randomWeights());
-  ASSERT_FALSE(report.isOk());
-  std::string message = report.status().message();
-  EXPECT_NE(message.find("step 2's loss is"), std::string::npos) << message;
+  auto report = verifyPlans(*plan, *reference, randomWeights());
+  ASSERT_TRUE(report.isOk()) << report.status().message();
+  EXPECT_EQ(report->verdict, VerifyResult::Differs);
+  EXPECT_NE(report->message.find("step 2's loss is"), std::string::npos)
+      << report->message;
 }
 
 } // namespace
