@@ -102,6 +102,9 @@ void mlir::loom::buildLoomPlanPipeline(OpPassManager &pm,
   }
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  // After CSE, which would merge the two gathers again.
+  if (options.zero >= 3)
+    pm.addNestedPass<func::FuncOp>(createLoomRegatherParametersPass());
 }
 
 void mlir::loom::buildLoomCompilerPipeline(

@@ -450,6 +450,37 @@ def LoomFuseReduceScatterPass
   ];
 }
 
+def LoomRegatherParametersPass
+    : Pass<"loom-regather-parameters", "mlir::func::FuncOp"> {
+  let summary = "Gather ZeRO-3 parameters again for the backward pass";
+  let description = [{
+    Pre: a partitioned step (after CSE).
+    Post: a copy of a parameter made from its shard alone — a
+    `shard.all_gather` over `dp` of an argument, and any `loom.convert`,
+    `loom.reshape` or `loom.transpose` of it — that both the forward pass
+    (ops before the loss) and the backward pass read is made again just
+    before its first backward use, which reads the new copy: each whole
+    parameter lives during one pass, not from its forward use to its
+    backward one (ZeRO-3's memory, at its 1.5x traffic). The plan pipeline
+    runs it at ZeRO stage 3.
+
+    ```mlir
+    // before
+    %w = shard.all_gather %arg1 on @mesh grid_axes = [1] gather_axis = 0 : tensor<2x4xf32> -> tensor<4x4xf32>
+    %y = loom.matmul %x, %w ...            // forward
+    %loss = ...
+    %dx = loom.matmul %dy, %w {transpose_rhs} ...   // backward
+    // after
+    %w = shard.all_gather %arg1 ...
+    %y = loom.matmul %x, %w ...
+    %loss = ...
+    %w2 = shard.all_gather %arg1 ...
+    %dx = loom.matmul %dy, %w2 {transpose_rhs} ...
+    ```
+  }];
+  let dependentDialects = ["::mlir::shard::ShardDialect"];
+}
+
 def LoomSinkAllReducesPass : InterfacePass<"loom-sink-all-reduces", "mlir::FunctionOpInterface"> {
   let summary = "Move sum all-reduces past the linear ops that consume them";
   let description = [{

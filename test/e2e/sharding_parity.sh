@@ -61,6 +61,16 @@ sys.exit('no parameter is split over tp' if '$force'.count('tp=') and not tp els
              len(dp) < (len(s['parameter_shardings']) if not tp else 1) else
          'zero_stage %s' % s['zero_stage'] if '$force'.count('zero=') and
              'zero=%d' % s['zero_stage'] not in '$force' else 0)"
+    # ZeRO-3 gathers each weight for the forward and again for the backward
+    # (loom-regather-parameters): its activations are no more than ZeRO-2's.
+    cp tp.json "tp-$force.json"
+    if [ "$force" = zero=3 ]; then
+      $PY -c "import json, sys
+act = lambda f: json.load(open(f))['predicted']['memory_breakdown_bytes_per_device']['activations']
+sys.exit(0 if act('tp-zero=3.json') <= act('tp-zero=2.json') else
+         'ZeRO-3 keeps gathered weights: activations %d > ZeRO-2 %d' %
+         (act('tp-zero=3.json'), act('tp-zero=2.json')))" || fail "$m --force zero=3: memory"
+    fi
     # On CPU ranks GPT-2's layer norms run sequence-parallel: each tp rank
     # normalises its share of the 64 positions (docs/auto-shard.md).
     if [ $m = gpt2 ] && [[ $force == *tp=* ]]; then

@@ -167,6 +167,7 @@ TEST_F(PlanEmitterTest, ZeroStagesHoldTheirClosedFormBytes) {
   // stage 3, 2 and 1 on. Every tensor of the MLP divides by 4.
   const double psi = 64 * 128 + 128 + 128 * 64 + 64, n = 4;
   for (Precision precision : {Precision::Fp32, Precision::Bf16}) {
+    std::map<int64_t, int64_t> arena;
     for (int64_t zero = 0; zero <= 3; ++zero) {
       SCOPED_TRACE("zero " + std::to_string(zero) +
                    (precision == Precision::Bf16 ? " bf16" : " fp32"));
@@ -190,7 +191,11 @@ TEST_F(PlanEmitterTest, ZeroStagesHoldTheirClosedFormBytes) {
       EXPECT_EQ(states, 8 * psi / (zero >= 1 ? n : 1));
       EXPECT_EQ(memory.optimizerState, states);
       EXPECT_EQ(memory.numParameters, psi);
+      arena[zero] = plan->programs(0).arena_bytes();
     }
+    // Each stage's arena is smaller than the one before.
+    for (int64_t zero = 1; zero <= 3; ++zero)
+      EXPECT_LT(arena[zero], arena[zero - 1]) << "zero " << zero;
   }
 }
 
