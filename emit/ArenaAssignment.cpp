@@ -3,6 +3,7 @@
 #include "emit/ArenaAssignment.h"
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 
 using namespace mlir::loom;
@@ -20,28 +21,27 @@ mlir::loom::assignArenaOffsets(const std::vector<LiveRange> &ranges,
     return ranges[a].size > ranges[b].size;
   });
 
+  // Placed buffers by their extent in the arena (offset, end), so a new
+  // buffer walks them from the bottom up and stops at the first gap it
+  // fits in: no per-buffer sort of the buffers it meets.
   std::vector<int64_t> offsets(ranges.size(), 0);
-  std::vector<size_t> placed;
+  std::multimap<std::pair<int64_t, int64_t>, size_t> placed;
   arenaBytes = 0;
   for (size_t i : order) {
     const LiveRange &r = ranges[i];
-    // Occupied intervals of placed buffers whose lifetimes overlap r's.
-    std::vector<std::pair<int64_t, int64_t>> busy;
-    for (size_t j : placed) {
-      const LiveRange &o = ranges[j];
-      if (o.start <= r.end && r.start <= o.end)
-        busy.push_back({offsets[j], offsets[j] + alignUp(o.size)});
-    }
-    std::sort(busy.begin(), busy.end());
+    int64_t size = alignUp(r.size);
     int64_t candidate = 0;
-    for (auto [lo, hi] : busy) {
-      if (candidate + alignUp(r.size) <= lo)
+    for (const auto &[extent, j] : placed) {
+      const LiveRange &o = ranges[j];
+      if (o.start > r.end || r.start > o.end) // never live together
+        continue;
+      if (candidate + size <= extent.first)
         break;
-      candidate = std::max(candidate, hi);
+      candidate = std::max(candidate, extent.second);
     }
     offsets[i] = candidate;
-    arenaBytes = std::max(arenaBytes, candidate + alignUp(r.size));
-    placed.push_back(i);
+    arenaBytes = std::max(arenaBytes, candidate + size);
+    placed.emplace(std::pair{candidate, candidate + size}, i);
   }
   return offsets;
 }

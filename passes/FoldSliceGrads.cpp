@@ -32,17 +32,20 @@ using namespace mlir::loom;
 namespace {
 
 /// The leaves of the tree of `loom.add`s rooted at `v` whose inner additions
-/// have one use each (the tree is dead once the root is replaced).
-void collectLeaves(Value v, bool root, SmallVectorImpl<Value> &leaves) {
+/// have one use each (the tree is dead once the root is replaced); false
+/// once there are more than `limit` (a tiling has at most one piece per
+/// element of its axis, so a longer chain of additions is no tiling and
+/// is not walked to its end).
+bool collectLeaves(Value v, bool root, size_t limit,
+                   SmallVectorImpl<Value> &leaves) {
   auto add = v.getDefiningOp<AddOp>();
   if (add && (root || add->hasOneUse()) &&
       add.getLhs().getType() == add.getType() &&
-      add.getRhs().getType() == add.getType()) {
-    collectLeaves(add.getLhs(), false, leaves);
-    collectLeaves(add.getRhs(), false, leaves);
-    return;
-  }
+      add.getRhs().getType() == add.getType())
+    return collectLeaves(add.getLhs(), false, limit, leaves) &&
+           collectLeaves(add.getRhs(), false, limit, leaves);
   leaves.push_back(v);
+  return leaves.size() <= limit;
 }
 
 struct FoldSliceGradSum : OpRewritePattern<AddOp> {
@@ -51,8 +54,9 @@ struct FoldSliceGradSum : OpRewritePattern<AddOp> {
   LogicalResult matchAndRewrite(AddOp root,
                                 PatternRewriter &rewriter) const override {
     SmallVector<Value> leaves;
-    collectLeaves(root, true, leaves);
-    if (leaves.size() < 2)
+    ArrayRef<int64_t> dims = root.getType().getShape();
+    size_t limit = dims.empty() ? 1 : *llvm::max_element(dims);
+    if (!collectLeaves(root, true, limit, leaves) || leaves.size() < 2)
       return rewriter.notifyMatchFailure(root, "not a sum of slice grads");
     struct Piece {
       int64_t start, end;

@@ -61,11 +61,10 @@ MaskKind classifyMask(Value mask, int64_t sq, int64_t sk, bool additive) {
   if ((rows != sq && rows != 1) || (cols != sk && cols != 1))
     return MaskKind::Unknown;
   bool allZero = true, causal = rows == sq && cols == sk && sq == sk;
-  int64_t n = 0;
-  for (APFloat f : attr.getValues<APFloat>()) {
-    double x = f.convertToDouble();
-    int64_t j = n % cols, i = (n / cols) % rows;
-    ++n;
+  // The f32 elements in place (an APFloat apiece costs more than the rest
+  // of the compile on a 1024-token model), row by row, and no further than
+  // the first element that rules both patterns out.
+  auto check = [&](int64_t i, int64_t j, double x) {
     bool keep = j <= i;
     if (additive) {
       allZero &= x == 0.0;
@@ -74,6 +73,23 @@ MaskKind classifyMask(Value mask, int64_t sq, int64_t sk, bool additive) {
       allZero = false;
       causal &= keep ? x != 0.0 : x == 0.0;
     }
+    return allZero || causal;
+  };
+  if (attr.isSplat()) {
+    float x = attr.getSplatValue<float>();
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j)
+        if (!check(i, j, x))
+          return MaskKind::Unknown;
+  } else {
+    const float *data =
+        reinterpret_cast<const float *>(attr.getRawData().data());
+    int64_t blocks = attr.getNumElements() / (rows * cols);
+    for (int64_t b = 0; b < blocks; ++b)
+      for (int64_t i = 0; i < rows; ++i, data += cols)
+        for (int64_t j = 0; j < cols; ++j)
+          if (!check(i, j, data[j]))
+            return MaskKind::Unknown;
   }
   if (additive && allZero)
     return MaskKind::None;
