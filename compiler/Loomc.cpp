@@ -214,7 +214,7 @@ llvm::Expected<Forced> parseForce(llvm::StringRef text) {
     int64_t v;
     if (value.getAsInteger(10, v) || v < 0)
       return bad("expected a non-negative integer");
-    if ((key == "tp" || key == "pp" || key == "micro") && v < 1)
+    if ((key == "dp" || key == "tp" || key == "pp" || key == "micro") && v < 1)
       return bad("must be at least 1");
     if (key == "dp")
       f.dp = v;
@@ -330,7 +330,7 @@ int runBeside(const Options &o, const plan::Plan &plan,
             llvm::sys::fs::createTemporaryFile("loomc-verify", suffix, *path))
       return fail("--verify-plan: cannot create a temporary file: " +
                   ec.message());
-  auto cleanup = llvm::make_scope_exit([&] {
+  llvm::scope_exit cleanup([&] {
     for (auto *path : {&planPath, &refPath, &outPath, &errPath})
       llvm::sys::fs::remove(*path);
   });
@@ -435,10 +435,14 @@ int run(Options &o, int64_t zero, plan::Plan *planOut) {
                 std::to_string(o.momentum.getValue()));
   if (o.momentum.getNumOccurrences() && *optimizer != OptimizerKind::Sgd)
     return fail("--momentum applies to --optimizer sgd only");
-  if (o.microBatch < 0)
+  // 0 means "not given" (and --verify-plan's one-device reference clears
+  // --micro-batch so); given, 0 is refused like any other non-positive.
+  bool microGiven = o.microBatch.getNumOccurrences() && !planOut;
+  if (o.microBatch < 0 || (microGiven && o.microBatch == 0))
     return fail("--micro-batch must be positive, got " +
                 std::to_string(o.microBatch.getValue()));
-  if (o.globalBatch < 0)
+  if (o.globalBatch < 0 ||
+      (o.globalBatch.getNumOccurrences() && o.globalBatch == 0))
     return fail("--global-batch must be positive, got " +
                 llvm::Twine(o.globalBatch.getValue()));
 

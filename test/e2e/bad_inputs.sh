@@ -19,6 +19,12 @@ expect_error "ZeRO stages are 0 to 3" loomc model.onnx --cluster cpu:2 --force z
 expect_error "unknown --loss" loomc model.onnx --global-batch 8 --loss hinge -o p.loomplan
 expect_error "bad --force item 'tp=0': must be at least 1" \
   loomc model.onnx --cluster cpu:2 --global-batch 8 --force tp=0 -o p.loomplan
+expect_error "bad --force item 'dp=0': must be at least 1" \
+  loomc model.onnx --cluster cpu:2 --global-batch 8 --force dp=0 -o p.loomplan
+expect_error "--global-batch must be positive, got 0" \
+  loomc model.onnx --cluster cpu:2 --global-batch 0 -o p.loomplan
+expect_error "--micro-batch must be positive, got 0" \
+  loomc model.onnx --cluster cpu:2 --global-batch 8 --micro-batch 0 -o p.loomplan
 expect_error "--lr must be a non-negative number" loomc model.onnx --global-batch 8 --lr nan -o p.loomplan
 expect_error "--weight-decay must be a non-negative number" \
   loomc model.onnx --global-batch 8 --weight-decay=-0.5 -o p.loomplan
