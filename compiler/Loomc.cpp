@@ -25,6 +25,8 @@
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Dialect/Shard/Interfaces/ShardingInterface.h"
+#include "mlir/Pass/PassInstrumentation.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/Format.h"
@@ -275,6 +277,49 @@ LogicalResult printModule(ModuleOp module, const std::string &path) {
   return success();
 }
 
+/// Counts the forward's norms, and those split along the tokens over tp
+/// (sequence parallelism), as the plan annotates them just before
+/// partition makes the step local (the summary reports it).
+class SequenceParallelProbe : public PassInstrumentation {
+public:
+  SequenceParallelProbe(int64_t &norms, int64_t &split)
+      : norms(norms), split(split) {}
+
+  void runBeforePass(Pass *pass, Operation *op) override {
+    auto func = dyn_cast<func::FuncOp>(op);
+    if (pass->getArgument() != "shard-partition" || !func ||
+        func.getNumResults() == 0 || !func.getResultAttr(0, "loom.loss"))
+      return;
+    Operation *loss =
+        func.getBody().front().getTerminator()->getOperand(0).getDefiningOp();
+    func.walk([&](Operation *norm) {
+      int64_t axis;
+      if (auto ln = dyn_cast<LayerNormOp>(norm))
+        axis = ln.getAxis();
+      else if (auto rms = dyn_cast<RmsNormOp>(norm))
+        axis = rms.getAxis();
+      else
+        return;
+      if (!loss || !norm->isBeforeInBlock(loss))
+        return;
+      ++norms;
+      FailureOr<std::pair<bool, shard::Sharding>> s =
+          shard::getSharding(norm->getOpOperand(0));
+      if (failed(s) || !s->second)
+        return;
+      for (auto [d, axes] : llvm::enumerate(s->second.getSplitAxes()))
+        if (static_cast<int64_t>(d) < axis &&
+            llvm::is_contained(axes.asArrayRef(), kTensorAxis)) {
+          ++split;
+          return;
+        }
+    });
+  }
+
+private:
+  int64_t &norms, &split;
+};
+
 int64_t batchOf(ModuleOp module) {
   auto func = lookupEntryFunction(module);
   for (BlockArgument arg : func.getArguments())
@@ -511,6 +556,9 @@ int run(Options &o, int64_t zero, plan::Plan *planOut) {
   pipeline.plan.zero = zero;
   pipeline.plan.localBatchNorm = o.localBatchNorm;
   PassManager pm(&ctx);
+  int64_t norms = 0, sequenceParallelNorms = 0;
+  pm.addInstrumentation(
+      std::make_unique<SequenceParallelProbe>(norms, sequenceParallelNorms));
   buildLoomCompilerPipeline(pm, pipeline);
   if (failed(pm.run(*module)))
     return 1;
@@ -596,6 +644,8 @@ int run(Options &o, int64_t zero, plan::Plan *planOut) {
   planner::StepEstimate step = planner::estimateStep(
       request, *cluster, meshTopologyOf(*module, *cluster));
   PlanFigures figures = planFigures(*plan, memory, request, std::move(step));
+  figures.norms = norms;
+  figures.sequenceParallelNorms = sequenceParallelNorms;
   std::string summary = summaryText(*plan, *cluster, figures);
   plan->set_summary(summary);
 

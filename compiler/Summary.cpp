@@ -143,6 +143,9 @@ llvm::json::Object mlir::loom::summaryJson(const plan::Plan &plan,
                                {"workspace", memory.workspace}}}}},
       {"num_parameters", figures.numParameters},
       {"parameter_shardings", parameterShardings(plan)},
+      {"sequence_parallel_norms",
+       llvm::json::Object{{"norms", figures.norms},
+                          {"split", figures.sequenceParallelNorms}}},
       {"communication_per_step", communicationPerStep(plan, figures.collectives)},
       {"planning_time_s", planningSeconds},
       {"world_size", plan.world_size()},
@@ -222,8 +225,13 @@ std::string mlir::loom::summaryText(const plan::Plan &plan,
      << (tp > 1 ? "; tensor parallel: loom-auto-shard splits ops over tp"
                 : "")
      << ")\n";
-  if (tp > 1)
+  if (tp > 1) {
     printLayerShardings(os, plan);
+    if (figures.norms > 0)
+      os << "  activations " << figures.sequenceParallelNorms << " of "
+         << figures.norms
+         << " norms split along the tokens over tp (sequence parallelism)\n";
+  }
   if (plan.is_training())
     os << "  training    loss " << t.loss() << ", optimizer " << t.optimizer()
        << llvm::format(" (lr %g, weight decay %g", t.lr(), t.weight_decay())

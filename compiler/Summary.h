@@ -26,6 +26,9 @@ struct PlanFigures {
   planner::StepEstimate step;
   /// The collectives one rank runs in a step.
   std::vector<planner::CollectiveRecord> collectives;
+  /// The forward's layer and RMS norms, and those of them that run on a
+  /// share of the tokens over tp (sequence parallelism).
+  int64_t norms = 0, sequenceParallelNorms = 0;
 };
 
 /// The figures of `plan`: each program's arena by what it holds (from the

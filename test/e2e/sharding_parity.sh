@@ -82,6 +82,10 @@ norms = re.findall(r'loom\.layer_norm .*: \(tensor<\d+x(\d+)x128xf32>', open('tp
 sys.exit(0 if len(norms) == 5 and all(int(s) == 64 // $tp for s in norms) else
          'layer norms not split along the sequence over tp=$tp: %s' % norms)" ||
         fail "$m --force $force: sequence parallelism"
+      $PY -c "import json, sys
+n = json.load(open('tp.json'))['sequence_parallel_norms']
+sys.exit(0 if n == {'norms': 5, 'split': 5} else 'summary: %s' % n)" ||
+        fail "$m --force $force: sequence_parallel_norms"
     fi
     loom_run_np $n tp.loomplan "${run[@]}" --metrics mtp.jsonl --export-onnx ttp.onnx
     # --verify-plan ran the plan beside the one-device program (2 steps, on
