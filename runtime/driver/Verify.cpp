@@ -240,6 +240,28 @@ StatusOr<VerifyResult> verifyPlans(const plan::Plan &plan,
   return result;
 }
 
+/// The bytes the host has available (MemAvailable), or 0 when unknown.
+static int64_t availableHostBytes() {
+  std::FILE *f = std::fopen("/proc/meminfo", "r");
+  if (!f)
+    return 0;
+  char line[256];
+  long long kib = 0;
+  while (std::fgets(line, sizeof line, f))
+    if (std::sscanf(line, "MemAvailable: %lld kB", &kib) == 1)
+      break;
+  std::fclose(f);
+  return static_cast<int64_t>(kib) * 1024;
+}
+
+/// The arenas of every rank of `plan` (each rank runs its program's).
+static int64_t arenaBytesOfAllRanks(const plan::Plan &plan) {
+  int64_t bytes = 0;
+  for (const plan::Program &p : plan.programs())
+    bytes += p.arena_bytes() * p.ranks_size();
+  return bytes;
+}
+
 int runVerify(const RunOptions &opts) {
   StatusOr<plan::Plan> plan = loadPlan(opts.planPath);
   if (!plan.isOk()) {
@@ -250,6 +272,17 @@ int runVerify(const RunOptions &opts) {
   if (!reference.isOk()) {
     printError(reference.status().message());
     return 1;
+  }
+  // Every rank's arena and the reference's live in this process at once:
+  // a plan too big for the host is not run (the plan may well be right).
+  int64_t need = arenaBytesOfAllRanks(*plan) + arenaBytesOfAllRanks(*reference);
+  int64_t have = availableHostBytes();
+  if (have > 0 && need > have / 2) {
+    std::printf("not checked: the plan's %d ranks and the one-device program "
+                "need %.2f GiB of arenas in one process, over half of this "
+                "host's %.2f GiB available\n",
+                numRanks(*plan), need / 1073741824.0, have / 1073741824.0);
+    return kExitIllPosed;
   }
   VerifyRunOptions options;
   options.steps = opts.steps;

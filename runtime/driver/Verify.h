@@ -27,8 +27,10 @@ struct VerifyRunOptions {
   int threads = 1;
 };
 
-/// `loom-run --verify-against`'s exit status when the reference is too
-/// sensitive to judge the plan (the plan may well be right).
+/// `loom-run --verify-against`'s exit status when the plans cannot be
+/// compared: the reference is too sensitive to judge the plan, or the
+/// arenas of all its ranks would take over half of the host's available
+/// memory (the plan may well be right).
 constexpr int kExitIllPosed = 4;
 
 /// The tolerance for a plan's precision: 1e-5 relative in fp32, 1e-3 in
