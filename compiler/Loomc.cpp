@@ -718,8 +718,46 @@ int run(Options &o, int64_t zero, plan::Plan *planOut) {
 
 } // namespace
 
+namespace {
+
+/// The first number option whose value is not a number, as loomc's one-line
+/// error (llvm::cl would print "'1e3' value invalid for long argument!").
+std::optional<std::string> badNumberOption(int argc, char **argv) {
+  static constexpr std::pair<llvm::StringLiteral, bool> kNumbers[] = {
+      {"global-batch", true}, {"micro-batch", true}, {"lr", false},
+      {"weight-decay", false}, {"momentum", false}};
+  for (int i = 1; i < argc; ++i) {
+    llvm::StringRef arg = argv[i];
+    if (arg == "--")
+      break;
+    if (!arg.consume_front("--") && !arg.consume_front("-"))
+      continue;
+    auto [name, inlineValue] = arg.split('=');
+    for (auto [option, whole] : kNumbers) {
+      if (name != option)
+        continue;
+      bool hasInline = arg.contains('=');
+      if (!hasInline && i + 1 >= argc)
+        break; // llvm::cl reports the missing value
+      llvm::StringRef value = hasInline ? inlineValue : argv[i + 1];
+      int64_t integer;
+      double real;
+      if (whole ? value.getAsInteger(10, integer) : value.getAsDouble(real))
+        return ("--" + name + " expects " +
+                (whole ? "a whole number" : "a number") + ", got '" + value +
+                "'")
+            .str();
+    }
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
 int mlir::loom::loomcMain(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  if (std::optional<std::string> bad = badNumberOption(argc, argv))
+    return fail(*bad);
   Options options;
   cl::HideUnrelatedOptions(options.cat);
   cl::ParseCommandLineOptions(

@@ -25,6 +25,10 @@ expect_error "--global-batch must be positive, got 0" \
   loomc model.onnx --cluster cpu:2 --global-batch 0 -o p.loomplan
 expect_error "--micro-batch must be positive, got 0" \
   loomc model.onnx --cluster cpu:2 --global-batch 8 --micro-batch 0 -o p.loomplan
+expect_error "--global-batch expects a whole number, got '1e3'" \
+  loomc model.onnx --cluster cpu:2 --global-batch 1e3 -o p.loomplan
+expect_error "--lr expects a number, got 'fast'" \
+  loomc model.onnx --cluster cpu:2 --global-batch 8 --lr=fast -o p.loomplan
 expect_error "--lr must be a non-negative number" loomc model.onnx --global-batch 8 --lr nan -o p.loomplan
 expect_error "--weight-decay must be a non-negative number" \
   loomc model.onnx --global-batch 8 --weight-decay=-0.5 -o p.loomplan
