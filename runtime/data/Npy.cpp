@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -83,12 +84,14 @@ Status parseHeader(const std::string &header, const std::string &what,
 
 } // namespace
 
-StatusOr<HostTensor> parseNpy(const std::string &bytes, const std::string &what,
-                              const NpyReadOptions &options) {
+/// Where the header of the .npy file starting with `bytes` (its first 12
+/// bytes suffice) lies: checks the magic bytes and the format version.
+static Status headerBounds(const std::string &bytes, const std::string &what,
+                           size_t &headerStart, size_t &headerLen) {
   if (bytes.size() < 10 || bytes.compare(0, 6, kMagic, 6) != 0)
     return makeError("%s: not a .npy file (bad magic bytes)", what.c_str());
   unsigned major = static_cast<uint8_t>(bytes[6]);
-  size_t headerLen = 0, headerStart = 0;
+  headerLen = 0;
   if (major == 1) {
     headerLen = static_cast<uint8_t>(bytes[8]) |
                 (static_cast<size_t>(static_cast<uint8_t>(bytes[9])) << 8);
@@ -104,6 +107,13 @@ StatusOr<HostTensor> parseNpy(const std::string &bytes, const std::string &what,
     return makeError("%s: unsupported .npy format version %u", what.c_str(),
                      major);
   }
+  return Status::ok();
+}
+
+StatusOr<HostTensor> parseNpy(const std::string &bytes, const std::string &what,
+                              const NpyReadOptions &options) {
+  size_t headerStart = 0, headerLen = 0;
+  LOOM_RETURN_IF_ERROR(headerBounds(bytes, what, headerStart, headerLen));
   if (bytes.size() < headerStart + headerLen)
     return makeError("%s: truncated .npy header", what.c_str());
   std::string header = bytes.substr(headerStart, headerLen);
@@ -162,11 +172,46 @@ StatusOr<HostTensor> readNpy(const std::string &path,
   if (!in)
     return makeError("cannot open '%s': %s", path.c_str(),
                      std::strerror(errno));
-  std::stringstream ss;
-  ss << in.rdbuf();
+  // Headers first, then only the bytes the header promises (a stream such
+  // as /dev/zero is refused at its first bytes, not read until memory runs
+  // out); parseNpy checks the whole again.
+  std::string bytes;
+  auto readMore = [&](size_t n) {
+    size_t old = bytes.size();
+    bytes.resize(old + n);
+    in.read(&bytes[old], static_cast<std::streamsize>(n));
+    bytes.resize(old + static_cast<size_t>(in.gcount()));
+  };
+  readMore(12);
+  size_t headerStart = 0, headerLen = 0;
+  LOOM_RETURN_IF_ERROR(headerBounds(bytes, path, headerStart, headerLen));
+  if (bytes.size() < headerStart + headerLen)
+    readMore(headerStart + headerLen - bytes.size());
+  if (bytes.size() < headerStart + headerLen)
+    return makeError("%s: truncated .npy header", path.c_str());
+  std::string descr;
+  bool fortran = false;
+  std::vector<int64_t> shape;
+  LOOM_RETURN_IF_ERROR(parseHeader(bytes.substr(headerStart, headerLen), path,
+                                   descr, fortran, shape));
+  // The body: the bytes the shape needs (none for a dtype parseNpy then
+  // refuses); a regular file shorter than that is read whole and refused
+  // as truncated by parseNpy.
+  int64_t body = descr == "<f4" || descr == "<i4"   ? 4
+                 : descr == "<f8" || descr == "<i8" ? 8
+                                                    : 0;
+  for (int64_t d : shape)
+    if (d < 0 || __builtin_mul_overflow(body, d, &body))
+      return makeError("%s: shape %s is too large", path.c_str(),
+                       shapeToString(shape).c_str());
+  std::error_code ec;
+  uintmax_t fileBytes = std::filesystem::file_size(path, ec);
+  if (!ec && fileBytes < bytes.size() + static_cast<uintmax_t>(body))
+    body = static_cast<int64_t>(fileBytes - bytes.size());
+  readMore(static_cast<size_t>(body));
   if (in.bad())
     return makeError("cannot read '%s'", path.c_str());
-  return parseNpy(ss.str(), path, options);
+  return parseNpy(bytes, path, options);
 }
 
 Status writeNpy(const std::string &path, const HostTensor &tensor) {

@@ -54,6 +54,9 @@ expect_error "plan is for 2 rank(s) but 3 were launched; run with mpirun -np 2" 
   --data x=x.npy --data target=target.npy --steps 2
 expect_error "target" loom_run_np 2 p2.loomplan --data x=x.npy --steps 2
 expect_error "huge.npy" loom_run_np 2 p2.loomplan --data x=x.npy --data target=huge.npy --steps 2
+# A stream that never ends is refused at its first bytes, not read whole.
+expect_error "/dev/zero: not a .npy file (bad magic bytes)" timeout 60 "${MPIRUN[@]}" -np 2 \
+  "$LOOM_BIN/loom-run" p2.loomplan --data x=/dev/zero --data target=target.npy --steps 1
 expect_error "cannot open plan" loom_run missing.loomplan --data x=x.npy --steps 1
 head -c 100 p2.loomplan > cut.loomplan
 expect_error "cut.loomplan" loom_run cut.loomplan --data x=x.npy --data target=target.npy --steps 1
