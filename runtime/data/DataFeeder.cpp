@@ -17,9 +17,6 @@ std::set<std::string> dataBindings(const plan::Plan &plan) {
   return names;
 }
 
-namespace {
-
-/// Number of classes when `b` is the target of a cross_entropy op, else 0.
 int64_t crossEntropyClasses(const plan::Program &program,
                             const plan::Buffer &b) {
   for (const plan::Instruction &inst : program.instructions()) {
@@ -32,8 +29,6 @@ int64_t crossEntropyClasses(const plan::Program &program,
   }
   return 0;
 }
-
-} // namespace
 
 Status checkBindingData(const plan::Plan &plan, const std::string &binding,
                         const HostTensor &data) {

@@ -23,6 +23,11 @@ namespace loom::runtime {
 /// The INPUT and TARGET bindings of every program of `plan`.
 std::set<std::string> dataBindings(const plan::Plan &plan);
 
+/// The number of classes when `b` is the target of a cross_entropy op in
+/// `program`, else 0.
+int64_t crossEntropyClasses(const plan::Program &program,
+                            const plan::Buffer &b);
+
 /// Checks `data` for `binding` against every INPUT/TARGET buffer bound to it
 /// in any program: at least one sample, trailing dims equal to the buffer's,
 /// a convertible dtype (f32/f64 for f32 buffers, i32/i64 for i64 buffers),

@@ -5,6 +5,7 @@
 #include "runtime/Plan.h"
 #include "runtime/Session.h"
 #include "runtime/comm/ThreadCommunicator.h"
+#include "runtime/data/DataFeeder.h"
 #include "runtime/driver/Driver.h"
 #include "runtime/support/Threads.h"
 
@@ -33,21 +34,17 @@ const plan::Buffer *bufferById(const plan::Program &program, int32_t id) {
 /// target of (the one-device program sees every table whole); 2 when
 /// nothing bounds it.
 int64_t integerBound(const plan::Program &program, const plan::Buffer &b) {
-  int64_t bound = std::numeric_limits<int64_t>::max();
+  int64_t bound = crossEntropyClasses(program, b);
+  if (bound == 0)
+    bound = std::numeric_limits<int64_t>::max();
   for (const plan::Instruction &inst : program.instructions()) {
-    if (inst.inputs_size() != 2 || inst.inputs(1) != b.id())
+    if (inst.op() != "gather" || inst.inputs_size() != 2 ||
+        inst.inputs(1) != b.id())
       continue;
     const plan::Buffer *table = bufferById(program, inst.inputs(0));
-    if (!table || table->shape_size() == 0)
-      continue;
-    int64_t dim = -1;
-    if (inst.op() == "gather") {
-      auto it = inst.attrs().find("axis");
-      dim = it == inst.attrs().end() ? 0 : it->second.i();
-    } else if (inst.op() == "cross_entropy") {
-      dim = table->shape_size() - 1;
-    }
-    if (dim >= 0 && dim < table->shape_size())
+    auto axis = inst.attrs().find("axis");
+    int64_t dim = axis == inst.attrs().end() ? 0 : axis->second.i();
+    if (table && dim >= 0 && dim < table->shape_size())
       bound = std::min(bound, table->shape(dim));
   }
   return bound == std::numeric_limits<int64_t>::max() ? 2 : bound;
