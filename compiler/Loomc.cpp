@@ -95,6 +95,14 @@ struct Options {
                                  cl::desc("fp32 | bf16 (bf16 activations, f32 "
                                           "master weights and optimizer)"),
                                  cl::cat(cat)};
+  cl::opt<std::string> commBuckets{
+      "comm-buckets", cl::init("auto"),
+      cl::desc("all-reduce the gradients in buckets, each started as soon as "
+               "its gradients are made and overlapped with the rest of the "
+               "backward pass: auto (sized by the cluster's link), off (one "
+               "all-reduce per gradient, waited for at once), or the bucket "
+               "size in MiB"),
+      cl::cat(cat)};
   cl::opt<bool> localBatchNorm{
       "local-batchnorm",
       cl::desc("under data parallelism, normalise each rank's block of the "
@@ -555,6 +563,16 @@ int run(Options &o, int64_t zero, plan::Plan *planOut) {
   pipeline.plan.cluster = o.cluster.getValue();
   pipeline.plan.zero = zero;
   pipeline.plan.localBatchNorm = o.localBatchNorm;
+  if (o.commBuckets == "off") {
+    pipeline.plan.bucketBytes = -1;
+  } else if (o.commBuckets != "auto") {
+    double mib = 0;
+    if (llvm::StringRef(o.commBuckets).getAsDouble(mib) || !(mib > 0) ||
+        mib > 1024 * 1024)
+      return fail("--comm-buckets=" + o.commBuckets +
+                  ": expected auto, off or a bucket size in MiB (e.g. 25)");
+    pipeline.plan.bucketBytes = std::max<int64_t>(1, int64_t(mib * (1 << 20)));
+  }
   PassManager pm(&ctx);
   int64_t norms = 0, sequenceParallelNorms = 0;
   pm.addInstrumentation(

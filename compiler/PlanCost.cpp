@@ -53,9 +53,34 @@ planner::StepRequest mlir::loom::stepRequestOf(ModuleOp module,
   func::FuncOp func = lookupEntryFunction(module);
   if (!func || func.isExternal())
     return request;
+  // The record of each bucket started and not yet waited for.
+  DenseMap<int64_t, size_t> buckets;
   for (Operation &op : func.getBody().front()) {
+    int64_t here = static_cast<int64_t>(request.ops.size());
     if (auto c = collectiveOf(&op)) {
+      c->start = c->wait = here;
       request.collectives.push_back(std::move(*c));
+      continue;
+    }
+    // A bucket is one all-reduce of all its tensors, from its start to its
+    // wait.
+    if (auto start = dyn_cast<AllReduceStartOp>(op)) {
+      planner::CollectiveRecord c;
+      c.kind = planner::CollectiveKind::AllReduce;
+      for (Value v : start.getInputs())
+        c.bytes += bytesOf(v);
+      for (int16_t axis : start.getGridAxes())
+        c.axes.push_back(axis);
+      c.start = here;
+      c.bucket = true;
+      c.tensors = start.getInputs().size();
+      buckets[start.getBucket()] = request.collectives.size();
+      request.collectives.push_back(std::move(c));
+      continue;
+    }
+    if (auto wait = dyn_cast<AllReduceWaitOp>(op)) {
+      if (auto it = buckets.find(wait.getBucket()); it != buckets.end())
+        request.collectives[it->second].wait = here;
       continue;
     }
     // Constants are arena data and reshapes are views: neither runs

@@ -107,6 +107,24 @@ communicationPerStep(const plan::Plan &plan,
   return out;
 }
 
+/// The buckets of overlapped all-reduces: how many, their bytes and
+/// tensors.
+struct BucketTotals {
+  int64_t buckets = 0, tensors = 0;
+  double bytes = 0;
+};
+static BucketTotals bucketTotals(
+    llvm::ArrayRef<planner::CollectiveRecord> collectives) {
+  BucketTotals t;
+  for (const planner::CollectiveRecord &c : collectives)
+    if (c.bucket) {
+      ++t.buckets;
+      t.tensors += c.tensors;
+      t.bytes += c.bytes;
+    }
+  return t;
+}
+
 llvm::json::Object mlir::loom::summaryJson(const plan::Plan &plan,
                                            const Cluster &cluster,
                                            const PlanFigures &figures,
@@ -117,6 +135,7 @@ llvm::json::Object mlir::loom::summaryJson(const plan::Plan &plan,
   llvm::json::Array peaks;
   for (int64_t bytes : figures.peakBytesPerRank)
     peaks.push_back(bytes);
+  BucketTotals buckets = bucketTotals(figures.collectives);
   return llvm::json::Object{
       {"mesh",
        llvm::json::Object{{"dp", meshSize(plan, "dp")},
@@ -131,6 +150,8 @@ llvm::json::Object mlir::loom::summaryJson(const plan::Plan &plan,
       {"predicted",
        llvm::json::Object{
            {"step_time_s", step.stepSeconds},
+           {"communication_s", step.totalCommSeconds()},
+           {"exposed_communication_s", step.exposedCommSeconds},
            {"peak_memory_bytes_per_device", std::move(peaks)},
            {"model_tflops_per_device", step.modelTflops},
            {"hardware_tflops_per_device", step.modelTflops},
@@ -147,6 +168,10 @@ llvm::json::Object mlir::loom::summaryJson(const plan::Plan &plan,
        llvm::json::Object{{"norms", figures.norms},
                           {"split", figures.sequenceParallelNorms}}},
       {"communication_per_step", communicationPerStep(plan, figures.collectives)},
+      {"overlapped_buckets",
+       llvm::json::Object{{"count", buckets.buckets},
+                          {"tensors", buckets.tensors},
+                          {"bytes", static_cast<int64_t>(buckets.bytes)}}},
       {"planning_time_s", planningSeconds},
       {"world_size", plan.world_size()},
       {"cluster", cluster.spec},
@@ -265,6 +290,15 @@ std::string mlir::loom::summaryText(const plan::Plan &plan,
      << ms(step.totalCommSeconds());
   for (auto [i, axis] : llvm::enumerate(step.commSeconds))
     os << (i ? " + " : " = ") << axis.axes << " " << ms(axis.seconds);
+  if (!step.commSeconds.empty())
+    os << ", exposed " << ms(step.exposedCommSeconds);
   os << ")\n";
+  BucketTotals buckets = bucketTotals(figures.collectives);
+  if (buckets.buckets)
+    os << "  overlap     " << buckets.tensors << " all-reduces in "
+       << buckets.buckets << (buckets.buckets == 1 ? " bucket (" : " buckets (")
+       << mib(static_cast<int64_t>(buckets.bytes))
+       << "), each started when its last gradient is made and waited for "
+          "where a sum is first read\n";
   return s;
 }

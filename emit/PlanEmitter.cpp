@@ -51,16 +51,26 @@ private:
   FailureOr<int> newBuffer(Type t, plan::Role role, Location loc);
   FailureOr<int> newBuffer(Value v, plan::Role role, Location loc) {
     FailureOr<int> id = newBuffer(v.getType(), role, loc);
-    if (succeeded(id))
-      buffers[v] = *id;
+    if (failed(id))
+      return id;
+    buffers[v] = *id;
+    // A tensor of a bucket has its place in the bucket's range.
+    if (auto it = bucketSlots.find(v); it != bucketSlots.end()) {
+      aliasOf[*id] = it->second.first;
+      aliasOffset[*id] = it->second.second;
+      ranges[*id].size = 0;
+    }
     return id;
   }
+  LogicalResult emitBuckets();
   int bufferOf(Value v) { return buffers.lookup(v); }
   LogicalResult emitArguments();
 
   LogicalResult emitOp(Operation *op);
   LogicalResult emitReturn(func::ReturnOp ret);
   plan::Instruction &addInstruction(StringRef name, ArrayRef<Value> inputs,
+                                    ArrayRef<int> outputs, Location loc);
+  plan::Instruction &addInstruction(StringRef name, ArrayRef<int> inputs,
                                     ArrayRef<int> outputs, Location loc);
   /// The buffer whose bytes `id` shares (itself unless it is an alias).
   int root(int id) const { return aliasOf[id] < 0 ? id : aliasOf[id]; }
@@ -77,8 +87,16 @@ private:
   plan::Program *program = nullptr;
   DenseMap<Value, int> buffers;
   std::vector<LiveRange> ranges;
-  /// For a reshape's result, the buffer it is a view of; -1 otherwise.
+  /// For a reshape's result, the buffer it is a view of, and for a
+  /// bucket's tensor the bucket's; -1 otherwise.
   std::vector<int> aliasOf;
+  /// Byte offset of an alias in the buffer it is part of.
+  std::vector<int64_t> aliasOffset;
+  /// Each tensor of an all-reduce bucket: the bucket's buffer and the
+  /// tensor's byte offset in it.
+  DenseMap<Value, std::pair<int, int64_t>> bucketSlots;
+  /// The bucket buffer of each `loom.all_reduce_start`'s bucket id.
+  DenseMap<int64_t, int> bucketBuffers;
 };
 
 FailureOr<int> Emitter::newBuffer(Type t, plan::Role role, Location loc) {
@@ -121,6 +139,7 @@ FailureOr<int> Emitter::newBuffer(Type t, plan::Role role, Location loc) {
   range.end = persistent ? kForever : 0;
   ranges.push_back(range);
   aliasOf.push_back(-1);
+  aliasOffset.push_back(0);
   return id;
 }
 
@@ -280,18 +299,72 @@ plan::Instruction &Emitter::addInstruction(StringRef name,
                                            ArrayRef<Value> inputs,
                                            ArrayRef<int> outputs,
                                            Location loc) {
+  SmallVector<int> ids;
   for (Value v : inputs)
-    use(bufferOf(v));
+    ids.push_back(bufferOf(v));
+  return addInstruction(name, ids, outputs, loc);
+}
+
+plan::Instruction &Emitter::addInstruction(StringRef name,
+                                           ArrayRef<int> inputs,
+                                           ArrayRef<int> outputs,
+                                           Location loc) {
+  for (int id : inputs)
+    use(id);
   for (int id : outputs)
     use(id);
   plan::Instruction *inst = program->add_instructions();
   inst->set_op(name.str());
-  for (Value v : inputs)
-    inst->add_inputs(bufferOf(v));
+  for (int id : inputs)
+    inst->add_inputs(id);
   for (int id : outputs)
     inst->add_outputs(id);
   inst->set_loc(describeLoc(loc));
   return *inst;
+}
+
+/// Bytes of `v`'s static-shaped f32 tensor.
+static int64_t f32Bytes(Value v) {
+  return cast<RankedTensorType>(v.getType()).getNumElements() * 4;
+}
+
+static int64_t alignArena(int64_t bytes) {
+  return (bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
+}
+
+LogicalResult Emitter::emitBuckets() {
+  // One f32 buffer per bucket, its tensors side by side in operand order
+  // (each at an aligned offset, so kernels see aligned tensors); the
+  // collective reduces the whole range, gaps included.
+  for (Operation &op : func.getBody().front()) {
+    auto start = dyn_cast<AllReduceStartOp>(op);
+    if (!start)
+      continue;
+    int64_t bytes = 0;
+    SmallVector<std::pair<Value, int64_t>> slots;
+    for (Value v : start.getInputs()) {
+      if (!v.getDefiningOp() || isa<ReshapeOp, ConstantOp>(v.getDefiningOp()) ||
+          bucketSlots.count(v))
+        return start.emitError("a bucket's tensors must each be made by an "
+                               "op of their own and be in one bucket");
+      slots.push_back({v, bytes});
+      bytes += alignArena(f32Bytes(v));
+    }
+    if (bucketBuffers.count(start.getBucket()))
+      return start.emitError("bucket ")
+             << start.getBucket() << " is started twice";
+    auto type = RankedTensorType::get({bytes / 4},
+                                      Float32Type::get(func.getContext()));
+    FailureOr<int> id = newBuffer(type, plan::TEMPORARY, start.getLoc());
+    if (failed(id))
+      return failure();
+    program->mutable_buffers(*id)->set_name("bucket " +
+                                            std::to_string(start.getBucket()));
+    bucketBuffers[start.getBucket()] = *id;
+    for (auto [v, offset] : slots)
+      bucketSlots[v] = {*id, offset};
+  }
+  return success();
 }
 
 static void setF(plan::Instruction &inst, StringRef name, APFloat v) {
@@ -379,9 +452,35 @@ LogicalResult Emitter::emitOp(Operation *op) {
     if (failed(id))
       return failure();
     program->mutable_buffers(*id)->set_name(describeLoc(loc));
-    aliasOf[*id] = root(bufferOf(reshape.getInput()));
+    int input = bufferOf(reshape.getInput());
+    aliasOf[*id] = root(input);
+    aliasOffset[*id] = aliasOffset[input];
     ranges[*id].size = 0;
     use(*id);
+    return success();
+  }
+
+  // A bucket is reduced in place: its tensors in flight and their sums are
+  // the bytes they were made in, and the instructions name the bucket's
+  // buffer.
+  if (isa<AllReduceStartOp, AllReduceWaitOp>(op)) {
+    auto start = dyn_cast<AllReduceStartOp>(op);
+    if (!start)
+      start = cast<AllReduceWaitOp>(op).getStart();
+    auto bucket = bucketBuffers.find(start.getBucket());
+    if (bucket == bucketBuffers.end())
+      return op->emitError("bucket has no start before it");
+    for (auto [in, out] : llvm::zip(op->getOperands(), op->getResults()))
+      buffers[out] = bufferOf(in);
+    int id = bucket->second;
+    plan::Instruction &inst = addInstruction(
+        start == op ? "all_reduce_start" : "all_reduce_wait",
+        ArrayRef<int>{id}, ArrayRef<int>{id}, loc);
+    setI(inst, "bucket", start.getBucket());
+    if (start == op) {
+      setAxes(inst, start.getGridAxes());
+      (*inst.mutable_attrs())["reduction"].set_s("sum");
+    }
     return success();
   }
 
@@ -566,7 +665,7 @@ LogicalResult Emitter::emitReturn(func::ReturnOp ret) {
 LogicalResult Emitter::run(plan::Program &prog) {
   program = &prog;
   program->set_loss_buffer(-1);
-  if (failed(emitArguments()))
+  if (failed(emitArguments()) || failed(emitBuckets()))
     return failure();
   for (Operation &op : func.getBody().front()) {
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
@@ -594,7 +693,8 @@ LogicalResult Emitter::run(plan::Program &prog) {
   int64_t arena = 0;
   std::vector<int64_t> offsets = assignArenaOffsets(ranges, arena);
   for (size_t i = 0; i < offsets.size(); ++i)
-    program->mutable_buffers(i)->set_offset(offsets[root(i)]);
+    program->mutable_buffers(i)->set_offset(offsets[root(i)] +
+                                            aliasOffset[i]);
   program->set_arena_bytes(arena);
   memory.arena = arena;
   memory.activations = std::max<int64_t>(

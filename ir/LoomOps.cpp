@@ -372,6 +372,66 @@ LogicalResult AdamwOp::verify() {
   return success();
 }
 
+/// A bucket's ops return tensors of their operands' types.
+static void operandTypes(ValueRange operands,
+                         SmallVectorImpl<Type> &inferred) {
+  for (Value v : operands)
+    inferred.push_back(v.getType());
+}
+
+LogicalResult AllReduceStartOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location>, ValueRange operands,
+    DictionaryAttr, OpaqueProperties, RegionRange,
+    SmallVectorImpl<Type> &inferred) {
+  operandTypes(operands, inferred);
+  return success();
+}
+
+LogicalResult AllReduceWaitOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location>, ValueRange operands,
+    DictionaryAttr, OpaqueProperties, RegionRange,
+    SmallVectorImpl<Type> &inferred) {
+  operandTypes(operands, inferred);
+  return success();
+}
+
+LogicalResult AllReduceStartOp::verify() {
+  if (getInputs().empty())
+    return emitOpError("needs at least one tensor to reduce");
+  if (getInputs().getTypes() != getInFlight().getTypes())
+    return emitOpError("results must have the operands' types");
+  if (getBucket() < 0)
+    return emitOpError("bucket must be non-negative, got ") << getBucket();
+  Operation *wait = nullptr;
+  for (Value v : getInFlight()) {
+    if (!v.hasOneUse())
+      return emitOpError("each result must have exactly one use, the "
+                         "bucket's loom.all_reduce_wait");
+    Operation *user = *v.getUsers().begin();
+    if (!isa<AllReduceWaitOp>(user) || (wait && user != wait))
+      return emitOpError("each result must have exactly one use, the "
+                         "bucket's loom.all_reduce_wait");
+    wait = user;
+  }
+  return success();
+}
+
+LogicalResult AllReduceWaitOp::verify() {
+  if (getInFlight().empty())
+    return emitOpError("needs the results of a loom.all_reduce_start");
+  if (getInFlight().getTypes() != getResults().getTypes())
+    return emitOpError("results must have the operands' types");
+  AllReduceStartOp start = getStart();
+  if (!start || start.getInFlight() != getInFlight())
+    return emitOpError("operands must be all the results of one "
+                       "loom.all_reduce_start, in order");
+  if (start.getBucket() != getBucket())
+    return emitOpError("waits for bucket ")
+           << getBucket() << " but its operands are in flight in bucket "
+           << start.getBucket();
+  return success();
+}
+
 std::optional<unsigned> mlir::loom::shapeOnlyOperand(Operation *op) {
   if (isa<SumToOp, BroadcastLikeOp, SliceGradOp>(op))
     return 1;

@@ -290,4 +290,62 @@ def Loom_AdamwOp : Loom_Op<"adamw", [Pure,
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Overlapped communication
+//===----------------------------------------------------------------------===//
+
+def Loom_AllReduceStartOp : Loom_Op<"all_reduce_start",
+    [DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "Start summing a bucket of tensors over mesh axes";
+  let description = [{
+    Starts one sum all-reduce (upstream `shard.all_reduce`) of all its
+    operands together, a bucket: the plan places them side by side in the
+    arena and the runtime reduces that one range, without waiting for the
+    result. The results are the operands in flight: each has exactly one
+    use, the `loom.all_reduce_wait` of the same `bucket`, whose results are
+    the sums. Ops between the two run while the bucket is reduced
+    (`loom-bucket-all-reduces`).
+
+    ```mlir
+    %f:2 = loom.all_reduce_start %g1, %g2 on @mesh grid_axes = [1] bucket 0 : tensor<4x3xf32>, tensor<3xf32>
+    // ... more of the backward pass
+    %s:2 = loom.all_reduce_wait %f#0, %f#1 bucket 0 : tensor<4x3xf32>, tensor<3xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Loom_F32Tensor>:$inputs,
+                       FlatSymbolRefAttr:$grid, DenseI16ArrayAttr:$grid_axes,
+                       I64Attr:$bucket);
+  let results = (outs Variadic<Loom_F32Tensor>:$in_flight);
+  let assemblyFormat = [{
+    $inputs `on` $grid `grid_axes` `=` $grid_axes `bucket` $bucket attr-dict `:` type($inputs)
+  }];
+  let hasVerifier = 1;
+}
+
+def Loom_AllReduceWaitOp : Loom_Op<"all_reduce_wait",
+    [DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "Wait for a bucket's all-reduce and take its sums";
+  let description = [{
+    The operands are all the results of the `loom.all_reduce_start` of the
+    same `bucket`, in order; the results are their sums over the start's
+    mesh axes. The runtime waits here until the bucket's reduction is done.
+
+    ```mlir
+    %s:2 = loom.all_reduce_wait %f#0, %f#1 bucket 0 : tensor<4x3xf32>, tensor<3xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Loom_F32Tensor>:$in_flight, I64Attr:$bucket);
+  let results = (outs Variadic<Loom_F32Tensor>:$results);
+  let assemblyFormat = [{
+    $in_flight `bucket` $bucket attr-dict `:` type($in_flight)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The start whose bucket this waits for.
+    AllReduceStartOp getStart() {
+      return getInFlight().front().getDefiningOp<AllReduceStartOp>();
+    }
+  }];
+}
+
 #endif // LOOM_OPS_TD

@@ -105,6 +105,11 @@ void mlir::loom::buildLoomPlanPipeline(OpPassManager &pm,
   // After CSE, which would merge the two gathers again.
   if (options.zero >= 3)
     pm.addNestedPass<func::FuncOp>(createLoomRegatherParametersPass());
+  // Last: buckets are placed among the ops as they will run.
+  LoomBucketAllReducesPassOptions buckets;
+  buckets.bucketBytes = options.bucketBytes;
+  buckets.cluster = options.cluster;
+  pm.addNestedPass<func::FuncOp>(createLoomBucketAllReducesPass(buckets));
 }
 
 void mlir::loom::buildLoomCompilerPipeline(
@@ -133,6 +138,7 @@ void mlir::loom::buildLoomCompilerPipeline(
   plan.cluster = options.plan.cluster.getValue();
   plan.memoryBudgetGib = options.plan.memoryBudgetGib.getValue();
   plan.zero = options.plan.zero.getValue();
+  plan.bucketBytes = options.plan.bucketBytes.getValue();
   plan.localBatchNorm = options.plan.localBatchNorm;
   plan.lower = options.last == Phase::Lower;
   buildLoomPlanPipeline(pm, plan);

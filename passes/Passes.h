@@ -103,6 +103,11 @@ struct PlanPipelineOptions : public PassPipelineOptions<PlanPipelineOptions> {
                      "the batch with its own statistics (PyTorch DDP without "
                      "SyncBatchNorm) instead of the global batch's"),
       llvm::cl::init(false)};
+  Option<int64_t> bucketBytes{
+      *this, "bucket-bytes",
+      llvm::cl::desc("bytes per bucket of overlapped all-reduces (0: from "
+                     "the cluster's link, -1: none; loom-bucket-all-reduces)"),
+      llvm::cl::init(0)};
   Option<bool> lower{*this, "lower",
                      llvm::cl::desc("partition into one rank's program "
                                     "(false: only annotate the plan)"),

@@ -505,6 +505,50 @@ def LoomSinkAllReducesPass : InterfacePass<"loom-sink-all-reduces", "mlir::Funct
   let dependentDialects = ["::mlir::shard::ShardDialect"];
 }
 
+def LoomBucketAllReducesPass
+    : Pass<"loom-bucket-all-reduces", "mlir::func::FuncOp"> {
+  let summary = "Group sum all-reduces into buckets overlapped with the ops after them";
+  let description = [{
+    Pre: a partitioned step (after CSE), one `shard.all_reduce` per
+    gradient.
+    Post: the f32 sum all-reduces over the same mesh axes whose operand is
+    made by an op of its own and read by nothing else are grouped, in the
+    order their operands are made, into buckets of about `bucket-bytes`
+    (0: what the cluster's link needs to reach its bandwidth,
+    `10 n alpha B`, within 64 KiB to 25 MiB and at most a quarter of the
+    group's bytes; -1: no buckets). Each bucket is one
+    `loom.all_reduce_start` right after its last operand is made and one
+    `loom.all_reduce_wait` just before the first use of any of its sums. A
+    sum read before the group's last operand is made (inside the backward
+    pass) is a bucket of its own.
+    A lone sum read right after it is made stays a `shard.all_reduce`. The
+    sums are the same; the ops between start and wait run while the bucket
+    is reduced.
+
+    ```mlir
+    // before
+    %a = shard.all_reduce %ga on @mesh grid_axes = [1] : tensor<8xf32> -> tensor<8xf32>
+    %gb = loom.matmul ...
+    %b = shard.all_reduce %gb on @mesh grid_axes = [1] : tensor<8x8xf32> -> tensor<8x8xf32>
+    %x = loom.matmul ...                // more backward
+    %p = loom.sgd %w, %a ...
+    // after
+    %gb = loom.matmul ...
+    %f:2 = loom.all_reduce_start %ga, %gb on @mesh grid_axes = [1] bucket 0 : tensor<8xf32>, tensor<8x8xf32>
+    %x = loom.matmul ...                // runs while the bucket is reduced
+    %s:2 = loom.all_reduce_wait %f#0, %f#1 bucket 0 : tensor<8xf32>, tensor<8x8xf32>
+    %p = loom.sgd %w, %s#0 ...
+    ```
+  }];
+  let options = [
+    Option<"bucketBytes", "bucket-bytes", "int64_t", "0",
+           "bytes per bucket (0: from the cluster's link, -1: no buckets)">,
+    Option<"cluster", "cluster", "std::string", "\"cpu:1\"",
+           "the cluster spec whose links size the buckets (docs/cluster-spec.md)">,
+  ];
+  let dependentDialects = ["::mlir::loom::LoomDialect"];
+}
+
 //===----------------------------------------------------------------------===//
 // raise: recognise fused ops in imported element-wise graphs
 //===----------------------------------------------------------------------===//

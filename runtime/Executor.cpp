@@ -15,6 +15,18 @@
 
 namespace loom::runtime {
 
+namespace {
+
+/// Whether instructions of `op` talk to other ranks (the executor times
+/// them: what the step waits on them is its exposed communication).
+bool isCommunication(const std::string &op) {
+  return op == "all_reduce" || op == "all_gather" || op == "reduce_scatter" ||
+         op == "all_to_all" || op == "all_reduce_start" ||
+         op == "all_reduce_wait";
+}
+
+} // namespace
+
 class Executor::Binder final : public BindContext {
 public:
   explicit Binder(Executor &exec) : exec(exec) {}
@@ -26,6 +38,7 @@ public:
     auto it = exec.axisComms.find(axes);
     return it == exec.axisComms.end() ? nullptr : it->second.get();
   }
+  InFlightBuckets *inFlightBuckets() override { return &exec.inFlight; }
 
 private:
   Executor &exec;
@@ -71,9 +84,7 @@ Executor::create(const plan::Plan &plan, Communicator &world,
   std::set<std::vector<int64_t>> axisSets;
   for (const plan::Program &program : plan.programs())
     for (const plan::Instruction &inst : program.instructions()) {
-      if (inst.op() != "all_reduce" && inst.op() != "all_slice" &&
-          inst.op() != "all_gather" && inst.op() != "reduce_scatter" &&
-          inst.op() != "all_to_all")
+      if (!isCommunication(inst.op()) && inst.op() != "all_slice")
         continue;
       auto it = inst.attrs().find("axes");
       if (it == inst.attrs().end())
@@ -140,7 +151,8 @@ Executor::create(const plan::Plan &plan, Communicator &world,
                : cpu::bindOnCpu(*kernel, view, binder, exec->bf16Scratch);
     if (!fn.isOk())
       return fn.status().withContext(exec->where(i));
-    exec->calls.push_back({std::move(fn).value(), i});
+    exec->calls.push_back(
+        {std::move(fn).value(), i, isCommunication(inst.op())});
   }
   const char *prof = std::getenv("LOOM_PROFILE");
   if (prof && *prof && std::strcmp(prof, "0") != 0) {
@@ -218,9 +230,27 @@ Status Executor::initializeBuffers(const ParameterInit &init) {
   return Status::ok();
 }
 
+Status Executor::runCall(const Call &call, const StepContext &ctx) {
+  Status s = Status::ok();
+  if (call.communicates) {
+    auto t0 = std::chrono::steady_clock::now();
+    s = call.fn(ctx);
+    stepCommSeconds += std::chrono::duration<double>(
+                           std::chrono::steady_clock::now() - t0)
+                           .count();
+  } else {
+    s = call.fn(ctx);
+  }
+  // Non-blocking collectives advance between instructions.
+  if (s.isOk() && !inFlight.empty())
+    s = inFlight.progress();
+  return s.isOk() ? s : s.withContext(where(call.index));
+}
+
 Status Executor::runStep(int64_t step) {
   StepContext ctx;
   ctx.step = step;
+  stepCommSeconds = 0;
   if (theDevice) {
     for (const plan::Buffer *b : stepInputs)
       LOOM_RETURN_IF_ERROR(theDevice->upload(deviceArena + b->offset(),
@@ -228,6 +258,9 @@ Status Executor::runStep(int64_t step) {
     Status ran = runCalls(ctx);
     ranAStep = true;
     LOOM_RETURN_IF_ERROR(ran);
+    LOOM_RETURN_IF_ERROR(
+        inFlight.expectEmpty().withContext(planPath + ": rank " +
+                                           std::to_string(myRank)));
     // Waiting here makes step times honest and surfaces the kernels'
     // device-side data checks before the loss is read.
     LOOM_RETURN_IF_ERROR(
@@ -242,7 +275,9 @@ Status Executor::runStep(int64_t step) {
   }
   Status ran = runCalls(ctx);
   ranAStep = true;
-  return ran;
+  LOOM_RETURN_IF_ERROR(ran);
+  return inFlight.expectEmpty().withContext(planPath + ": rank " +
+                                            std::to_string(myRank));
 }
 
 Status Executor::runCalls(const StepContext &ctx) {
@@ -255,21 +290,17 @@ Status Executor::runCalls(const StepContext &ctx) {
     ++profile->steps;
     for (size_t i = 0; i < calls.size(); ++i) {
       Clock::time_point t0 = Clock::now();
-      Status s = calls[i].fn(ctx);
+      Status s = runCall(calls[i], ctx);
       // Device kernels are asynchronous: wait so the time is the kernel's.
       if (s.isOk() && theDevice)
-        s = theDevice->synchronize();
+        s = theDevice->synchronize().withContext(where(calls[i].index));
       acc[i] += std::chrono::duration<double>(Clock::now() - t0).count();
-      if (!s.isOk())
-        return s.withContext(where(calls[i].index));
+      LOOM_RETURN_IF_ERROR(s);
     }
     return Status::ok();
   }
-  for (const Call &call : calls) {
-    Status s = call.fn(ctx);
-    if (!s.isOk())
-      return s.withContext(where(call.index));
-  }
+  for (const Call &call : calls)
+    LOOM_RETURN_IF_ERROR(runCall(call, ctx));
   return Status::ok();
 }
 
@@ -299,6 +330,13 @@ void Executor::setCheckNumerics(bool on) {
   };
   for (const Call &call : calls) {
     const plan::Instruction &inst = theProgram->instructions(call.index);
+    // A bucket's buffer is in flight, and its gaps between tensors hold
+    // whatever was there: its tensors are checked where they are made and
+    // where their sums are read.
+    if (inst.op() == "all_reduce_start" || inst.op() == "all_reduce_wait") {
+      floatOperands.push_back({});
+      continue;
+    }
     floatOperands.push_back({floats(inst.inputs()), floats(inst.outputs())});
   }
   if (theDevice)
@@ -412,13 +450,12 @@ Status Executor::runCallsChecked(const StepContext &ctx) {
     stepInf.assign(theProgram->buffers_size(), 0);
   for (size_t c = 0; c < calls.size(); ++c) {
     const Call &call = calls[c];
-    Status s = call.fn(ctx);
+    LOOM_RETURN_IF_ERROR(runCall(call, ctx));
     // A device reports its kernels' data checks here, before their outputs
     // are read as numbers.
-    if (s.isOk() && theDevice)
-      s = theDevice->synchronize();
-    if (!s.isOk())
-      return s.withContext(where(call.index));
+    if (theDevice)
+      LOOM_RETURN_IF_ERROR(
+          theDevice->synchronize().withContext(where(call.index)));
     if (fault)
       continue;
     const FloatOperands &operands = floatOperands[c];

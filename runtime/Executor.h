@@ -14,6 +14,7 @@
 #include "runtime/Numerics.h"
 #include "runtime/Plan.h"
 #include "runtime/comm/Communicator.h"
+#include "runtime/comm/InFlightBuckets.h"
 #include "runtime/init/RandomInit.h"
 #include "runtime/kernels/Kernel.h"
 #include "runtime/kernels/cpu/Bf16.h"
@@ -89,6 +90,13 @@ public:
   Status writeBuffer(const plan::Buffer &b, const HostTensor &value);
   /// The value of the program's LOSS buffer.
   StatusOr<float> loss() const;
+  /// Seconds the last step waited on communication: the host time of its
+  /// collectives' calls, blocking ones whole and a bucket's start and wait
+  /// (what its overlap did not hide). Negative with a device, whose
+  /// collectives return once enqueued: the host does not see the wait.
+  double exposedCommSeconds() const {
+    return theDevice ? -1.0 : stepCommSeconds;
+  }
 
   /// `loom-run --check-numerics`: with `on`, each step scans the F32 and
   /// BF16 outputs of every instruction after it runs (downloaded from the
@@ -110,6 +118,7 @@ private:
   struct Call {
     KernelFn fn;
     int index; // instruction index, for errors
+    bool communicates = false; // a collective, timed as communication
   };
   /// LOOM_PROFILE=1 (or 2): wall time of every call, summed over the steps
   /// after the first (all steps when only one ran); printed by the
@@ -123,6 +132,9 @@ private:
   Executor(const plan::Plan &plan, int rank, std::string planPath);
   Status initializeBuffers(const ParameterInit &init);
   Status runCalls(const StepContext &ctx);
+  /// Runs one call (timing it when it communicates) and lets the buckets
+  /// in flight advance; errors carry the instruction.
+  Status runCall(const Call &call, const StepContext &ctx);
   /// `runCalls`, scanning outputs for --check-numerics.
   Status runCallsChecked(const StepContext &ctx);
   /// Before a checked step's first instruction: the persistent buffers.
@@ -149,6 +161,10 @@ private:
   std::vector<const plan::Buffer *> stepInputs;
   std::map<std::vector<int64_t>, std::unique_ptr<Communicator>> axisComms;
   std::vector<Call> calls;
+  /// Buckets between their `all_reduce_start` and `all_reduce_wait`.
+  InFlightBuckets inFlight;
+  /// Seconds the last step spent in collectives' calls.
+  double stepCommSeconds = 0;
   std::unique_ptr<Profile> profile;
   /// --check-numerics: whether it is on; each call's F32/BF16 inputs and
   /// outputs (positions in the program's buffers); which buffers hold

@@ -27,7 +27,11 @@ std::string formatMetrics(const StepMetrics &m) {
          ",\"step_time_s\":" + number(m.stepTimeS, "%.6g") +
          ",\"tokens_per_s\":" + number(m.tokensPerS, "%.6g") +
          ",\"samples_per_s\":" + number(m.samplesPerS, "%.6g") +
-         ",\"peak_memory_bytes\":" + std::to_string(m.peakMemoryBytes) + "}";
+         ",\"peak_memory_bytes\":" + std::to_string(m.peakMemoryBytes) +
+         (m.commExposedS >= 0
+              ? ",\"comm_exposed_s\":" + number(m.commExposedS, "%.6g")
+              : std::string()) +
+         "}";
 }
 
 StatusOr<std::unique_ptr<MetricsWriter>>

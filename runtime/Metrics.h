@@ -19,6 +19,8 @@ struct StepMetrics {
   double tokensPerS = 0;
   double samplesPerS = 0;
   int64_t peakMemoryBytes = 0;
+  /// Seconds the step waited on communication; negative: not measured.
+  double commExposedS = -1;
 };
 
 /// `{"step":1,"loss":...,...}` without a newline; the loss is printed with

@@ -26,6 +26,8 @@ const std::vector<OpInfo> &opTable() {
       {"mse", 2, 2, 1, 1},
       {"mse_grad", 2, 2, 1, 1},
       {"all_reduce", 1, 1, 1, 1},
+      {"all_reduce_start", 1, 1, 1, 1},
+      {"all_reduce_wait", 1, 1, 1, 1},
       {"all_slice", 1, 1, 1, 1},
       {"all_gather", 1, 1, 1, 1},
       {"reduce_scatter", 1, 1, 1, 1},

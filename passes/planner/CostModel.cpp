@@ -3,6 +3,7 @@
 #include "passes/planner/CostModel.h"
 
 #include <algorithm>
+#include <map>
 
 using namespace mlir::loom;
 using namespace mlir::loom::planner;
@@ -100,34 +101,76 @@ static std::string axesLabel(const MeshTopology &topology,
   return label;
 }
 
+int64_t planner::bucketBytes(int64_t groupSize, const Link &link) {
+  double bytes = 10.0 * double(groupSize) * link.latencyUs * 1e-6 *
+                 link.bandwidthGBps * 1e9;
+  return std::clamp<int64_t>(int64_t(bytes), 64 << 10, kMaxBucketBytes);
+}
+
 StepEstimate planner::estimateStep(const StepRequest &request,
                                    const Cluster &cluster,
                                    const MeshTopology &topology) {
   StepEstimate e;
-  for (const OpRecord &op : request.ops) {
-    e.flops += op.flops;
-    double seconds = rooflineSeconds(op, cluster);
-    if (isComputeBound(op, cluster))
-      e.computeBoundSeconds += seconds;
-    else
-      e.memoryBoundSeconds += seconds;
-  }
-  for (const CollectiveRecord &c : request.collectives) {
+  int64_t numOps = static_cast<int64_t>(request.ops.size());
+  size_t numCollectives = request.collectives.size();
+  // Each collective's seconds, axes, start and wait (index numOps: after
+  // the last op), and the collectives starting and waited for at each op.
+  std::vector<double> seconds(numCollectives, 0);
+  std::vector<std::string> labels(numCollectives);
+  std::vector<int64_t> startAt(numCollectives), waitAt(numCollectives);
+  std::vector<std::vector<size_t>> starts(numOps + 1), waits(numOps + 1);
+  for (auto [i, c] : llvm::enumerate(request.collectives)) {
+    startAt[i] = c.start < 0 ? numOps : std::min(c.start, numOps);
+    waitAt[i] = c.wait < 0 ? numOps : std::clamp(c.wait, startAt[i], numOps);
+    starts[startAt[i]].push_back(i);
+    waits[waitAt[i]].push_back(i);
     AxisGroup group = topology.group(c.axes);
     if (group.size <= 1)
       continue;
-    double seconds = collectiveSeconds(c.kind, c.bytes, group.size,
-                                       cluster.link(group.level));
-    std::string label = axesLabel(topology, c.axes);
-    auto it = llvm::find_if(e.commSeconds,
-                            [&](const AxisTime &t) { return t.axes == label; });
+    seconds[i] = collectiveSeconds(c.kind, c.bytes, group.size,
+                                   cluster.link(group.level));
+    labels[i] = axesLabel(topology, c.axes);
+    auto it = llvm::find_if(
+        e.commSeconds, [&](const AxisTime &t) { return t.axes == labels[i]; });
     if (it == e.commSeconds.end())
-      e.commSeconds.push_back({label, seconds});
+      e.commSeconds.push_back({labels[i], seconds[i]});
     else
-      it->seconds += seconds;
+      it->seconds += seconds[i];
   }
-  e.stepSeconds =
-      e.computeBoundSeconds + e.memoryBoundSeconds + e.totalCommSeconds();
+  // The ops' clock, when each axis set's link is free, each collective's
+  // end.
+  double now = 0;
+  std::map<std::string, double> linkFree;
+  std::vector<double> done(numCollectives, 0);
+  auto waitFor = [&](size_t c) {
+    e.exposedCommSeconds += std::max(0.0, done[c] - now);
+    now = std::max(now, done[c]);
+  };
+  for (int64_t i = 0; i <= numOps; ++i) {
+    // Collectives started earlier are waited for first; one that starts
+    // and is waited for here (a blocking one) before the next starts.
+    for (size_t c : waits[i])
+      if (startAt[c] < i)
+        waitFor(c);
+    for (size_t c : starts[i]) {
+      double &free = linkFree[labels[c]];
+      done[c] = std::max(now, free) + seconds[c];
+      free = done[c];
+      if (waitAt[c] == i)
+        waitFor(c);
+    }
+    if (i == numOps)
+      break;
+    const OpRecord &op = request.ops[i];
+    e.flops += op.flops;
+    double opSeconds = rooflineSeconds(op, cluster);
+    if (isComputeBound(op, cluster))
+      e.computeBoundSeconds += opSeconds;
+    else
+      e.memoryBoundSeconds += opSeconds;
+    now += opSeconds;
+  }
+  e.stepSeconds = now;
   if (e.stepSeconds > 0) {
     e.modelTflops = e.flops / e.stepSeconds / 1e12;
     double peak = peakFlops(cluster, request.precision);

@@ -53,6 +53,14 @@ struct CollectiveRecord {
   CollectiveKind kind = CollectiveKind::AllReduce;
   double bytes = 0;
   llvm::SmallVector<unsigned, 2> axes;
+  /// Where it runs among the request's ops: it starts once `start` ops have
+  /// run and must be done before op `wait` (>= start) runs. A blocking
+  /// collective has start == wait; a bucket overlapped with the backward
+  /// pass waits later. -1: after every op.
+  int64_t start = -1, wait = -1;
+  /// A bucket (`loom.all_reduce_start`) of `tensors` tensors reduced as one.
+  bool bucket = false;
+  int64_t tensors = 1;
 };
 
 /// Seconds of an op alone on a device: max(flops / peak, bytes / HBM
@@ -69,6 +77,14 @@ bool isComputeBound(const OpRecord &op, const Cluster &cluster);
 double collectiveSeconds(CollectiveKind kind, double bytes, int64_t groupSize,
                          const Link &link);
 
+/// The largest bucket of gradients worth reducing in one collective.
+inline constexpr int64_t kMaxBucketBytes = 25 << 20;
+/// Bytes of a bucket whose ring all-reduce over `groupSize` devices on
+/// `link` spends at most a tenth of its time on latency (2(n-1) alpha <=
+/// 0.1 * 2(n-1)/n S/B, so S = 10 n alpha B), within [64 KiB, 25 MiB]
+/// (PyTorch DDP's default bucket is 25 MiB).
+int64_t bucketBytes(int64_t groupSize, const Link &link);
+
 /// What one device executes in a step, on a mesh.
 struct StepRequest {
   std::vector<OpRecord> ops;
@@ -83,14 +99,18 @@ struct AxisTime {
   double seconds = 0;
 };
 
-/// One step's prediction: ops and collectives run one after another (no
-/// overlap of compute and communication yet).
+/// One step's prediction: the ops run one after another, and so do the
+/// collectives over each set of mesh axes; a collective starts at its
+/// `start` (or when the one before it on its axes ends) and the op at its
+/// `wait` waits for it. What the ops wait is the exposed communication.
 struct StepEstimate {
   double flops = 0;
   /// Roofline time of the ops whose FLOPs or whose bytes bound them.
   double computeBoundSeconds = 0, memoryBoundSeconds = 0;
   /// Per set of mesh axes, in the order first met; only axes that talk.
   llvm::SmallVector<AxisTime, 3> commSeconds;
+  /// Seconds the ops wait for collectives (not hidden by overlap).
+  double exposedCommSeconds = 0;
   double stepSeconds = 0;
   /// Achieved model FLOP/s (in TFLOP/s) and its share of the peak of the
   /// request's precision.

@@ -18,6 +18,26 @@
 
 namespace loom::runtime {
 
+/// A collective started and not finished yet (`startAllReduceSum`). Its
+/// buffer must not be touched until `wait` returns.
+class PendingCollective {
+public:
+  virtual ~PendingCollective() = default;
+  /// Lets the collective advance without blocking (MPI progresses
+  /// non-blocking collectives only inside its calls); whether it is done.
+  virtual StatusOr<bool> test() = 0;
+  /// Returns when the collective is done (for a device communicator: when
+  /// the device's stream waits for it, as its other calls are ordered).
+  virtual Status wait() = 0;
+};
+
+/// A collective that was done when it was started.
+class FinishedCollective final : public PendingCollective {
+public:
+  StatusOr<bool> test() override { return true; }
+  Status wait() override { return Status::ok(); }
+};
+
 class Communicator {
 public:
   virtual ~Communicator() = default;
@@ -25,6 +45,14 @@ public:
   virtual int size() const = 0;
   /// Sums `count` floats over all ranks, in place.
   virtual Status allReduceSum(float *data, int64_t count) = 0;
+  /// Starts `allReduceSum(data, count)` and returns without waiting for it
+  /// where the communicator can (MPI, NCCL); every rank must start its
+  /// collectives in the same order. By default the sum is done on return.
+  virtual StatusOr<std::unique_ptr<PendingCollective>>
+  startAllReduceSum(float *data, int64_t count) {
+    LOOM_RETURN_IF_ERROR(allReduceSum(data, count));
+    return std::unique_ptr<PendingCollective>(new FinishedCollective());
+  }
   /// Every rank's `bytesPerRank` bytes of `send`, rank `i`'s at
   /// `recv + i * bytesPerRank` (`size() * bytesPerRank` bytes; the two do
   /// not overlap).

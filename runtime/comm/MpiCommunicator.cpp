@@ -8,6 +8,7 @@
 #include <climits>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 namespace loom::runtime {
 
@@ -20,6 +21,37 @@ Status mpiError(const char *what, int code) {
     len = 0;
   return makeError("%s failed: %.*s", what, len, text);
 }
+
+/// Non-blocking collectives' requests, done when all are.
+class MpiPending final : public PendingCollective {
+public:
+  ~MpiPending() override {
+    // A request never waited for (an error ended the step) is left to
+    // MPI_Finalize; freeing an active collective's request is not allowed.
+  }
+  StatusOr<bool> test() override {
+    if (requests.empty())
+      return true;
+    int done = 0;
+    int rc = MPI_Testall(static_cast<int>(requests.size()), requests.data(),
+                         &done, MPI_STATUSES_IGNORE);
+    if (rc != MPI_SUCCESS)
+      return mpiError("MPI_Testall", rc);
+    if (done)
+      requests.clear();
+    return done != 0;
+  }
+  Status wait() override {
+    if (requests.empty())
+      return Status::ok();
+    int rc = MPI_Waitall(static_cast<int>(requests.size()), requests.data(),
+                         MPI_STATUSES_IGNORE);
+    requests.clear();
+    return rc == MPI_SUCCESS ? Status::ok() : mpiError("MPI_Waitall", rc);
+  }
+
+  std::vector<MPI_Request> requests;
+};
 
 class MpiCommunicator final : public Communicator {
 public:
@@ -51,6 +83,24 @@ public:
       count -= chunk;
     }
     return Status::ok();
+  }
+
+  StatusOr<std::unique_ptr<PendingCollective>>
+  startAllReduceSum(float *data, int64_t count) override {
+    auto pending = std::make_unique<MpiPending>();
+    // MPI counts are ints: one request per chunk.
+    while (mySize > 1 && count > 0) {
+      int chunk = static_cast<int>(std::min<int64_t>(count, INT_MAX / 2));
+      MPI_Request request;
+      int rc = MPI_Iallreduce(MPI_IN_PLACE, data, chunk, MPI_FLOAT, MPI_SUM,
+                              comm, &request);
+      if (rc != MPI_SUCCESS)
+        return mpiError("MPI_Iallreduce", rc);
+      pending->requests.push_back(request);
+      data += chunk;
+      count -= chunk;
+    }
+    return std::unique_ptr<PendingCollective>(std::move(pending));
   }
 
   Status allGather(const void *send, void *recv,

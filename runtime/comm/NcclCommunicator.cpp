@@ -37,23 +37,105 @@ NcclCommunicator::create(Communicator &host,
   LOOM_RETURN_IF_ERROR(ncclCheck(
       ncclCommInitRank(&c->comm, c->host.size(), boot.id, c->host.rank()),
       "ncclCommInitRank"));
+  LOOM_RETURN_IF_ERROR(cudaCheck(
+      cudaStreamCreateWithFlags(&c->commStream, cudaStreamNonBlocking),
+      "cudaStreamCreateWithFlags (NCCL stream)"));
+  for (cudaEvent_t *e : {&c->ready, &c->done})
+    LOOM_RETURN_IF_ERROR(
+        cudaCheck(cudaEventCreateWithFlags(e, cudaEventDisableTiming),
+                  "cudaEventCreateWithFlags (NCCL stream)"));
   return std::unique_ptr<Communicator>(std::move(c));
 }
 
 NcclCommunicator::~NcclCommunicator() {
   if (comm) {
     cudaStreamSynchronize(stream);
+    if (commStream)
+      cudaStreamSynchronize(commStream);
     ncclCommDestroy(comm);
   }
+  for (cudaEvent_t e : {ready, done})
+    if (e)
+      cudaEventDestroy(e);
+  if (commStream)
+    cudaStreamDestroy(commStream);
 }
+
+Status NcclCommunicator::enterCommStream() {
+  LOOM_RETURN_IF_ERROR(
+      cudaCheck(cudaEventRecord(ready, stream), "cudaEventRecord (NCCL)"));
+  return cudaCheck(cudaStreamWaitEvent(commStream, ready, 0),
+                   "cudaStreamWaitEvent (NCCL)");
+}
+
+Status NcclCommunicator::leaveCommStream() {
+  LOOM_RETURN_IF_ERROR(
+      cudaCheck(cudaEventRecord(done, commStream), "cudaEventRecord (NCCL)"));
+  return cudaCheck(cudaStreamWaitEvent(stream, done, 0),
+                   "cudaStreamWaitEvent (NCCL)");
+}
+
+namespace {
+
+/// A sum in flight on the communication stream: its end is an event the
+/// device's stream waits for at `wait`.
+class NcclPending final : public PendingCollective {
+public:
+  NcclPending(cudaEvent_t end, cudaStream_t compute)
+      : end(end), compute(compute) {}
+  ~NcclPending() override {
+    if (end)
+      cudaEventDestroy(end); // released once the event completes
+  }
+  StatusOr<bool> test() override {
+    cudaError_t e = cudaEventQuery(end);
+    if (e == cudaErrorNotReady)
+      return false;
+    LOOM_RETURN_IF_ERROR(cudaCheck(e, "cudaEventQuery (NCCL bucket)"));
+    return true;
+  }
+  Status wait() override {
+    return cudaCheck(cudaStreamWaitEvent(compute, end, 0),
+                     "cudaStreamWaitEvent (NCCL bucket)");
+  }
+
+private:
+  cudaEvent_t end;
+  cudaStream_t compute;
+};
+
+} // namespace
 
 Status NcclCommunicator::allReduceSum(float *deviceData, int64_t count) {
   if (!comm || count == 0)
     return Status::ok();
-  return ncclCheck(ncclAllReduce(deviceData, deviceData,
-                                 static_cast<size_t>(count), ncclFloat32,
-                                 ncclSum, comm, stream),
-                   "ncclAllReduce");
+  LOOM_RETURN_IF_ERROR(enterCommStream());
+  LOOM_RETURN_IF_ERROR(ncclCheck(ncclAllReduce(deviceData, deviceData,
+                                               static_cast<size_t>(count),
+                                               ncclFloat32, ncclSum, comm,
+                                               commStream),
+                                 "ncclAllReduce"));
+  return leaveCommStream();
+}
+
+StatusOr<std::unique_ptr<PendingCollective>>
+NcclCommunicator::startAllReduceSum(float *deviceData, int64_t count) {
+  if (!comm || count == 0)
+    return std::unique_ptr<PendingCollective>(new FinishedCollective());
+  cudaEvent_t end = nullptr;
+  LOOM_RETURN_IF_ERROR(
+      cudaCheck(cudaEventCreateWithFlags(&end, cudaEventDisableTiming),
+                "cudaEventCreateWithFlags (NCCL bucket)"));
+  auto pending = std::make_unique<NcclPending>(end, stream);
+  LOOM_RETURN_IF_ERROR(enterCommStream());
+  LOOM_RETURN_IF_ERROR(ncclCheck(ncclAllReduce(deviceData, deviceData,
+                                               static_cast<size_t>(count),
+                                               ncclFloat32, ncclSum, comm,
+                                               commStream),
+                                 "ncclAllReduce (bucket)"));
+  LOOM_RETURN_IF_ERROR(cudaCheck(cudaEventRecord(end, commStream),
+                                 "cudaEventRecord (NCCL bucket)"));
+  return std::unique_ptr<PendingCollective>(std::move(pending));
 }
 
 Status NcclCommunicator::allGather(const void *deviceSend, void *deviceRecv,
@@ -62,10 +144,12 @@ Status NcclCommunicator::allGather(const void *deviceSend, void *deviceRecv,
     return cuda::copyOwnBlock(deviceSend, deviceRecv, bytesPerRank, stream);
   if (bytesPerRank == 0)
     return Status::ok();
-  return ncclCheck(ncclAllGather(deviceSend, deviceRecv,
-                                 static_cast<size_t>(bytesPerRank), ncclInt8,
-                                 comm, stream),
-                   "ncclAllGather");
+  LOOM_RETURN_IF_ERROR(enterCommStream());
+  LOOM_RETURN_IF_ERROR(ncclCheck(
+      ncclAllGather(deviceSend, deviceRecv, static_cast<size_t>(bytesPerRank),
+                    ncclInt8, comm, commStream),
+      "ncclAllGather"));
+  return leaveCommStream();
 }
 
 Status NcclCommunicator::reduceScatterSum(const float *deviceSend,
@@ -76,10 +160,13 @@ Status NcclCommunicator::reduceScatterSum(const float *deviceSend,
                               countPerRank * int64_t(sizeof(float)), stream);
   if (countPerRank == 0)
     return Status::ok();
-  return ncclCheck(ncclReduceScatter(deviceSend, deviceRecv,
-                                     static_cast<size_t>(countPerRank),
-                                     ncclFloat32, ncclSum, comm, stream),
-                   "ncclReduceScatter");
+  LOOM_RETURN_IF_ERROR(enterCommStream());
+  LOOM_RETURN_IF_ERROR(ncclCheck(
+      ncclReduceScatter(deviceSend, deviceRecv,
+                        static_cast<size_t>(countPerRank), ncclFloat32,
+                        ncclSum, comm, commStream),
+      "ncclReduceScatter"));
+  return leaveCommStream();
 }
 
 Status NcclCommunicator::allToAll(const void *deviceSend, void *deviceRecv,
@@ -94,21 +181,24 @@ Status NcclCommunicator::allToAll(const void *deviceSend, void *deviceRecv,
   auto *send = static_cast<const char *>(deviceSend);
   auto *recv = static_cast<char *>(deviceRecv);
   size_t bytes = static_cast<size_t>(bytesPerRank);
+  LOOM_RETURN_IF_ERROR(enterCommStream());
   LOOM_RETURN_IF_ERROR(ncclCheck(ncclGroupStart(), "ncclGroupStart"));
   Status posted = Status::ok();
   for (int peer = 0; peer < size() && posted.isOk(); ++peer) {
     posted = ncclCheck(
-        ncclSend(send + peer * bytes, bytes, ncclInt8, peer, comm, stream),
+        ncclSend(send + peer * bytes, bytes, ncclInt8, peer, comm, commStream),
         "ncclSend");
     if (posted.isOk())
       posted = ncclCheck(
-          ncclRecv(recv + peer * bytes, bytes, ncclInt8, peer, comm, stream),
+          ncclRecv(recv + peer * bytes, bytes, ncclInt8, peer, comm,
+                   commStream),
           "ncclRecv");
   }
   // The group is closed whatever happened inside it.
   Status ended = ncclCheck(ncclGroupEnd(), "ncclGroupEnd");
   LOOM_RETURN_IF_ERROR(posted);
-  return ended;
+  LOOM_RETURN_IF_ERROR(ended);
+  return leaveCommStream();
 }
 
 StatusOr<std::unique_ptr<Communicator>> NcclCommunicator::split(int color,

@@ -3,9 +3,13 @@
 //
 // Internal to `LoomRuntimeCuda`; others use `createNcclWorld`
 // (runtime/cuda/CudaBackend.h). `allReduceSum`, `allGather`,
-// `reduceScatterSum` and `allToAll` take DEVICE pointers and are enqueued on
-// the device's stream: they are ordered with the kernels around them and
-// have completed at the device's next synchronize, not on return.
+// `reduceScatterSum` and `allToAll` take DEVICE pointers and are ordered
+// with the kernels around them on the device's stream: each runs on the
+// communicator's own stream between two events (it waits for the work
+// enqueued before it, and the device's stream waits for it), and has
+// completed at the device's next synchronize, not on return.
+// `startAllReduceSum` leaves out the second event until its `wait`, so the
+// kernels enqueued in between run while NCCL reduces.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,6 +36,8 @@ public:
   int rank() const override { return host.rank(); }
   int size() const override { return host.size(); }
   Status allReduceSum(float *deviceData, int64_t count) override;
+  StatusOr<std::unique_ptr<PendingCollective>>
+  startAllReduceSum(float *deviceData, int64_t count) override;
   Status allGather(const void *deviceSend, void *deviceRecv,
                    int64_t bytesPerRank) override;
   Status reduceScatterSum(const float *deviceSend, float *deviceRecv,
@@ -51,11 +57,21 @@ private:
   NcclCommunicator(Communicator &host, std::unique_ptr<Communicator> owned,
                    cudaStream_t stream)
       : host(host), owned(std::move(owned)), stream(stream) {}
+  /// Makes the communication stream wait for the work enqueued so far on
+  /// the device's stream.
+  Status enterCommStream();
+  /// Makes the device's stream wait for the communication stream's work
+  /// so far.
+  Status leaveCommStream();
 
   Communicator &host;
   std::unique_ptr<Communicator> owned;
   cudaStream_t stream;
   ncclComm_t comm = nullptr; // null for a world of one rank
+  /// The stream every collective of `comm` runs on, and the events that
+  /// order it with `stream` (created with `comm`).
+  cudaStream_t commStream = nullptr;
+  cudaEvent_t ready = nullptr, done = nullptr;
 };
 
 } // namespace loom::runtime::cuda

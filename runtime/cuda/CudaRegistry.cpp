@@ -51,6 +51,10 @@ const KernelDef kCudaKernels[] = {
     {"mse", cpu::verifyMse, bindMse},
     {"mse_grad", cpu::verifyMseGrad, bindMseGrad},
     {"all_reduce", cpu::verifyAllReduce, bindAllReduce},
+    // The communicator starts and waits on device memory itself (NCCL on
+    // its stream, or host staging).
+    {"all_reduce_start", cpu::verifyAllReduceStart, cpu::bindAllReduceStart},
+    {"all_reduce_wait", cpu::verifyAllReduceWait, cpu::bindAllReduceWait},
     {"all_slice", cpu::verifyAllSlice, bindAllSlice},
     {"all_gather", cpu::verifyAllGather, bindAllGather},
     {"reduce_scatter", cpu::verifyReduceScatter, bindReduceScatter},

@@ -310,6 +310,7 @@ int train(const RunOptions &opts, Communicator &world) {
       m.samplesPerS = seconds > 0 ? training.global_batch() / seconds : 0;
       m.tokensPerS = m.samplesPerS * tokensPerSample;
       m.peakMemoryBytes = ownArena + workspace;
+      m.commExposedS = session->executor().exposedCommSeconds();
       s = in.metrics->write(m);
     }
     // Every rank's loss is the same (the plan all-reduces it), but the ranks

@@ -45,7 +45,9 @@ training options:
   --metrics FILE.jsonl    rank 0 writes one JSON object per step: step, loss,
                           step_time_s, tokens_per_s, samples_per_s,
                           peak_memory_bytes (the arena, plus the kernels'
-                          workspace on a GPU)
+                          workspace on a GPU), and on CPU ranks
+                          comm_exposed_s (the time the step waited on
+                          collectives, what overlap did not hide)
   --export-onnx FILE      rank 0 writes the plan's ONNX model with the trained
                           parameters (raw_data, external data inlined)
   --log-every N           print every N-th step's loss (and the last);

@@ -24,6 +24,7 @@ namespace loom::runtime {
 
 class Communicator;
 class Device;
+class InFlightBuckets;
 
 /// What a running step tells the kernels.
 struct StepContext {
@@ -45,6 +46,9 @@ public:
   /// The device the kernel runs on (then `arena()` is device memory), or
   /// null for the host.
   virtual Device *device() { return nullptr; }
+  /// Where `all_reduce_start` leaves its bucket's collective for
+  /// `all_reduce_wait` (null: the program cannot overlap collectives).
+  virtual InFlightBuckets *inFlightBuckets() { return nullptr; }
 
   /// Where buffer `b`'s bytes are: in the arena at its offset, unless a
   /// wrapper rebinds the buffer elsewhere (the CPU backend runs kernels of

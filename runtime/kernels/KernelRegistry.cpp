@@ -31,6 +31,8 @@ const KernelDef kKernels[] = {
     {"mse", verifyMse, bindMse},
     {"mse_grad", verifyMseGrad, bindMseGrad},
     {"all_reduce", verifyAllReduce, bindAllReduce},
+    {"all_reduce_start", verifyAllReduceStart, bindAllReduceStart},
+    {"all_reduce_wait", verifyAllReduceWait, bindAllReduceWait},
     {"all_slice", verifyAllSlice, bindAllSlice},
     {"all_gather", verifyAllGather, bindAllGather},
     {"reduce_scatter", verifyReduceScatter, bindReduceScatter},

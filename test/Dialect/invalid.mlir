@@ -275,3 +275,48 @@ func.func @running_stat_not_a_string(%m: tensor<3xf32> {loom.running_mean = 1}) 
 func.func @split_axes_not_lists(%w: tensor<4xf32> {loom.param = "w", loom.split_axes = [2]}) -> tensor<4xf32> {
   return %w : tensor<4xf32>
 }
+
+// -----
+
+// A bucket's tensors in flight are read only by its wait.
+shard.grid @mesh(shape = 1x2x1)
+func.func @bucket_read_in_flight(%g: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'loom.all_reduce_start' op each result must have exactly one use, the bucket's loom.all_reduce_wait}}
+  %f = loom.all_reduce_start %g on @mesh grid_axes = [1] bucket 0 : tensor<4xf32>
+  %x = loom.relu %f : tensor<4xf32>
+  %s = loom.all_reduce_wait %f bucket 0 : tensor<4xf32>
+  return %x : tensor<4xf32>
+}
+
+// -----
+
+// A wait takes all of one start's results, in order.
+shard.grid @mesh(shape = 1x2x1)
+func.func @bucket_partial_wait(%a: tensor<4xf32>, %b: tensor<2xf32>) -> (tensor<4xf32>, tensor<2xf32>) {
+  %f:2 = loom.all_reduce_start %a, %b on @mesh grid_axes = [1] bucket 0 : tensor<4xf32>, tensor<2xf32>
+  // expected-error @+1 {{'loom.all_reduce_wait' op operands must be all the results of one loom.all_reduce_start, in order}}
+  %s:2 = loom.all_reduce_wait %f#1, %f#0 bucket 0 : tensor<2xf32>, tensor<4xf32>
+  return %s#1, %s#0 : tensor<4xf32>, tensor<2xf32>
+}
+
+// -----
+
+// The wait names its start's bucket.
+shard.grid @mesh(shape = 1x2x1)
+func.func @bucket_wrong_id(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %f = loom.all_reduce_start %a on @mesh grid_axes = [1] bucket 0 : tensor<4xf32>
+  // expected-error @+1 {{'loom.all_reduce_wait' op waits for bucket 1 but its operands are in flight in bucket 0}}
+  %s = loom.all_reduce_wait %f bucket 1 : tensor<4xf32>
+  return %s : tensor<4xf32>
+}
+
+// -----
+
+// Buckets sum f32 tensors.
+shard.grid @mesh(shape = 1x2x1)
+func.func @bucket_bf16(%a: tensor<4xbf16>) -> tensor<4xbf16> {
+  // expected-error @+1 {{'loom.all_reduce_start' op operand #0 must be variadic of ranked tensor of 32-bit float values}}
+  %f = loom.all_reduce_start %a on @mesh grid_axes = [1] bucket 0 : tensor<4xbf16>
+  %s = loom.all_reduce_wait %f bucket 0 : tensor<4xbf16>
+  return %s : tensor<4xbf16>
+}

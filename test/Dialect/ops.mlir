@@ -87,3 +87,16 @@ func.func @planned_marks(%x: tensor<4xf32> {loom.input = "x"}) -> (tensor<4xf32>
   %y = loom.relu %x {loom.stage = 1, loom.recompute, loom.zero_stage = 2} : tensor<4xf32>
   return %y : tensor<4xf32>
 }
+
+// -----
+
+// A bucket's start and wait print back.
+// CHECK-LABEL: func.func @bucket
+// CHECK: %[[F:.*]]:2 = loom.all_reduce_start %{{.*}}, %{{.*}} on @mesh grid_axes = [1] bucket 3 : tensor<4x3xf32>, tensor<3xf32>
+// CHECK: loom.all_reduce_wait %[[F]]#0, %[[F]]#1 bucket 3 : tensor<4x3xf32>, tensor<3xf32>
+shard.grid @mesh(shape = 1x2x1)
+func.func @bucket(%a: tensor<4x3xf32>, %b: tensor<3xf32>) -> (tensor<4x3xf32>, tensor<3xf32>) {
+  %f:2 = loom.all_reduce_start %a, %b on @mesh grid_axes = [1] bucket 3 : tensor<4x3xf32>, tensor<3xf32>
+  %s:2 = loom.all_reduce_wait %f#0, %f#1 bucket 3 : tensor<4x3xf32>, tensor<3xf32>
+  return %s#0, %s#1 : tensor<4x3xf32>, tensor<3xf32>
+}

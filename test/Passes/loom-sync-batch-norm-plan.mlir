@@ -1,5 +1,7 @@
-// RUN: loom-opt %s --pass-pipeline='builtin.module(loom-train{optimizer=sgd lr=0.1}, loom-plan{devices=2})' | FileCheck %s
-// RUN: loom-opt %s --pass-pipeline='builtin.module(loom-train{optimizer=sgd lr=0.1}, loom-plan{devices=2 local-batch-norm=true})' | FileCheck %s --check-prefix=LOCAL
+// RUN: loom-opt %s --pass-pipeline='builtin.module(loom-train{optimizer=sgd lr=0.1}, loom-plan{devices=2 bucket-bytes=-1})' | FileCheck %s
+// RUN: loom-opt %s --pass-pipeline='builtin.module(loom-train{optimizer=sgd lr=0.1}, loom-plan{devices=2 local-batch-norm=true bucket-bytes=-1})' | FileCheck %s --check-prefix=LOCAL
+// (bucket-bytes=-1: the gradients' sums stay blocking all-reduces here;
+// loom-bucket-all-reduces.mlir tests the buckets.)
 
 // A batch norm in a two-rank training step: each rank holds 4 of the 8
 // samples, and each of the four per-channel sums is one all-reduce: the mean

@@ -1,6 +1,7 @@
 //===- AllReduce.cpp - all_reduce over mesh axes -----------------*- C++ -*-===//
 
 #include "runtime/comm/Communicator.h"
+#include "runtime/comm/InFlightBuckets.h"
 #include "runtime/kernels/cpu/CpuKernels.h"
 #include "runtime/support/HostTensor.h"
 
@@ -55,6 +56,69 @@ StatusOr<KernelFn> bindAllReduce(const OpView &op, BindContext &ctx) {
       std::memmove(y, x, n * sizeof(float));
     return comm->allReduceSum(y, n);
   });
+}
+
+namespace {
+
+/// A bucket instruction's checks: one f32 buffer reduced in place, and its
+/// bucket id.
+StatusOr<int64_t> verifyBucket(const OpView &op) {
+  LOOM_RETURN_IF_ERROR(op.expectAllDType(plan::F32));
+  if (op.inputs[0]->id() != op.outputs[0]->id())
+    return makeError("a bucket is reduced in place: input buffer %d and "
+                     "output buffer %d must be one",
+                     op.inputs[0]->id(), op.outputs[0]->id());
+  LOOM_ASSIGN_OR_RETURN(int64_t bucket, intAttr(op, "bucket"));
+  if (bucket < 0)
+    return makeError("bucket must be non-negative, got %lld",
+                     (long long)bucket);
+  return bucket;
+}
+
+StatusOr<InFlightBuckets *> inFlightOf(BindContext &ctx) {
+  InFlightBuckets *buckets = ctx.inFlightBuckets();
+  if (!buckets)
+    return makeError("this executor cannot overlap collectives");
+  return buckets;
+}
+
+} // namespace
+
+Status verifyAllReduceStart(const OpView &op) {
+  LOOM_RETURN_IF_ERROR(verifyBucket(op).status());
+  LOOM_RETURN_IF_ERROR(sortedAxes(op).status());
+  LOOM_ASSIGN_OR_RETURN(std::string reduction, op.strAttr("reduction", "sum"));
+  if (reduction != "sum")
+    return makeError("reduction '%s' is not supported (only 'sum')",
+                     reduction.c_str());
+  return Status::ok();
+}
+
+StatusOr<KernelFn> bindAllReduceStart(const OpView &op, BindContext &ctx) {
+  LOOM_ASSIGN_OR_RETURN(int64_t bucket, verifyBucket(op));
+  LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> axes, sortedAxes(op));
+  Communicator *comm = ctx.commForAxes(axes);
+  if (!comm)
+    return makeError("no communicator for the requested mesh axes");
+  LOOM_ASSIGN_OR_RETURN(InFlightBuckets * buckets, inFlightOf(ctx));
+  float *y = ctx.f32(op.outputs[0]);
+  int64_t n = op.outNumel(0);
+  return KernelFn([=](const StepContext &) -> Status {
+    LOOM_ASSIGN_OR_RETURN(std::unique_ptr<PendingCollective> pending,
+                          comm->startAllReduceSum(y, n));
+    return buckets->put(bucket, std::move(pending));
+  });
+}
+
+Status verifyAllReduceWait(const OpView &op) {
+  return verifyBucket(op).status();
+}
+
+StatusOr<KernelFn> bindAllReduceWait(const OpView &op, BindContext &ctx) {
+  LOOM_ASSIGN_OR_RETURN(int64_t bucket, verifyBucket(op));
+  LOOM_ASSIGN_OR_RETURN(InFlightBuckets * buckets, inFlightOf(ctx));
+  return KernelFn(
+      [=](const StepContext &) { return buckets->wait(bucket); });
 }
 
 } // namespace loom::runtime::cpu

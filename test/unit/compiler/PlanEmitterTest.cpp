@@ -13,6 +13,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <map>
 #include <set>
 
@@ -149,10 +151,10 @@ TEST_F(PlanEmitterTest, TensorParallelBuffersCarryTheirSplit) {
                        b.dim_shardings(d).axes().end());
       EXPECT_EQ(axes, splitOf[b.binding()]) << b.name();
     }
-  // The gradients are summed over dp (axis 1).
+  // The gradients are summed over dp (axis 1), alone or in buckets.
   bool dpSum = false;
   for (const ::loom::plan::Instruction &inst : p.instructions())
-    if (inst.op() == "all_reduce") {
+    if (inst.op() == "all_reduce" || inst.op() == "all_reduce_start") {
       const auto &axes = inst.attrs().at("axes").ints().values();
       dpSum |= std::vector<int64_t>(axes.begin(), axes.end()) ==
                std::vector<int64_t>{1};
@@ -263,8 +265,11 @@ TEST_F(PlanEmitterTest, TrainingStepRolesAndInPlaceUpdates) {
   EXPECT_TRUE(m->zeros());
   EXPECT_EQ(memory.numParameters, 15);
 
-  // adamw writes the parameter and both states in place.
-  int adamw = 0, allReduce = 0;
+  // adamw writes the parameter and both states in place. The two
+  // gradients and the loss are summed as one bucket: one buffer, started
+  // and waited for in place, that holds each gradient side by side.
+  int adamw = 0, starts = 0, waits = 0, bucket = -1;
+  std::vector<int32_t> grads;
   for (const auto &inst : p0.instructions()) {
     if (inst.op() == "adamw" && inst.inputs(0) == w->id()) {
       ++adamw;
@@ -273,11 +278,39 @@ TEST_F(PlanEmitterTest, TrainingStepRolesAndInPlaceUpdates) {
       EXPECT_EQ(inst.outputs(1), m->id());
       EXPECT_EQ(inst.outputs(2), v->id());
     }
-    if (inst.op() == "all_reduce")
-      ++allReduce;
+    if (inst.op() == "adamw") {
+      grads.push_back(inst.inputs(1));
+      EXPECT_EQ(waits, 1) << "an update reads its gradient before the wait";
+    }
+    if (inst.op() == "all_reduce_start") {
+      ++starts;
+      bucket = inst.inputs(0);
+      EXPECT_EQ(inst.outputs(0), bucket);
+      EXPECT_EQ(inst.attrs().at("bucket").i(), 0);
+    }
+    if (inst.op() == "all_reduce_wait") {
+      ++waits;
+      EXPECT_EQ(inst.inputs(0), bucket);
+    }
+    EXPECT_NE(inst.op(), "all_reduce");
   }
   EXPECT_EQ(adamw, 1);
-  EXPECT_EQ(allReduce, 3); // two gradients and the loss
+  ASSERT_EQ(starts, 1);
+  EXPECT_EQ(waits, 1);
+  const ::loom::plan::Buffer &b = p0.buffers(bucket);
+  EXPECT_EQ(b.name(), "bucket 0");
+  EXPECT_EQ(b.role(), ::loom::plan::TEMPORARY);
+  ASSERT_EQ(grads.size(), 2u);
+  std::vector<std::pair<int64_t, int64_t>> inside;
+  for (int32_t id : grads) {
+    const ::loom::plan::Buffer &g = p0.buffers(id);
+    EXPECT_GE(g.offset(), b.offset()) << g.name();
+    EXPECT_LE(g.offset() + g.size_bytes(), b.offset() + b.size_bytes())
+        << g.name();
+    inside.push_back({g.offset(), g.offset() + g.size_bytes()});
+  }
+  std::sort(inside.begin(), inside.end());
+  EXPECT_LE(inside[0].second, inside[1].first) << "gradients overlap";
   ASSERT_GE(p0.loss_buffer(), 0);
   EXPECT_EQ(p0.buffers(p0.loss_buffer()).role(), ::loom::plan::LOSS);
 

@@ -21,6 +21,11 @@ TEST(ShardingInterface, EveryRegisteredLoomOpImplementsIt) {
   for (RegisteredOperationName name : ctx.getRegisteredOperations()) {
     if (name.getDialectNamespace() != "loom")
       continue;
+    // A bucket's collectives exist only in one rank's partitioned program
+    // (loom-bucket-all-reduces runs after shard-partition).
+    if (name.getStringRef() == "loom.all_reduce_start" ||
+        name.getStringRef() == "loom.all_reduce_wait")
+      continue;
     ++loomOps;
     EXPECT_TRUE(name.hasInterface<shard::ShardingInterface>())
         << name.getStringRef().str()

@@ -135,6 +135,46 @@ TEST(StepEstimate, SumsOpsAndCollectivesPerAxis) {
   expectClose(e.mfu, flops / step / 1e13);
 }
 
+TEST(StepEstimate, ABucketHidesBehindTheOpsBetweenItsStartAndWait) {
+  Cluster c = testCluster();
+  MeshTopology mesh = MeshTopology::ppDpTp(1, 2, 8, c.devicesPerNode);
+  // Three ops of 0.01 s each (1e11 FLOPs at 10 TFLOP/s).
+  StepRequest r;
+  for (int i = 0; i < 3; ++i)
+    r.ops.push_back({1e11, 0, Precision::Fp32});
+  // dp = 2 across the nodes: 0.01004 s, started after op 0.
+  CollectiveRecord sum{CollectiveKind::AllReduce, 1e8, {1}};
+  sum.start = 1;
+  // Waited for before op 2: op 1 hides all but 40 us of it.
+  sum.wait = 2;
+  r.collectives = {sum};
+  StepEstimate e = estimateStep(r, c, mesh);
+  expectClose(e.exposedCommSeconds, 0.00004);
+  expectClose(e.stepSeconds, 0.03004);
+  expectClose(e.commSeconds[0].seconds, 0.01004);
+  // Blocking where it starts: all of it is exposed.
+  r.collectives[0].wait = 1;
+  e = estimateStep(r, c, mesh);
+  expectClose(e.exposedCommSeconds, 0.01004);
+  expectClose(e.stepSeconds, 0.04004);
+  // Two buckets started together share the link, one after the other: the
+  // second ends at 0.01 + 2 * 0.01004, 80 us after op 2.
+  sum.wait = 3;
+  r.collectives = {sum, sum};
+  e = estimateStep(r, c, mesh);
+  expectClose(e.exposedCommSeconds, 0.00008);
+  expectClose(e.stepSeconds, 0.03008);
+}
+
+TEST(BucketBytes, TenTimesTheLatencyBandwidthProductWithinBounds) {
+  // 10 n alpha B: 2 devices at 5 us and 5 GB/s ask for 500 kB.
+  EXPECT_EQ(bucketBytes(2, {5, 5}), 500000);
+  // 8 H100s at 3 us and 450 GB/s would take 108 MB: capped at 25 MiB.
+  EXPECT_EQ(bucketBytes(8, {450, 3}), kMaxBucketBytes);
+  // A link without latency still takes 64 KiB buckets.
+  EXPECT_EQ(bucketBytes(2, {1000, 0}), 64 << 10);
+}
+
 TEST(StepEstimate, EmptyRequestIsZero) {
   StepEstimate e = estimateStep(StepRequest(), testCluster(),
                                 MeshTopology::ppDpTp(1, 1, 1, 8));

@@ -1,0 +1,43 @@
+//===- InFlightBuckets.h - Buckets started and not waited for ---*- C++ -*-===//
+//
+// A plan's `all_reduce_start` starts the sum of a bucket and its
+// `all_reduce_wait` waits for it (docs/plan-format.md, "Overlapped
+// collectives"). The two calls meet here, by bucket id; the executor lets
+// every bucket in flight advance between instructions, so a non-blocking
+// MPI collective progresses while the kernels run.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_RUNTIME_COMM_INFLIGHTBUCKETS_H
+#define LOOM_RUNTIME_COMM_INFLIGHTBUCKETS_H
+
+#include "runtime/comm/Communicator.h"
+
+#include <map>
+#include <memory>
+
+namespace loom::runtime {
+
+class InFlightBuckets {
+public:
+  /// Keeps `bucket`'s started collective; fails if it is in flight already.
+  Status put(int64_t bucket, std::unique_ptr<PendingCollective> collective);
+  /// Waits for `bucket`'s collective and forgets it; fails if it was not
+  /// started.
+  Status wait(int64_t bucket);
+  /// Lets every collective in flight advance; forgets the finished ones.
+  Status progress();
+  bool empty() const { return inFlight.empty(); }
+  /// Fails naming the buckets still in flight (a step must wait for every
+  /// bucket it starts), and waits for them, so the next step starts clean.
+  Status expectEmpty();
+
+private:
+  std::map<int64_t, std::unique_ptr<PendingCollective>> inFlight;
+  /// Finished before their wait (found by `progress`).
+  std::map<int64_t, bool> finished;
+};
+
+} // namespace loom::runtime
+
+#endif // LOOM_RUNTIME_COMM_INFLIGHTBUCKETS_H
