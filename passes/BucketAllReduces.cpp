@@ -84,8 +84,10 @@ struct BucketAllReducesPass
         }
     if (groups.empty())
       return;
-    FailureOr<int64_t> meshTarget = targetBytes(func, groups);
-    if (failed(meshTarget))
+    FailureOr<int64_t> linkTarget =
+        bucketBytes > 0 ? FailureOr<int64_t>(int64_t(bucketBytes))
+                        : linkBytes(func, groups);
+    if (failed(linkTarget))
       return signalPassFailure();
     int64_t next = 0;
     for (auto &[axes, members] : groups) {
@@ -98,10 +100,10 @@ struct BucketAllReducesPass
       // Enough bytes to reach the link's bandwidth, and at least four
       // buckets, so that most of them overlap the backward pass.
       int64_t target = bucketBytes > 0
-                           ? int64_t(bucketBytes)
+                           ? *linkTarget
                            : std::max<int64_t>(
                                  kMinBucketBytes,
-                                 std::min<int64_t>(*meshTarget, total / 4));
+                                 std::min<int64_t>(*linkTarget, total / 4));
       SmallVector<Member> bucket;
       auto flush = [&] {
         if (!bucket.empty())
@@ -137,10 +139,8 @@ struct BucketAllReducesPass
   /// The bucket size the link of the data-parallel axis asks for
   /// (`planner::bucketBytes`) on the pass's cluster.
   FailureOr<int64_t>
-  targetBytes(func::FuncOp func,
-              const std::map<SmallVector<int16_t>, SmallVector<Member>> &groups) {
-    if (bucketBytes > 0)
-      return int64_t(bucketBytes);
+  linkBytes(func::FuncOp func,
+            const std::map<SmallVector<int16_t>, SmallVector<Member>> &groups) {
     auto module = func->getParentOfType<ModuleOp>();
     shard::GridOp mesh = module ? lookupMesh(module) : nullptr;
     std::string spec = cluster;

@@ -25,7 +25,7 @@ public:
   /// Waits for `bucket`'s collective and forgets it; fails if it was not
   /// started.
   Status wait(int64_t bucket);
-  /// Lets every collective in flight advance; forgets the finished ones.
+  /// Lets every collective in flight advance.
   Status progress();
   bool empty() const { return inFlight.empty(); }
   /// Fails naming the buckets still in flight (a step must wait for every
@@ -34,8 +34,6 @@ public:
 
 private:
   std::map<int64_t, std::unique_ptr<PendingCollective>> inFlight;
-  /// Finished before their wait (found by `progress`).
-  std::map<int64_t, bool> finished;
 };
 
 } // namespace loom::runtime

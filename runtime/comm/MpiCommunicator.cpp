@@ -22,13 +22,11 @@ Status mpiError(const char *what, int code) {
   return makeError("%s failed: %.*s", what, len, text);
 }
 
-/// Non-blocking collectives' requests, done when all are.
+/// Non-blocking collectives' requests, done when all are. A request never
+/// waited for (an error ended the step) is left to MPI_Finalize: freeing an
+/// active collective's request is not allowed.
 class MpiPending final : public PendingCollective {
 public:
-  ~MpiPending() override {
-    // A request never waited for (an error ended the step) is left to
-    // MPI_Finalize; freeing an active collective's request is not allowed.
-  }
   StatusOr<bool> test() override {
     if (requests.empty())
       return true;
