@@ -125,7 +125,9 @@ struct Options {
                              cl::desc("force plan choices: dp=N,tp=N,pp=N,micro=N,"
                                       "zero=N,remat=none,schedule=1f1b (tp: the "
                                       "mesh's tensor-parallel degree, "
-                                      "loom-auto-shard splits the ops; zero: the "
+                                      "loom-auto-shard splits the ops; micro: "
+                                      "micro-batches a step accumulates "
+                                      "gradients over; zero: the "
                                       "ZeRO stage 0-3, by default the lowest "
                                       "that fits)"),
                              cl::cat(cat)};
@@ -531,9 +533,6 @@ int run(Options &o, int64_t zero, plan::Plan *planOut) {
     if (cluster->numDevices() > std::numeric_limits<int32_t>::max())
       return fail("the cluster has " + std::to_string(cluster->numDevices()) +
                   " devices; at most 2147483647 are supported");
-    if (training && forced->micro > 1)
-      return fail("--force micro=" + llvm::Twine(forced->micro) +
-                  ": micro-batching is not available yet; use micro=1");
     if (!training && cluster->numDevices() != 1)
       return fail(
           "--forward-only plans run on one device; use --cluster cpu:1");
@@ -560,6 +559,8 @@ int run(Options &o, int64_t zero, plan::Plan *planOut) {
   pipeline.plan.dp = forced->dp;
   pipeline.plan.tp = forced->tp;
   pipeline.plan.pp = forced->pp;
+  pipeline.plan.micro = std::max<int64_t>(forced->micro, 1);
+  pipeline.plan.microBatch = training ? o.microBatch.getValue() : 0;
   pipeline.plan.cluster = o.cluster.getValue();
   pipeline.plan.zero = zero;
   pipeline.plan.localBatchNorm = o.localBatchNorm;
@@ -585,15 +586,13 @@ int run(Options &o, int64_t zero, plan::Plan *planOut) {
     return failed(printModule(*module, o.outputFile)) ? 1 : 0;
 
   // The decisions as the plan phase made them.
-  int64_t dp = 1;
-  if (shard::GridOp grid = lookupMesh(*module))
+  int64_t dp = 1, numMicroBatches = 1;
+  if (shard::GridOp grid = lookupMesh(*module)) {
     dp = grid.getShape()[kDataAxis];
-  if (training && o.microBatch > 0 && o.microBatch * dp != globalBatch)
-    return fail("--micro-batch " + llvm::Twine(o.microBatch.getValue()) +
-                " x dp " + llvm::Twine(dp) + " != global batch " +
-                llvm::Twine(globalBatch) +
-                ": gradient accumulation over micro-batches is not "
-                "available yet");
+    if (auto m = grid->getAttrOfType<IntegerAttr>(
+            LoomDialect::NumMicroBatchesAttrHelper::getNameStr()))
+      numMicroBatches = m.getInt();
+  }
   if (o.emit == EmitKind::Lowered)
     return failed(printModule(*module, o.outputFile)) ? 1 : 0;
 
@@ -626,8 +625,8 @@ int run(Options &o, int64_t zero, plan::Plan *planOut) {
       return WalkResult::interrupt();
     });
     t.set_global_batch(globalBatch);
-    t.set_micro_batch(dp > 0 ? globalBatch / dp : globalBatch);
-    t.set_num_micro_batches(1);
+    t.set_micro_batch(globalBatch / (dp * numMicroBatches));
+    t.set_num_micro_batches(numMicroBatches);
   } else {
     t.set_global_batch(batchOf(*module));
     t.set_micro_batch(t.global_batch());

@@ -245,9 +245,15 @@ std::string mlir::loom::summaryText(const plan::Plan &plan,
   int64_t tp = meshSize(plan, "tp");
   os << "  mesh        pp=" << meshSize(plan, "pp")
      << " dp=" << meshSize(plan, "dp") << " tp=" << tp
-     << "  (data parallel: each dp rank takes " << t.micro_batch() << " of "
-     << t.global_batch() << " samples, gradients all-reduced"
-     << (tp > 1 ? "; tensor parallel: loom-auto-shard splits ops over tp"
+     << "  (data parallel: each dp rank takes "
+     << t.micro_batch() * std::max<int64_t>(t.num_micro_batches(), 1)
+     << " of " << t.global_batch() << " samples";
+  if (t.num_micro_batches() > 1)
+    os << " in " << t.num_micro_batches() << " micro-batches of "
+       << t.micro_batch() << ", gradients accumulated, then all-reduced";
+  else
+    os << ", gradients all-reduced";
+  os << (tp > 1 ? "; tensor parallel: loom-auto-shard splits ops over tp"
                 : "")
      << ")\n";
   if (tp > 1) {

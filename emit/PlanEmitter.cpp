@@ -225,6 +225,9 @@ LogicalResult Emitter::emitArguments() {
       memory.data += buf->size_bytes();
       break;
     }
+    // One micro-batch of the rank's share (loom-unroll-micro-batches).
+    if (auto offset = func.getArgAttrOfType<IntegerAttr>(i, attr::kSampleOffset))
+      buf->set_sample_offset(offset.getInt());
     // A parameter, its optimizer state or a running statistic split over
     // mesh axes (loom-record-arg-shardings) gives its global shape and each
     // dimension's axes; every rank finds its place from its coordinate. A
@@ -457,6 +460,48 @@ LogicalResult Emitter::emitOp(Operation *op) {
     aliasOffset[*id] = aliasOffset[input];
     ranges[*id].size = 0;
     use(*id);
+    return success();
+  }
+
+  // A micro-batch that is contiguous in its input (no dimension of size > 1
+  // before its axis) and starts on the arena's 64-byte alignment is a view
+  // too, at its block's byte offset; any other is a `slice` (f32).
+  if (auto mb = dyn_cast<MicroBatchOp>(op)) {
+    auto type = cast<RankedTensorType>(mb.getInput().getType());
+    int64_t outer = 1;
+    for (int64_t d = 0; d < static_cast<int64_t>(mb.getAxis()); ++d)
+      outer *= type.getDimSize(d);
+    FailureOr<int> id = newBuffer(mb.getResult(), plan::TEMPORARY, loc);
+    if (failed(id))
+      return failure();
+    program->mutable_buffers(*id)->set_name(describeLoc(loc));
+    int input = bufferOf(mb.getInput());
+    int64_t offset =
+        aliasOffset[input] + mb.getIndex() * program->buffers(*id).size_bytes();
+    if (outer == 1 && offset % 64 == 0) {
+      aliasOf[*id] = root(input);
+      aliasOffset[*id] = offset;
+      ranges[*id].size = 0;
+      use(*id);
+      return success();
+    }
+    if (!type.getElementType().isF32())
+      return op->emitError("cannot emit micro-batch ")
+             << mb.getIndex() << " of " << type
+             << ": it is not a 64-byte aligned block of its input, and only "
+                "f32 is sliced; use a micro-batch size whose block is a "
+                "multiple of 64 bytes";
+    int64_t size = type.getDimSize(mb.getAxis()) / mb.getCount();
+    int64_t start = mb.getIndex() * size;
+    plan::Instruction &inst =
+        addInstruction("slice", ArrayRef<int>{input}, ArrayRef<int>{*id}, loc);
+    auto setList = [&](StringRef key, int64_t v) {
+      (*inst.mutable_attrs())[key.str()].mutable_ints()->add_values(v);
+    };
+    setList("axes", mb.getAxis());
+    setList("starts", start);
+    setList("ends", start + size);
+    setList("steps", 1);
     return success();
   }
 

@@ -72,6 +72,14 @@ LogicalResult verifyRole(Operation *op, NamedAttribute attr,
                            "BLOCKS >= 2");
     return success();
   }
+  if (!result && name == attr::kSampleOffset) {
+    auto offset = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!offset || offset.getInt() < 0 ||
+        !(all.get(attr::kInput) || all.get(attr::kTarget)))
+      return op->emitError("'loom.sample_offset' belongs on a 'loom.input' "
+                           "or 'loom.target' argument, as an integer >= 0");
+    return success();
+  }
   if ((!result && name == attr::kTarget) || (result && name == attr::kLoss))
     return expectKind<UnitAttr>(op, attr, "a unit attribute");
   return op->emitError("'")
@@ -81,7 +89,8 @@ LogicalResult verifyRole(Operation *op, NamedAttribute attr,
                       "loom.running_var)"
                     : "argument (loom.param, loom.initializer, loom.input, "
                       "loom.target, loom.state, loom.running_mean, "
-                      "loom.running_var, loom.split_axes, loom.fused_blocks)");
+                      "loom.running_var, loom.split_axes, loom.fused_blocks, "
+                      "loom.sample_offset)");
 }
 
 } // namespace
@@ -142,6 +151,14 @@ LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
                << "' must be {of = \"PARAMETER\"[, transposed]}, got "
                << entry.getValue();
     }
+    return success();
+  }
+  if (name == NumMicroBatchesAttrHelper::getNameStr()) {
+    auto value = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!isa<shard::GridOp>(op) || !value || value.getInt() < 1)
+      return op->emitError("'")
+             << name << "' belongs on the shard.grid, as an integer >= 1, got "
+             << attr.getValue();
     return success();
   }
   if (name == RecomputeAttrHelper::getNameStr())

@@ -19,7 +19,9 @@ def Loom_Dialect : Dialect {
     `loom.param = "NAME"` (a weight, initialised from the ONNX initializer
     `NAME`, or from `loom.initializer = "OTHER"` when the exporter merged it
     into another one), `loom.input = "NAME"` (graph input `NAME`), `loom.target`
-    (the loss target), `loom.output = "NAME"` (graph output `NAME`),
+    (the loss target; with `loom.sample_offset = N` on either, the argument
+    holds one micro-batch, whose first sample is sample N of the rank's
+    share of the batch), `loom.output = "NAME"` (graph output `NAME`),
     `loom.loss`, `loom.grad = "NAME"` (the gradient of parameter `NAME`) and
     `loom.state = "SLOT"` with `loom.param` (an optimizer state slot of a
     parameter), `loom.running_mean = "NAME"` / `loom.running_var = "NAME"`
@@ -30,7 +32,8 @@ def Loom_Dialect : Dialect {
     (on the module: the ONNX model it was imported from, and its
     initializers that are copies of a parameter), and the planner's marks
     `loom.stage` (pipeline stage, >= 0), `loom.recompute` (recompute in the
-    backward) and `loom.zero_stage` (0 to 3). The dialect verifies each
+    backward), `loom.zero_stage` (0 to 3) and `loom.num_micro_batches`
+    (on the `shard.grid`: the micro-batches a step runs, >= 1). The dialect verifies each
     where it appears, and rejects a `loom.` attribute it does not know.
 
     Every op implements upstream `shard::ShardingInterface`
@@ -63,6 +66,9 @@ def Loom_Dialect : Dialect {
     // their own (loom-split-fused-projections): [D, B], the initializer's
     // dimension D is the view's D (B blocks) and D + 1.
     "DenseI64ArrayAttr":$fused_blocks,
+    // A data argument that holds one micro-batch: its first sample's offset
+    // in the rank's share of the global batch.
+    "IntegerAttr":$sample_offset,
     // Operations: the mesh axes' names on the `shard.grid`, the module's
     // model, and what the planner decides per op.
     "ArrayAttr":$mesh_axes,
@@ -71,7 +77,8 @@ def Loom_Dialect : Dialect {
     "DictionaryAttr":$tied,
     "IntegerAttr":$stage,
     "UnitAttr":$recompute,
-    "IntegerAttr":$zero_stage
+    "IntegerAttr":$zero_stage,
+    "IntegerAttr":$num_micro_batches
   );
   let hasRegionArgAttrVerify = 1;
   let hasRegionResultAttrVerify = 1;

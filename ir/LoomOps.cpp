@@ -439,3 +439,33 @@ std::optional<unsigned> mlir::loom::shapeOnlyOperand(Operation *op) {
     return 2;
   return std::nullopt;
 }
+
+//===----------------------------------------------------------------------===//
+// MicroBatchOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult MicroBatchOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, ValueRange operands,
+    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
+    SmallVectorImpl<Type> &inferred) {
+  Adaptor adaptor(operands, attributes, properties, regions);
+  auto type = dyn_cast<RankedTensorType>(adaptor.getInput().getType());
+  int64_t axis = adaptor.getAxis(), count = adaptor.getCount();
+  if (!type || axis < 0 || axis >= type.getRank() || count < 1 ||
+      type.isDynamicDim(axis) || type.getDimSize(axis) % count != 0)
+    return emitInferError(loc, "loom.micro_batch: " + std::to_string(count) +
+                                   " equal blocks along axis " +
+                                   std::to_string(axis) + " do not fit");
+  SmallVector<int64_t> shape(type.getShape());
+  shape[axis] /= count;
+  inferred.push_back(type.clone(shape));
+  return success();
+}
+
+LogicalResult MicroBatchOp::verify() {
+  if (getIndex() < 0 || getIndex() >= getCount())
+    return emitOpError("index ")
+           << getIndex() << " is not one of the " << getCount()
+           << " micro-batches";
+  return success();
+}

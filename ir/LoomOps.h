@@ -56,6 +56,7 @@ inline constexpr llvm::StringLiteral kOpset = LoomDialect::OpsetAttrHelper::getN
 inline constexpr llvm::StringLiteral kTied = LoomDialect::TiedAttrHelper::getNameStr();
 inline constexpr llvm::StringLiteral kSplitAxes = LoomDialect::SplitAxesAttrHelper::getNameStr();
 inline constexpr llvm::StringLiteral kFusedBlocks = LoomDialect::FusedBlocksAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral kSampleOffset = LoomDialect::SampleOffsetAttrHelper::getNameStr();
 } // namespace attr
 
 /// The operand of `op` that only gives its result's shape (the `like` of

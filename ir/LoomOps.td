@@ -348,4 +348,33 @@ def Loom_AllReduceWaitOp : Loom_Op<"all_reduce_wait",
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Micro-batches
+//===----------------------------------------------------------------------===//
+
+def Loom_MicroBatchOp : Loom_Op<"micro_batch",
+    [Pure, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "Micro-batch `index` of `count`: a block of a tensor along one axis";
+  let description = [{
+    The `index`-th of `count` equal blocks of `input` along `axis`, for any
+    element type: one micro-batch of a value that exists once but is read
+    split along the batch, such as a constant mask
+    (`loom-unroll-micro-batches`). When the block is contiguous in memory
+    (every dimension before `axis` has size 1) and 64-byte aligned, the
+    plan makes it a view of the input's bytes and runs no instruction;
+    otherwise an f32 block is a `slice`.
+
+    ```mlir
+    %x1 = loom.micro_batch %x axis 0 index 1 of 4 : tensor<8x64xi64> -> tensor<2x64xi64>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, I64Attr:$axis, I64Attr:$index,
+                       I64Attr:$count);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `axis` $axis `index` $index `of` $count attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // LOOM_OPS_TD

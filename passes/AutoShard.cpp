@@ -680,7 +680,7 @@ struct AutoShardPass
     ModuleOp module = getOperation();
     shard::GridOp grid = lookupMesh(module);
     func::FuncOp func = lookupEntryFunction(module);
-    if (!grid || !func || grid.getRank() != 3) {
+    if (!isPlannedMesh(grid) || !func) {
       module.emitError("loom-auto-shard needs a pp x dp x tp mesh and the "
                        "entry function (run loom-choose-mesh first)");
       return signalPassFailure();

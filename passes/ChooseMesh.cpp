@@ -33,7 +33,15 @@ struct ChooseMeshPass
       module.emitError("loom-choose-mesh: the module already has a mesh");
       return signalPassFailure();
     }
-    int64_t nDevices = devices, nTp = tp, nPp = pp, nDp = dp;
+    int64_t nDevices = devices, nTp = tp, nPp = pp, nDp = dp, nMicro = micro;
+    if (nMicro < 1) {
+      module.emitError("micro must be positive, got ") << nMicro;
+      return signalPassFailure();
+    }
+    if (microBatch < 0) {
+      module.emitError("micro-batch must be positive, got ") << microBatch;
+      return signalPassFailure();
+    }
     if (nDevices < 1) {
       module.emitError("number of devices must be positive, got ") << nDevices;
       return signalPassFailure();
@@ -102,11 +110,47 @@ struct ChooseMeshPass
       }
     }
 
+    // Micro-batches: as many as the micro-batch size leaves in a rank's
+    // block of the batch, or as forced.
+    if (firstBatch > 0 && microBatch > 0) {
+      int64_t local = firstBatch / nDp;
+      if (local % microBatch != 0) {
+        func.emitError("a micro-batch of ")
+            << microBatch.getValue() << " sample(s) does not divide the "
+            << local << " samples of each dp rank (global batch "
+            << firstBatch << " / dp = " << nDp
+            << "); use a micro-batch that divides " << local;
+        return signalPassFailure();
+      }
+      if (nMicro > 1 && local / microBatch != nMicro) {
+        func.emitError("")
+            << nMicro << " micro-batches of " << microBatch.getValue()
+            << " sample(s) do not make the " << local
+            << " samples of each dp rank; give only one of micro-batch and "
+               "micro";
+        return signalPassFailure();
+      }
+      nMicro = local / microBatch;
+    }
+    if (firstBatch > 0 && nMicro > 1 && firstBatch % (nDp * nMicro) != 0) {
+      func.emitError("global batch ")
+          << firstBatch << " does not split into dp = " << nDp << " x "
+          << nMicro << " micro-batches; use a global batch that is a "
+          << "multiple of " << nDp * nMicro;
+      return signalPassFailure();
+    }
+
     OpBuilder b(module.getBodyRegion());
+    if (nMicro == 1) {
+      auto grid = shard::GridOp::create(b, module.getLoc(), kMeshName,
+                                        ArrayRef<int64_t>{nPp, nDp, nTp});
+      grid->setAttr(kMeshAxesAttr, b.getStrArrayAttr({"pp", "dp", "tp"}));
+      return;
+    }
     auto grid = shard::GridOp::create(b, module.getLoc(), kMeshName,
-                                      ArrayRef<int64_t>{nPp, nDp, nTp});
+                                      ArrayRef<int64_t>{nPp, nDp, nTp, nMicro});
     grid->setAttr(kMeshAxesAttr,
-                  b.getStrArrayAttr({"pp", "dp", "tp"}));
+                  b.getStrArrayAttr({"pp", "dp", "tp", "micro"}));
   }
 };
 

@@ -60,6 +60,8 @@ void mlir::loom::buildLoomPlanPipeline(OpPassManager &pm,
   mesh.dp = options.dp;
   mesh.tp = options.tp;
   mesh.pp = options.pp;
+  mesh.micro = options.micro;
+  mesh.microBatch = options.microBatch;
   pm.addPass(createLoomChooseMeshPass(mesh));
   // Batch statistics over the global batch; CSE then merges them with the
   // running statistics' (loom-append-running-stats builds the same ops).
@@ -90,7 +92,10 @@ void mlir::loom::buildLoomPlanPipeline(OpPassManager &pm,
     return;
   pm.addNestedPass<func::FuncOp>(createLoomVerifyShardingPass());
   pm.addNestedPass<func::FuncOp>(createLoomRecordArgShardingsPass());
+  pm.addNestedPass<func::FuncOp>(createLoomStepReshardsPass());
   pm.addNestedPass<func::FuncOp>(shard::createPartition());
+  // First after partition: the passes after it see one rank's whole step.
+  pm.addPass(createLoomUnrollMicroBatchesPass());
   // Sums first: two that meet in an addition become one before a slice of
   // the addition is moved up to its operands.
   pm.addNestedPass<func::FuncOp>(createLoomSinkAllReducesPass());
@@ -135,6 +140,8 @@ void mlir::loom::buildLoomCompilerPipeline(
   plan.dp = options.plan.dp;
   plan.tp = options.plan.tp;
   plan.pp = options.plan.pp;
+  plan.micro = options.plan.micro.getValue();
+  plan.microBatch = options.plan.microBatch.getValue();
   plan.cluster = options.plan.cluster.getValue();
   plan.memoryBudgetGib = options.plan.memoryBudgetGib.getValue();
   plan.zero = options.plan.zero.getValue();

@@ -84,6 +84,14 @@ struct PlanPipelineOptions : public PassPipelineOptions<PlanPipelineOptions> {
   Option<int64_t> pp{*this, "pp",
                      llvm::cl::desc("force the pipeline-parallel degree"),
                      llvm::cl::init(1)};
+  Option<int64_t> micro{*this, "micro",
+                        llvm::cl::desc("micro-batches a step accumulates "
+                                       "gradients over"),
+                        llvm::cl::init(1)};
+  Option<int64_t> microBatch{
+      *this, "micro-batch",
+      llvm::cl::desc("samples per rank per micro-batch (0: from micro)"),
+      llvm::cl::init(0)};
   Option<std::string> cluster{
       *this, "cluster",
       llvm::cl::desc("the cluster the plan is for (docs/cluster-spec.md); "

@@ -183,12 +183,20 @@ def LoomChooseMeshPass : Pass<"loom-choose-mesh", "mlir::ModuleOp"> {
   let description = [{
     Pre: a module with one training-step function `@main`.
     Post: `shard.grid @mesh(shape = PPxDPxTP)` at the top of the module and
-    `loom.mesh_axes = ["pp", "dp", "tp"]` on it. Only data parallelism is
-    planned so far: `dp = devices`, `pp = tp = 1`. The batch (dimension 0
-    of every `loom.input` / `loom.target` argument) must divide by `dp`.
+    `loom.mesh_axes = ["pp", "dp", "tp"]` on it; `dp = devices / (tp x pp)`
+    unless forced. The batch (dimension 0 of every `loom.input` /
+    `loom.target` argument) must divide by `dp`.
+
+    When the step runs in micro-batches (`micro` > 1, or a `micro-batch`
+    smaller than the rank's block of the batch), the mesh has a fourth
+    axis, `micro`, of that size: the batch must divide by `dp x micro`.
+    The partition then types the step for one micro-batch, and
+    `loom-unroll-micro-batches` runs it once per micro-batch and removes the
+    axis.
 
     ```mlir
     shard.grid @mesh(shape = 1x4x1) {loom.mesh_axes = ["pp", "dp", "tp"]}
+    shard.grid @mesh(shape = 1x2x1x4) {loom.mesh_axes = ["pp", "dp", "tp", "micro"]}
     ```
   }];
   let options = [
@@ -196,6 +204,10 @@ def LoomChooseMeshPass : Pass<"loom-choose-mesh", "mlir::ModuleOp"> {
     Option<"dp", "dp", "int64_t", "0", "force the data-parallel degree (0: choose)">,
     Option<"tp", "tp", "int64_t", "1", "force the tensor-parallel degree">,
     Option<"pp", "pp", "int64_t", "1", "force the pipeline-parallel degree">,
+    Option<"micro", "micro", "int64_t", "1",
+           "micro-batches a step accumulates gradients over">,
+    Option<"microBatch", "micro-batch", "int64_t", "0",
+           "samples per rank per micro-batch (0: from `micro`)">,
   ];
   let dependentDialects = ["::mlir::shard::ShardDialect"];
 }
@@ -362,6 +374,33 @@ def LoomAutoShardPass : Pass<"loom-auto-shard", "mlir::ModuleOp"> {
 // lower: rewrite
 //===----------------------------------------------------------------------===//
 
+def LoomStepReshardsPass : Pass<"loom-step-reshards", "mlir::func::FuncOp"> {
+  let summary = "Split a value over more mesh axes one axis at a time";
+  let description = [{
+    Pre: a fully annotated step, before `shard-partition`.
+    Post: where a value annotated with one sharding is read with a sharding
+    that splits some dimension over two or more further mesh axes (a
+    replicated constant read split over `dp` and `micro`), the annotation
+    pair becomes a chain that adds one axis per step, which
+    `shard-partition` lowers (one `shard.all_slice` each). Other pairs are
+    left alone.
+
+    ```mlir
+    // before
+    %r = shard.sharding @mesh split_axes = [[]] : !shard.sharding
+    %s = shard.sharding @mesh split_axes = [[1, 3]] : !shard.sharding
+    %0 = shard.shard %c to %r : tensor<8x4xf32>
+    %1 = shard.shard %0 to %s annotate_for_users : tensor<8x4xf32>
+    // after
+    %0 = shard.shard %c to %r : tensor<8x4xf32>
+    %a = shard.shard %0 to %s1 annotate_for_users : tensor<8x4xf32>  // [[1]]
+    %b = shard.shard %a to %s1 : tensor<8x4xf32>
+    %1 = shard.shard %b to %s annotate_for_users : tensor<8x4xf32>   // [[1, 3]]
+    ```
+  }];
+  let dependentDialects = ["::mlir::shard::ShardDialect"];
+}
+
 def LoomRecordArgShardingsPass
     : Pass<"loom-record-arg-shardings", "mlir::func::FuncOp"> {
   let summary = "Write each split argument's sharding as loom.split_axes";
@@ -500,6 +539,60 @@ def LoomSinkAllReducesPass : InterfacePass<"loom-sink-all-reduces", "mlir::Funct
     // after
     %c = loom.convert %g to f32 : tensor<4x3xbf16> -> tensor<4x3xf32>
     %f = shard.all_reduce %c on @mesh grid_axes = [1] : tensor<4x3xf32> -> tensor<4x3xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::shard::ShardDialect"];
+}
+
+def LoomUnrollMicroBatchesPass
+    : Pass<"loom-unroll-micro-batches", "mlir::ModuleOp"> {
+  let summary = "Run the partitioned step once per micro-batch, accumulating the sums over them";
+  let description = [{
+    Pre: a partitioned step whose mesh has the `micro` axis of
+    `loom-choose-mesh` (size m > 1): each data argument typed for one
+    micro-batch, collectives over the micro axis where values of all the
+    micro-batches meet. Without that axis the pass does nothing.
+    Post: a `pp x dp x tp` mesh with `loom.num_micro_batches = m`; each data
+    argument is m arguments, one a micro-batch, micro-batch j with
+    `loom.sample_offset = j b` (b samples a micro-batch: its place in the
+    rank's share of the batch, where the plan's data feeder fills it from).
+    Every op that
+    depends on the data is run m times, micro-batch after micro-batch, in
+    the step's order, so one micro-batch's activations are freed before the
+    next one's are made; ops that depend on parameters only run once,
+    before their first use. A sum all-reduce over the micro axis becomes
+    an accumulation: micro-batch j's value is added to the sum of the ones
+    before it as soon as it is made, and the total is all-reduced over the
+    mesh axes that remain (if any). An all-gather over it concatenates the
+    micro-batches' blocks, an all-slice over it takes micro-batch j's
+    block (`loom.micro_batch`). What reads an accumulated sum (the optimizer, the loss) runs
+    once, after the last micro-batch.
+
+    The losses and gradients are those of the whole batch: the loss and its
+    gradient are scaled by the global element count (`count`), so the sum
+    over micro-batches is the mean over the batch. A micro-batch whose
+    forward needs the others' (batch statistics over the whole batch) is
+    refused.
+
+    ```mlir
+    // before: micro = 2, a micro-batch of 2 samples
+    shard.grid @mesh(shape = 1x1x1x2) {loom.mesh_axes = ["pp", "dp", "tp", "micro"]}
+    func.func @main(%x: tensor<2x8xf32> {loom.input = "x"}, %w: tensor<8x8xf32> {loom.param = "w"}) ... {
+      %y = loom.matmul %x, %w ...
+      %g = loom.matmul %x, %y {transpose_lhs} ...
+      %s = shard.all_reduce %g on @mesh grid_axes = [3] : tensor<8x8xf32> -> tensor<8x8xf32>
+      %p = loom.sgd %w, %s ...
+    // after
+    shard.grid @mesh(shape = 1x1x1) {loom.mesh_axes = ["pp", "dp", "tp"], loom.num_micro_batches = 2 : i64}
+    func.func @main(%x0: tensor<2x8xf32> {loom.input = "x", loom.sample_offset = 0 : i64},
+                    %x1: tensor<2x8xf32> {loom.input = "x", loom.sample_offset = 2 : i64},
+                    %w: tensor<8x8xf32> {loom.param = "w"}) ... {
+      %y0 = loom.matmul %x0, %w ...
+      %g0 = loom.matmul %x0, %y0 {transpose_lhs} ...
+      %y1 = loom.matmul %x1, %w ...
+      %g1 = loom.matmul %x1, %y1 {transpose_lhs} ...
+      %s = loom.add %g0, %g1 ...
+      %p = loom.sgd %w, %s ...
     ```
   }];
   let dependentDialects = ["::mlir::shard::ShardDialect"];

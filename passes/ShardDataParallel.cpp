@@ -37,7 +37,7 @@ struct ShardDataParallelPass
                        "the entry function (run loom-choose-mesh first)");
       return signalPassFailure();
     }
-    if (grid.getRank() != 3) {
+    if (!isPlannedMesh(grid)) {
       grid.emitError("expected a pp x dp x tp mesh, got rank ")
           << grid.getRank();
       return signalPassFailure();
@@ -52,7 +52,8 @@ struct ShardDataParallelPass
     // Under tensor parallelism the batch is annotated even when dp = 1: the
     // split over a size-1 axis marks which loops are the batch's, which
     // loom-auto-shard leaves to dp (and drops from the shardings it writes).
-    if (dp == 1 && grid.getShape()[kTensorAxis] == 1)
+    int64_t micro = microAxisSize(grid);
+    if (dp == 1 && grid.getShape()[kTensorAxis] == 1 && micro == 1)
       return;
 
     MLIRContext *ctx = &getContext();
@@ -61,9 +62,13 @@ struct ShardDataParallelPass
     Location loc = func.getLoc();
     auto gridRef = FlatSymbolRefAttr::get(ctx, kMeshName);
     Value replicated = shard::ShardingOp::create(b, loc, gridRef, {});
-    shard::GridAxis axis = kDataAxis;
+    // With micro-batches the batch splits over dp and then micro: rank d's
+    // block of the batch, in micro-batches one after another.
+    SmallVector<shard::GridAxis> batchAxes{kDataAxis};
+    if (micro > 1)
+      batchAxes.push_back(kMicroAxis);
     Value batchSplit = shard::ShardingOp::create(
-        b, loc, gridRef, {shard::GridAxesAttr::get(ctx, {axis})});
+        b, loc, gridRef, {shard::GridAxesAttr::get(ctx, batchAxes)});
 
     for (unsigned i = 0; i < func.getNumArguments(); ++i) {
       BlockArgument arg = func.getArgument(i);
@@ -72,10 +77,13 @@ struct ShardDataParallelPass
         continue;
       bool data = func.getArgAttr(i, attr::kInput) ||
                   func.getArgAttr(i, attr::kTarget);
-      if (data && (type.isDynamicDim(0) || type.getDimSize(0) % dp != 0)) {
-        func.emitError("the batch of ")
-            << describeDataArg(func, i) << " (" << type.getDimSize(0)
-            << ") does not split over dp = " << dp;
+      if (data &&
+          (type.isDynamicDim(0) || type.getDimSize(0) % (dp * micro) != 0)) {
+        InFlightDiagnostic diag = func.emitError("the batch of ");
+        diag << describeDataArg(func, i) << " (" << type.getDimSize(0)
+             << ") does not split over dp = " << dp;
+        if (micro > 1)
+          diag << " x micro = " << micro;
         return signalPassFailure();
       }
       auto shardOp = shard::ShardOp::create(b, arg.getLoc(), arg,

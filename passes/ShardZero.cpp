@@ -84,7 +84,7 @@ struct ShardZeroPass
     }
     shard::GridOp grid = lookupMesh(module);
     func::FuncOp func = lookupEntryFunction(module);
-    if (!grid || !func || grid.getRank() != 3) {
+    if (!isPlannedMesh(grid) || !func) {
       module.emitError("loom-shard-zero needs a pp x dp x tp mesh and the "
                        "entry function (run loom-choose-mesh first)");
       return signalPassFailure();

@@ -164,12 +164,15 @@ struct SyncBatchNormPass
                        "entry function (run loom-choose-mesh first)");
       return signalPassFailure();
     }
-    if (grid.getRank() != 3) {
+    if (!isPlannedMesh(grid)) {
       grid.emitError("expected a pp x dp x tp mesh, got rank ")
           << grid.getRank();
       return signalPassFailure();
     }
-    if (grid.getShape()[kDataAxis] == 1)
+    // Micro-batches split the batch too: each would otherwise normalise
+    // with its own statistics (loom-unroll-micro-batches then refuses the
+    // global ones).
+    if (grid.getShape()[kDataAxis] == 1 && microAxisSize(grid) == 1)
       return;
     cache.clear();
     SmallVector<Operation *> norms;

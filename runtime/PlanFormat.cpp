@@ -288,15 +288,22 @@ Status checkBuffer(const plan::Plan &plan, const plan::Program &program,
     if (b.sample_offset() < 0)
       return makeError("negative sample_offset %lld",
                        (long long)b.sample_offset());
-    // The last data-parallel rank's slice must stay inside the batch.
+    // Each data-parallel rank's samples must stay inside its share of the
+    // batch (global_batch / dp).
     int64_t batch = plan.training().global_batch();
-    if (plan.is_training() && batch > 0) {
-      int64_t end = b.sample_offset() + meshAxisSize(plan, "dp") * b.shape(0);
-      if (end > batch)
-        return makeError("samples [%lld, %lld) of the last data-parallel "
-                         "rank exceed the global batch of %lld",
-                         (long long)(end - b.shape(0)), (long long)end,
-                         (long long)batch);
+    int64_t dp = meshAxisSize(plan, "dp");
+    if (plan.is_training() && batch > 0 && dp > 0) {
+      if (batch % dp != 0)
+        return makeError("the global batch of %lld does not split over dp = "
+                         "%lld", (long long)batch, (long long)dp);
+      int64_t share = batch / dp;
+      if (b.shape(0) > share || b.sample_offset() > share - b.shape(0))
+        return makeError("samples [%lld, %lld) exceed a data-parallel "
+                         "rank's share of %lld samples (global batch %lld / "
+                         "dp = %lld)",
+                         (long long)b.sample_offset(),
+                         (long long)(b.sample_offset() + b.shape(0)),
+                         (long long)share, (long long)batch, (long long)dp);
     }
   }
   if (b.role() == plan::OUTPUT && b.binding().empty())

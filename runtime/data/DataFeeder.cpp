@@ -106,8 +106,11 @@ Status checkPlanData(const plan::Plan &plan,
 
 int64_t firstSample(const plan::Plan &plan, const plan::Buffer &b,
                     int64_t step, int rank) {
+  // A dp rank's share is global_batch / dp samples; a buffer holds all of
+  // it, or one micro-batch of it from `sample_offset` on.
+  int64_t share = plan.training().global_batch() / meshAxisSize(plan, "dp");
   return step * plan.training().global_batch() +
-         meshCoordinate(plan, rank, "dp") * b.shape(0) + b.sample_offset();
+         meshCoordinate(plan, rank, "dp") * share + b.sample_offset();
 }
 
 std::string sampleRangeText(int64_t first, int64_t count, int64_t length) {

@@ -206,7 +206,7 @@ func.func @initializer_without_param(%m: tensor<3xf32> {loom.initializer = "w"})
 // -----
 
 // The loss is a result, not an argument.
-// expected-error @+1 {{'loom.loss' is not a role of a function argument (loom.param, loom.initializer, loom.input, loom.target, loom.state, loom.running_mean, loom.running_var, loom.split_axes, loom.fused_blocks)}}
+// expected-error @+1 {{'loom.loss' is not a role of a function argument (loom.param, loom.initializer, loom.input, loom.target, loom.state, loom.running_mean, loom.running_var, loom.split_axes, loom.fused_blocks, loom.sample_offset)}}
 func.func @loss_as_argument(%l: tensor<f32> {loom.loss}) -> tensor<f32> {
   return %l : tensor<f32>
 }
@@ -319,4 +319,31 @@ func.func @bucket_bf16(%a: tensor<4xbf16>) -> tensor<4xbf16> {
   %f = loom.all_reduce_start %a on @mesh grid_axes = [1] bucket 0 : tensor<4xbf16>
   %s = loom.all_reduce_wait %f bucket 0 : tensor<4xbf16>
   return %s : tensor<4xbf16>
+}
+
+// -----
+
+// A micro-batch index is one of the count.
+func.func @micro_batch_index(%x: tensor<8x4xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{'loom.micro_batch' op index 4 is not one of the 4 micro-batches}}
+  %y = loom.micro_batch %x axis 0 index 4 of 4 : tensor<8x4xf32> -> tensor<2x4xf32>
+  return %y : tensor<2x4xf32>
+}
+
+// -----
+
+// Micro-batches are equal blocks.
+func.func @micro_batch_uneven(%x: tensor<6x4xf32>) -> tensor<1x4xf32> {
+  // expected-error @+2 {{loom.micro_batch: 4 equal blocks along axis 0 do not fit}}
+  // expected-error @+1 {{'loom.micro_batch' op failed to infer returned types}}
+  %y = loom.micro_batch %x axis 0 index 0 of 4 : tensor<6x4xf32> -> tensor<1x4xf32>
+  return %y : tensor<1x4xf32>
+}
+
+// -----
+
+// A sample offset places a micro-batch of data, not a parameter.
+// expected-error @+1 {{'loom.sample_offset' belongs on a 'loom.input' or 'loom.target' argument, as an integer >= 0}}
+func.func @sample_offset_on_param(%w: tensor<4xf32> {loom.param = "w", loom.sample_offset = 2 : i64}) -> tensor<4xf32> {
+  return %w : tensor<4xf32>
 }

@@ -100,3 +100,16 @@ func.func @bucket(%a: tensor<4x3xf32>, %b: tensor<3xf32>) -> (tensor<4x3xf32>, t
   %s:2 = loom.all_reduce_wait %f#0, %f#1 bucket 3 : tensor<4x3xf32>, tensor<3xf32>
   return %s#0, %s#1 : tensor<4x3xf32>, tensor<3xf32>
 }
+
+// -----
+
+// A micro-batch of integer data along the batch, and one of floats along
+// another axis.
+// CHECK-LABEL: func.func @micro_batch
+// CHECK: loom.micro_batch %{{.*}} axis 0 index 1 of 4 : tensor<8x64xi64> -> tensor<2x64xi64>
+// CHECK: loom.micro_batch %{{.*}} axis 1 index 0 of 2 : tensor<1x8x3xf32> -> tensor<1x4x3xf32>
+func.func @micro_batch(%ids: tensor<8x64xi64>, %m: tensor<1x8x3xf32>) -> (tensor<2x64xi64>, tensor<1x4x3xf32>) {
+  %a = loom.micro_batch %ids axis 0 index 1 of 4 : tensor<8x64xi64> -> tensor<2x64xi64>
+  %b = loom.micro_batch %m axis 1 index 0 of 2 : tensor<1x8x3xf32> -> tensor<1x4x3xf32>
+  return %a, %b : tensor<2x64xi64>, tensor<1x4x3xf32>
+}

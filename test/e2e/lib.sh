@@ -36,6 +36,19 @@ expect_error() {
 # each tolerance against (test/models/README.md, "Well-posed comparisons").
 perturbed() { local out=$1; shift; $PY "$MODELS/perturb.py" --out "$out" "$@" > /dev/null; }
 
+# reference_runs PLAN RUN_ARGS... : the 1-rank reference of a parity test:
+# m1.jsonl and t1.onnx, then the same on pert/model.onnx (pert/m1.jsonl,
+# pert/t1.onnx) and on 2 threads (m1-threads2.jsonl, t1-threads2.onnx), the
+# sensitivities compare.py --sensitivity weighs each tolerance against.
+reference_runs() {
+  local plan=$1; shift
+  loom_run "$plan" "$@" --metrics m1.jsonl --export-onnx t1.onnx
+  loom_run "$plan" --model pert/model.onnx "$@" --metrics pert/m1.jsonl \
+    --export-onnx pert/t1.onnx
+  LOOM_NUM_THREADS=2 loom_run "$plan" "$@" --metrics m1-threads2.jsonl \
+    --export-onnx t1-threads2.onnx
+}
+
 # torch_ref DIR OUT ARGS... : torch_train.py on DIR/model.onnx with DIR/x.npy and
 # DIR/target.npy (the mlp.py layout), losses OUT.json, weights OUT.npz.
 torch_ref() {

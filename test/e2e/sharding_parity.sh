@@ -35,11 +35,7 @@ for m in gpt2 llama bert; do
   perturbed pert model.onnx config.json input_ids.npy target.npy
   loomc model.onnx --cluster cpu:1 "${opts[@]}" -o p1.loomplan --quiet
   run=(--data input_ids=input_ids.npy --data target=target.npy --steps 10 --quiet)
-  loom_run p1.loomplan "${run[@]}" --metrics m1.jsonl --export-onnx t1.onnx
-  loom_run p1.loomplan --model pert/model.onnx "${run[@]}" --metrics pert/m1.jsonl \
-    --export-onnx pert/t1.onnx
-  LOOM_NUM_THREADS=2 loom_run p1.loomplan "${run[@]}" --metrics m1-threads2.jsonl \
-    --export-onnx t1-threads2.onnx
+  reference_runs p1.loomplan "${run[@]}"
   zero=()
   [ -z "${ZERO_GRAD[$m]}" ] || zero=(--zero-gradient "${ZERO_GRAD[$m]}")
   for spec in ${MESHES[$m]}; do

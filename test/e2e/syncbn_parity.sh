@@ -118,5 +118,11 @@ echo "mobilenetv2, running statistics against PyTorch (step 1):"
 $PY "$MODELS/compare.py" --onnx t1.onnx "${stats[@]}"
 $PY "$MODELS/compare.py" --onnx t2.onnx "${stats[@]}"
 expect_mismatch $PY "$MODELS/compare.py" --onnx t2-local.onnx "${stats[@]}"
+# Micro-batches cannot stream a batch norm's whole-batch statistics: refused
+# in one line, with or without --local-batchnorm (docs/auto-shard.md).
+for local in "" --local-batchnorm; do
+  expect_error "reads a value of one micro-batch and a value combined over all of them" \
+    loomc model.onnx --cluster cpu:2 --global-batch 8 --force micro=2 $local -o micro.loomplan
+done
 cd ..
 echo "syncbn_parity: ok"

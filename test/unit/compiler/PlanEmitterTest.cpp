@@ -385,6 +385,57 @@ TEST_F(PlanEmitterTest, ReshapesAreViewsWithoutInstructions) {
 
 namespace {
 
+// A micro-batch along dimension 0 is a view at its block's offset; one
+// along an inner dimension is a strided slice.
+TEST_F(PlanEmitterTest, MicroBatchesOfTheBatchAreViews) {
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(R"(
+    func.func @main(%x: tensor<4x16xf32> {loom.input = "x"}) -> (tensor<2x16xf32> {loom.output = "y"}, tensor<4x8xf32> {loom.output = "z"}) {
+      %0 = loom.micro_batch %x axis 0 index 1 of 2 : tensor<4x16xf32> -> tensor<2x16xf32>
+      %1 = loom.tanh %0 : tensor<2x16xf32>
+      %2 = loom.micro_batch %x axis 1 index 1 of 2 : tensor<4x16xf32> -> tensor<4x8xf32>
+      %3 = loom.tanh %2 : tensor<4x8xf32>
+      return %1, %3 : tensor<2x16xf32>, tensor<4x8xf32>
+    })", &ctx);
+  ASSERT_TRUE(module);
+  FailureOr<::loom::plan::Plan> plan = emitPlan(*module, EmitOptions());
+  ASSERT_TRUE(succeeded(plan));
+  const ::loom::plan::Program &p = plan->programs(0);
+  ASSERT_EQ(p.instructions_size(), 3); // tanh, slice, tanh
+  const auto *input = findBuffer(p, ::loom::plan::INPUT, "x");
+  ASSERT_TRUE(input);
+  const auto &view = p.buffers(p.instructions(0).inputs(0));
+  EXPECT_EQ(p.instructions(0).op(), "tanh");
+  EXPECT_EQ(view.offset(), input->offset() + 2 * 16 * 4);
+  EXPECT_EQ(view.shape(0), 2);
+  const auto &slice = p.instructions(1);
+  EXPECT_EQ(slice.op(), "slice");
+  EXPECT_EQ(slice.inputs(0), input->id());
+  EXPECT_EQ(slice.attrs().at("starts").ints().values(0), 8);
+  EXPECT_EQ(slice.attrs().at("ends").ints().values(0), 16);
+  ::loom::runtime::Status valid = ::loom::runtime::validatePlan(*plan, "p");
+  EXPECT_TRUE(valid.isOk()) << valid.message();
+}
+
+// An unaligned block of integers has no view and no kernel: refused.
+TEST_F(PlanEmitterTest, UnalignedIntegerMicroBatchIsRefused) {
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(R"(
+    func.func @main(%x: tensor<4x3xi64> {loom.input = "x"}) -> (tensor<2x3xi64> {loom.output = "y"}) {
+      %0 = loom.micro_batch %x axis 0 index 1 of 2 : tensor<4x3xi64> -> tensor<2x3xi64>
+      return %0 : tensor<2x3xi64>
+    })", &ctx);
+  ASSERT_TRUE(module);
+  std::string diagnostics;
+  ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &d) {
+    diagnostics += d.str();
+    return success();
+  });
+  EXPECT_TRUE(failed(emitPlan(*module, EmitOptions())));
+  EXPECT_NE(diagnostics.find("cannot emit micro-batch 1 of 'tensor<4x3xi64>': "
+                             "it is not a 64-byte aligned block"),
+            std::string::npos)
+      << diagnostics;
+}
+
 TEST_F(PlanEmitterTest, MixedPrecisionHalvesActivationBuffers) {
   auto build = [&](const std::string &precision,
                    MemoryBreakdown &memory) -> FailureOr<::loom::plan::Plan> {

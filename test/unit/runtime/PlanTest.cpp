@@ -144,7 +144,16 @@ TEST(PlanTest, DataBuffers) {
                "INPUT buffer has no binding");
   EXPECT_ERROR(
       [](plan::Plan &p) { prog0(p).mutable_buffers(0)->set_sample_offset(3); },
-      "samples [5, 7) of the last data-parallel rank exceed the global batch of 4");
+      "samples [3, 5) exceed a data-parallel rank's share of 2 samples "
+      "(global batch 4 / dp = 2)");
+  // A micro-batch's offset inside the share is checked without overflow.
+  EXPECT_ERROR(
+      [](plan::Plan &p) {
+        prog0(p).mutable_buffers(0)->set_sample_offset(INT64_MAX);
+      },
+      "exceed a data-parallel rank's share of 2 samples");
+  EXPECT_ERROR([](plan::Plan &p) { p.mutable_training()->set_global_batch(5); },
+               "the global batch of 5 does not split over dp = 2");
 }
 
 TEST(PlanTest, LossBuffer) {
