@@ -16,6 +16,7 @@
 #include "passes/MeshUtils.h"
 #include "passes/Passes.h"
 #include "passes/planner/Cluster.h"
+#include "passes/planner/PipelineSchedule.h"
 #include "runtime/PlanFormat.h"
 #include "runtime/Workspace.h"
 #include "runtime/driver/Verify.h"
@@ -123,7 +124,8 @@ struct Options {
       cl::value_desc("REGEX"), cl::cat(cat)};
   cl::opt<std::string> force{"force", cl::init(""),
                              cl::desc("force plan choices: dp=N,tp=N,pp=N,micro=N,"
-                                      "zero=N,remat=none,schedule=1f1b (tp: the "
+                                      "zero=N,remat=none,schedule=gpipe|1f1b|"
+                                      "interleaved|zb-h1,virtual=N (tp: the "
                                       "mesh's tensor-parallel degree, "
                                       "loom-auto-shard splits the ops; micro: "
                                       "micro-batches a step accumulates "
@@ -188,7 +190,7 @@ struct Options {
 
 /// Forced plan choices from `--force`.
 struct Forced {
-  int64_t dp = 0, tp = 1, pp = 1, micro = 0, zero = 0;
+  int64_t dp = 0, tp = 1, pp = 1, micro = 0, zero = 0, virtualStages = 1;
   bool zeroGiven = false; // else the lowest stage that fits
   std::string remat = "none", schedule = "1f1b";
 };
@@ -215,18 +217,17 @@ llvm::Expected<Forced> parseForce(llvm::StringRef text) {
       continue;
     }
     if (key == "schedule") {
-      // Without pipeline stages there is nothing to schedule; 1f1b is the
-      // default and means no change.
-      if (value != "1f1b")
-        return bad("pipeline schedules are not available yet; use "
-                   "schedule=1f1b");
+      if (!planner::parseSchedule(value))
+        return bad("expected gpipe, 1f1b, interleaved or zb-h1");
       f.schedule = value.str();
       continue;
     }
     int64_t v;
     if (value.getAsInteger(10, v) || v < 0)
       return bad("expected a non-negative integer");
-    if ((key == "dp" || key == "tp" || key == "pp" || key == "micro") && v < 1)
+    if ((key == "dp" || key == "tp" || key == "pp" || key == "micro" ||
+         key == "virtual") &&
+        v < 1)
       return bad("must be at least 1");
     if (key == "dp")
       f.dp = v;
@@ -236,6 +237,8 @@ llvm::Expected<Forced> parseForce(llvm::StringRef text) {
       f.pp = v;
     else if (key == "micro")
       f.micro = v;
+    else if (key == "virtual")
+      f.virtualStages = v;
     else if (key == "zero") {
       if (v > 3)
         return bad("ZeRO stages are 0 to 3");
@@ -243,8 +246,14 @@ llvm::Expected<Forced> parseForce(llvm::StringRef text) {
       f.zeroGiven = true;
     } else
       return bad("unknown key; expected dp, tp, pp, micro, zero, remat, "
-                 "schedule");
+                 "schedule, virtual");
   }
+  // A schedule orders pipeline stages: without them there is none.
+  if (f.pp == 1 && (f.schedule != "1f1b" || f.virtualStages != 1))
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "bad --force: schedule and virtual order pipeline stages; give pp=N "
+        "(N > 1) with them");
   return f;
 }
 
@@ -340,7 +349,13 @@ int64_t batchOf(ModuleOp module) {
   return 0;
 }
 
-int run(Options &o, int64_t zero = 0, plan::Plan *planOut = nullptr);
+/// Compiles `o` with ZeRO stage `zero` and `micro` micro-batches unless
+/// --force pins them; a plan that does not fit the device is compiled again
+/// with the next ZeRO stage, then with twice the micro-batches while that
+/// keeps shrinking the plan (`lastRequired`: the bytes the plan with half as
+/// many needed).
+int run(Options &o, int64_t zero = 0, plan::Plan *planOut = nullptr,
+        int64_t micro = 1, int64_t lastRequired = 0);
 
 /// The one-device plan of the model `o` compiles (for --verify-plan).
 int compileReference(Options &o, plan::Plan &reference) {
@@ -430,7 +445,8 @@ int runBeside(const Options &o, const plan::Plan &plan,
 /// Compiles the model once; `zero` >= 0 is the ZeRO stage to try when
 /// --force does not pin it (a plan that does not fit retries the next).
 /// With `planOut` the plan goes there and nothing is written or printed.
-int run(Options &o, int64_t zero, plan::Plan *planOut) {
+int run(Options &o, int64_t zero, plan::Plan *planOut, int64_t micro,
+        int64_t lastRequired) {
   auto start = std::chrono::steady_clock::now();
   if (o.listOps) {
     llvm::outs() << listSupportedOnnxOps();
@@ -521,6 +537,10 @@ int run(Options &o, int64_t zero, plan::Plan *planOut) {
   OwningOpRef<ModuleOp> module = importOnnxFile(&ctx, o.model, importOptions);
   if (!module)
     return 1;
+  // Batch norms take the whole batch's statistics: no micro-batches.
+  bool hasBatchNorm =
+      module->walk([](BatchNormOp) { return WalkResult::interrupt(); })
+          .wasInterrupted();
   if (o.emit == EmitKind::Import)
     return failed(printModule(*module, o.outputFile)) ? 1 : 0;
 
@@ -559,7 +579,9 @@ int run(Options &o, int64_t zero, plan::Plan *planOut) {
   pipeline.plan.dp = forced->dp;
   pipeline.plan.tp = forced->tp;
   pipeline.plan.pp = forced->pp;
-  pipeline.plan.micro = std::max<int64_t>(forced->micro, 1);
+  pipeline.plan.micro = forced->micro > 0 ? forced->micro : micro;
+  pipeline.plan.schedule = forced->schedule;
+  pipeline.plan.virtualStages = forced->virtualStages;
   pipeline.plan.microBatch = training ? o.microBatch.getValue() : 0;
   pipeline.plan.cluster = o.cluster.getValue();
   pipeline.plan.zero = zero;
@@ -671,10 +693,22 @@ int run(Options &o, int64_t zero, plan::Plan *planOut) {
   if (!fit.fits) {
     // The lowest ZeRO stage that fits, unless --force pins one.
     if (training && !forced->zeroGiven && dp > 1 && zero < 3)
-      return run(o, zero + 1, planOut);
+      return run(o, zero + 1, planOut, micro, lastRequired);
+    // Then micro-batches, unless given: one micro-batch's activations at a
+    // time (docs/auto-shard.md, "Micro-batches"), while doubling them takes
+    // a tenth off the plan (the data and the state do not shrink).
+    bool microFree = forced->micro == 0 && o.microBatch == 0 && !hasBatchNorm;
+    int64_t share = dp > 0 ? globalBatch / dp : globalBatch;
+    if (training && microFree && share % (2 * numMicroBatches) == 0 &&
+        (lastRequired == 0 || fit.requiredBytes < 0.9 * lastRequired))
+      return run(o, forced->zeroGiven ? forced->zero : 0, planOut,
+                 2 * numMicroBatches, fit.requiredBytes);
     constexpr double kGiB = 1024.0 * 1024 * 1024;
     std::string withZero =
         zero > 0 ? " even with ZeRO stage " + std::to_string(zero) : "";
+    if (numMicroBatches > 1)
+      withZero += (withZero.empty() ? " even with " : " and ") +
+                  std::to_string(numMicroBatches) + " micro-batches";
     return fail(llvm::formatv("the plan needs {0:F2} GiB per device{4} but {1} "
                               "has {2:F1} GiB ({3:F2} GiB short); use more "
                               "devices or a smaller batch",

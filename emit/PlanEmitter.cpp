@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "emit/PlanEmitter.h"
+#include "ir/NodeName.h"
 #include "emit/ArenaAssignment.h"
 #include "emit/InitRules.h"
 #include "ir/EntryFunction.h"
@@ -28,12 +29,8 @@ namespace {
 constexpr int64_t kForever = std::numeric_limits<int64_t>::max() / 2;
 
 std::string describeLoc(Location loc) {
-  if (auto name = dyn_cast<NameLoc>(loc))
-    return name.getName().str();
-  if (auto fused = dyn_cast<FusedLoc>(loc))
-    for (Location inner : fused.getLocations())
-      if (auto name = dyn_cast<NameLoc>(inner))
-        return name.getName().str();
+  if (StringRef name = onnxNodeName(loc); !name.empty())
+    return name.str();
   std::string s;
   llvm::raw_string_ostream os(s);
   loc.print(os);

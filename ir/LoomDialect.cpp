@@ -161,6 +161,19 @@ LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
              << attr.getValue();
     return success();
   }
+  if (name == PipelineAttrHelper::getNameStr()) {
+    auto pipeline = dyn_cast<DictionaryAttr>(attr.getValue());
+    if (!isa<shard::GridOp>(op) || !pipeline ||
+        !pipeline.getAs<StringAttr>("schedule") ||
+        !pipeline.getAs<ArrayAttr>("layers") ||
+        !pipeline.getAs<ArrayAttr>("order"))
+      return op->emitError("'")
+             << name
+             << "' belongs on the shard.grid, as {schedule, layers, order, "
+                "...}, got "
+             << attr.getValue();
+    return success();
+  }
   if (name == RecomputeAttrHelper::getNameStr())
     return expectKind<UnitAttr>(op, attr, "a unit attribute");
   if (name == OpsetAttrHelper::getNameStr() || name == StageAttrHelper::getNameStr() ||

@@ -33,7 +33,9 @@ def Loom_Dialect : Dialect {
     initializers that are copies of a parameter), and the planner's marks
     `loom.stage` (pipeline stage, >= 0), `loom.recompute` (recompute in the
     backward), `loom.zero_stage` (0 to 3) and `loom.num_micro_batches`
-    (on the `shard.grid`: the micro-batches a step runs, >= 1). The dialect verifies each
+    (on the `shard.grid`: the micro-batches a step runs, >= 1) and
+    `loom.pipeline` (on the `shard.grid`: the stages' layers and schedule,
+    `loom-partition-stages`). The dialect verifies each
     where it appears, and rejects a `loom.` attribute it does not know.
 
     Every op implements upstream `shard::ShardingInterface`
@@ -78,7 +80,8 @@ def Loom_Dialect : Dialect {
     "IntegerAttr":$stage,
     "UnitAttr":$recompute,
     "IntegerAttr":$zero_stage,
-    "IntegerAttr":$num_micro_batches
+    "IntegerAttr":$num_micro_batches,
+    "DictionaryAttr":$pipeline
   );
   let hasRegionArgAttrVerify = 1;
   let hasRegionResultAttrVerify = 1;

@@ -16,6 +16,7 @@
 #include "ir/EntryFunction.h"
 #include "ir/LoomOps.h"
 #include "ir/sharding/LoopNest.h"
+#include "ir/NodeName.h"
 #include "passes/MeshUtils.h"
 #include "passes/OpCost.h"
 #include "passes/Passes.h"
@@ -498,13 +499,6 @@ planner::IlpRequest AutoSharder::buildRequest(double memoryBudgetBytes) {
   return request;
 }
 
-/// The ONNX node name of `loc` (the importer's NameLoc), or "".
-static StringRef nodeName(Location loc) {
-  if (auto name = dyn_cast<NameLoc>(loc))
-    return name.getName().getValue();
-  return "";
-}
-
 void AutoSharder::groupLayers(planner::IlpRequest &request) {
   // A node's class: its name's kind of layer, what it is (op, types and
   // attributes; or parameter, state and type), and its place among the
@@ -521,7 +515,7 @@ void AutoSharder::groupLayers(planner::IlpRequest &request) {
     if (node.op) {
       // An op without an ONNX node (an optimizer update) is named by the
       // parameter it reads.
-      StringRef opName = nodeName(node.op->getLoc());
+      StringRef opName = onnxNodeName(node.op->getLoc());
       for (Value v : node.op->getOperands())
         if (auto arg = dyn_cast<BlockArgument>(v); opName.empty() && arg)
           if (auto param = func.getArgAttrOfType<StringAttr>(

@@ -50,9 +50,8 @@ struct ChooseMeshPass
       module.emitError("tp must be positive, got ") << nTp;
       return signalPassFailure();
     }
-    if (nPp != 1) {
-      module.emitError("pipeline parallelism is not supported yet (pp = ")
-          << nPp << "); use pp=1";
+    if (nPp < 1) {
+      module.emitError("pp must be positive, got ") << nPp;
       return signalPassFailure();
     }
     if (nDp == 0) {

@@ -63,6 +63,14 @@ void mlir::loom::buildLoomPlanPipeline(OpPassManager &pm,
   mesh.micro = options.micro;
   mesh.microBatch = options.microBatch;
   pm.addPass(createLoomChooseMeshPass(mesh));
+  if (options.pp > 1) {
+    LoomPartitionStagesPassOptions stages;
+    stages.schedule = options.schedule;
+    stages.virtualStages = options.virtualStages;
+    stages.cluster = options.cluster;
+    stages.memoryBudgetGib = options.memoryBudgetGib;
+    pm.addPass(createLoomPartitionStagesPass(stages));
+  }
   // Batch statistics over the global batch; CSE then merges them with the
   // running statistics' (loom-append-running-stats builds the same ops).
   if (!options.localBatchNorm) {
@@ -141,6 +149,8 @@ void mlir::loom::buildLoomCompilerPipeline(
   plan.tp = options.plan.tp;
   plan.pp = options.plan.pp;
   plan.micro = options.plan.micro.getValue();
+  plan.schedule = options.plan.schedule.getValue();
+  plan.virtualStages = options.plan.virtualStages.getValue();
   plan.microBatch = options.plan.microBatch.getValue();
   plan.cluster = options.plan.cluster.getValue();
   plan.memoryBudgetGib = options.plan.memoryBudgetGib.getValue();

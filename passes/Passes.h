@@ -92,6 +92,15 @@ struct PlanPipelineOptions : public PassPipelineOptions<PlanPipelineOptions> {
       *this, "micro-batch",
       llvm::cl::desc("samples per rank per micro-batch (0: from micro)"),
       llvm::cl::init(0)};
+  Option<std::string> schedule{
+      *this, "schedule",
+      llvm::cl::desc("the pipeline schedule with pp > 1: gpipe, 1f1b, "
+                     "interleaved or zb-h1"),
+      llvm::cl::init("1f1b")};
+  Option<int64_t> virtualStages{
+      *this, "virtual-stages",
+      llvm::cl::desc("model chunks a pipeline device (interleaved)"),
+      llvm::cl::init(1)};
   Option<std::string> cluster{
       *this, "cluster",
       llvm::cl::desc("the cluster the plan is for (docs/cluster-spec.md); "

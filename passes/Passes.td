@@ -212,6 +212,54 @@ def LoomChooseMeshPass : Pass<"loom-choose-mesh", "mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::shard::ShardDialect"];
 }
 
+def LoomPartitionStagesPass : Pass<"loom-partition-stages", "mlir::ModuleOp"> {
+  let summary = "Cut the training step's layers into pipeline stages and fix their schedule";
+  let description = [{
+    Pre: `shard.grid @mesh` from `loom-choose-mesh` and the training step
+    `@main` (its first result the loss). With `pp = 1` the pass does
+    nothing.
+    Post, with `pp > 1`: every op of `@main` has `loom.stage = S` and the
+    grid has `loom.pipeline = {schedule, virtual_stages, layers,
+    stage_seconds, order}`. A forward op's layer is the number in its ONNX
+    node name (`/h.3/attn/Add` is layer 3; an op without one belongs to the
+    layer before it, ops before the first layer to the first stage, the
+    head and the loss after the last to the last stage); a backward op has
+    the stage of the forward op whose location it has, an optimizer update
+    its parameter's (the stage of the parameter's first use). The layers
+    are cut into `pp x virtual-stages` contiguous stages whose slowest stage
+    (forward and backward of one micro-batch, roofline costs of the
+    cluster's device) is fastest among the cuts that fit the device memory,
+    each stage holding its parameters, gradients and optimizer state and as
+    many micro-batches' activations as the schedule keeps in flight on its
+    device (`layers`: each stage's first and last layer). Stage S runs on
+    the devices whose pp coordinate is S mod pp (`virtual-stages` > 1:
+    interleaved, model chunk S / pp). `order` is each pp device's schedule
+    (`F3` forward of micro-batch 3, `B` backward, `W` weight gradients,
+    `.c` the chunk): `gpipe`, `1f1b` (PipeDream-flush), `interleaved`
+    (Megatron-LM's) or `zb-h1` (zero bubble, weight gradients deferred into
+    the bubbles); docs/planner.md gives each rule.
+
+    ```mlir
+    shard.grid @mesh(shape = 2x1x1x4) {loom.mesh_axes = ["pp", "dp", "tp", "micro"],
+      loom.pipeline = {layers = [array<i64: 0, 1>, array<i64: 2, 3>],
+                       order = ["F0 F1 B0 F2 B1 F3 B2 B3", "F0 B0 F1 B1 F2 B2 F3 B3"],
+                       schedule = "1f1b", stage_seconds = array<f64: ...>, virtual_stages = 1 : i64}}
+    %0 = loom.linear %x, %w0, %b0 {loom.stage = 0 : i64} ... loc("/h.0/fc/Gemm")
+    ```
+  }];
+  let options = [
+    Option<"schedule", "schedule", "std::string", "\"1f1b\"",
+           "gpipe, 1f1b, interleaved or zb-h1">,
+    Option<"virtualStages", "virtual-stages", "int64_t", "1",
+           "model chunks a device (interleaved only)">,
+    Option<"cluster", "cluster", "std::string", "\"cpu:1\"",
+           "the cluster whose devices cost the layers (docs/cluster-spec.md)">,
+    Option<"memoryBudgetGib", "memory-budget-gib", "double", "0",
+           "bytes a device may hold, in GiB (0: the cluster's device memory)">,
+  ];
+  let dependentDialects = ["::mlir::shard::ShardDialect"];
+}
+
 def LoomSyncBatchNormPass : Pass<"loom-sync-batch-norm", "mlir::ModuleOp"> {
   let summary = "Normalise batches with the statistics of the global batch";
   let description = [{
@@ -457,7 +505,8 @@ def LoomVerifyShardingPass : InterfacePass<"loom-verify-sharding", "mlir::Functi
     `shard.shard` ops (one rank) is not partitioned and not checked.
     Post: unchanged; a value that is not annotated is an error at the op
     (and the ONNX node) that holds it, instead of a failure inside
-    partition.
+    partition. A mesh with pp > 1 is an error too: pipeline stages are
+    planned (`loom-partition-stages`) but not lowered yet.
   }];
 }
 

@@ -1,7 +1,7 @@
-// RUN: loom-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(loom-choose-mesh{devices=4 pp=2})'
+// RUN: loom-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(loom-choose-mesh{devices=4 pp=0})'
 
-// Pipeline parallelism is not planned yet and says so.
-// expected-error @+1 {{pipeline parallelism is not supported yet (pp = 2); use pp=1}}
+// The pipeline degree is at least 1.
+// expected-error @+1 {{pp must be positive, got 0}}
 module {
   func.func @main(%x: tensor<8x4xf32> {loom.input = "x"}) -> (tensor<8x4xf32> {loom.output = "y"}) {
     return %x : tensor<8x4xf32>

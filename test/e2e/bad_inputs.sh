@@ -21,6 +21,10 @@ expect_error "bad --force item 'tp=0': must be at least 1" \
   loomc model.onnx --cluster cpu:2 --global-batch 8 --force tp=0 -o p.loomplan
 expect_error "bad --force item 'dp=0': must be at least 1" \
   loomc model.onnx --cluster cpu:2 --global-batch 8 --force dp=0 -o p.loomplan
+expect_error "bad --force item 'schedule=zb': expected gpipe, 1f1b, interleaved or zb-h1" \
+  loomc model.onnx --cluster cpu:2 --global-batch 8 --force pp=2,schedule=zb -o p.loomplan
+expect_error "schedule and virtual order pipeline stages; give pp=N" \
+  loomc model.onnx --cluster cpu:2 --global-batch 8 --force schedule=gpipe -o p.loomplan
 expect_error "--global-batch must be positive, got 0" \
   loomc model.onnx --cluster cpu:2 --global-batch 0 -o p.loomplan
 expect_error "--micro-batch must be positive, got 0" \

@@ -1,0 +1,296 @@
+//===- PartitionStages.cpp - Cut the step into pipeline stages --*- C++ -*-===//
+//
+// With pp > 1, the training step's layers are cut into pipeline stages:
+// each op's layer comes from its ONNX node name (`/h.3/attn/Add` is layer
+// 3; the backward ops carry their forward op's name), the planner costs each
+// layer's forward and backward and splits the line of layers so the slowest
+// stage is fastest within each device's memory (planner/StagePartition.h),
+// and the schedule (planner/PipelineSchedule.h) fixes the order each device
+// runs its micro-batches in. A planning pass: it writes `loom.stage` on
+// every op and `loom.pipeline` on the mesh, and changes nothing else.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/EntryFunction.h"
+#include "ir/LoomOps.h"
+#include "ir/NodeName.h"
+#include "passes/MeshUtils.h"
+#include "passes/OpCost.h"
+#include "passes/Passes.h"
+#include "passes/planner/Cluster.h"
+#include "passes/planner/CostModel.h"
+#include "passes/planner/LayerName.h"
+#include "passes/planner/PipelineSchedule.h"
+#include "passes/planner/StagePartition.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/IR/Builders.h"
+
+#include <map>
+
+namespace mlir::loom {
+#define GEN_PASS_DEF_LOOMPARTITIONSTAGESPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::loom
+
+using namespace mlir;
+using namespace mlir::loom;
+
+namespace {
+
+/// The bytes each parameter's update holds for the step, per parameter
+/// byte: the parameter, its gradient and the optimizer's state slots.
+double heldPerParameterByte(func::FuncOp func) {
+  double slots = 0;
+  for (unsigned i = 0; i < func.getNumArguments(); ++i)
+    if (func.getArgAttr(i, attr::kState)) {
+      slots = 2; // AdamW's two moments (SGD with momentum: one)
+      break;
+    }
+  return 2 + slots;
+}
+
+struct PartitionStagesPass
+    : public loom::impl::LoomPartitionStagesPassBase<PartitionStagesPass> {
+  using LoomPartitionStagesPassBase::LoomPartitionStagesPassBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    shard::GridOp grid = lookupMesh(module);
+    func::FuncOp func = lookupEntryFunction(module);
+    if (!isPlannedMesh(grid) || !func || !func.getBody().hasOneBlock()) {
+      module.emitError("loom-partition-stages needs a planned mesh and a "
+                       "single-block entry function (run loom-choose-mesh "
+                       "first)");
+      return signalPassFailure();
+    }
+    int64_t devices = grid.getShape()[kPipelineAxis];
+    if (devices == 1)
+      return;
+    std::optional<planner::ScheduleKind> kind =
+        planner::parseSchedule(schedule);
+    if (!kind) {
+      module.emitError("unknown pipeline schedule '")
+          << schedule << "'; expected gpipe, 1f1b, interleaved or zb-h1";
+      return signalPassFailure();
+    }
+    int64_t chunks = virtualStages;
+    int64_t micro = microAxisSize(grid);
+    llvm::Expected<planner::PipelineSchedule> order =
+        planner::buildSchedule(*kind, devices, micro, chunks);
+    if (!order) {
+      module.emitError("pp = ")
+          << devices << ", " << micro << " micro-batch(es): "
+          << llvm::toString(order.takeError());
+      return signalPassFailure();
+    }
+    std::string spec = cluster;
+    llvm::Expected<Cluster> parsed = parseCluster(spec);
+    if (!parsed) {
+      module.emitError("loom-partition-stages: ")
+          << llvm::toString(parsed.takeError());
+      return signalPassFailure();
+    }
+    if (failed(partition(func, grid, *order, *parsed)))
+      return signalPassFailure();
+  }
+
+  /// Finds the layers, splits them and writes the marks.
+  LogicalResult partition(func::FuncOp func, shard::GridOp grid,
+                          const planner::PipelineSchedule &order,
+                          const Cluster &cluster) {
+    Block &body = func.getBody().front();
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    if (ret.getNumOperands() == 0 || !func.getResultAttr(0, attr::kLoss))
+      return func.emitError("pipeline stages need a training step (its "
+                            "first result the loss)"),
+             failure();
+    Operation *lossOp = ret.getOperand(0).getDefiningOp();
+    if (!lossOp)
+      return func.emitError("the loss is an argument of the step"), failure();
+
+    // The forward ops (up to the loss) in order, each with its layer key:
+    // the numbers in its node name, or in the parameter it reads.
+    SmallVector<Operation *> forward;
+    for (Operation &op : body.without_terminator()) {
+      forward.push_back(&op);
+      if (&op == lossOp)
+        break;
+    }
+    auto layerKey = [&](Operation *op) -> std::string {
+      std::string key = planner::splitLayerIndex(onnxNodeName(op->getLoc())).layer;
+      if (!key.empty())
+        return key;
+      for (Value v : op->getOperands())
+        if (auto arg = dyn_cast<BlockArgument>(v))
+          if (auto p = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                         attr::kParam))
+            if (std::string k = planner::splitLayerIndex(p.getValue()).layer;
+                !k.empty())
+              return k;
+      return "";
+    };
+    // Layer index per forward op: -1 before the first layer (the
+    // embedding), `layers` after the last (head, loss); an op without a
+    // layer between two belongs to the one before it.
+    std::map<std::string, int64_t> indexOf;
+    SmallVector<int64_t> layerOf;
+    int64_t current = -1;
+    for (Operation *op : forward) {
+      std::string key = layerKey(op);
+      if (!key.empty()) {
+        auto [it, added] = indexOf.try_emplace(key, indexOf.size());
+        current = it->second;
+      }
+      layerOf.push_back(current);
+    }
+    int64_t layers = indexOf.size();
+    int64_t stages = order.devices * order.chunks;
+    // After the last layer's last op: the head.
+    for (int64_t i = forward.size() - 1; i >= 0; --i) {
+      if (!layerKey(forward[i]).empty())
+        break;
+      layerOf[i] = layers;
+    }
+    if (layers < stages)
+      return func.emitError("pp = ")
+                 << order.devices
+                 << (order.chunks > 1
+                         ? " x " + std::to_string(order.chunks) + " chunks"
+                         : std::string())
+                 << " needs at least " << stages
+                 << " stages' worth of layers: the op names show " << layers
+                 << " numbered layers (such as '/h.3/...'); use a smaller pp",
+             failure();
+
+    // Costs per layer (-1 and `layers` are the two ends), forward and
+    // backward: a backward op has its forward op's location.
+    DenseMap<Location, int64_t> layerAt;
+    for (auto [op, layer] : llvm::zip(forward, layerOf))
+      layerAt.try_emplace(op->getLoc(), layer);
+    planner::StageRequest request;
+    request.layerSeconds.assign(layers, 0);
+    request.layerStateBytes.assign(layers, 0);
+    request.layerActivationBytes.assign(layers, 0);
+    int64_t micro = order.microBatches;
+    int64_t dataSplit = grid.getShape()[kDataAxis] * micro;
+    auto add = [&](int64_t layer, double secs, double held, double act) {
+      if (layer < 0) {
+        request.firstSeconds += secs;
+        request.firstStateBytes += held;
+        request.firstActivationBytes += act;
+      } else if (layer >= layers) {
+        request.lastSeconds += secs;
+        request.lastStateBytes += held;
+        request.lastActivationBytes += act;
+      } else {
+        request.layerSeconds[layer] += secs;
+        request.layerStateBytes[layer] += held;
+        request.layerActivationBytes[layer] += act;
+      }
+    };
+    // Ops see the global batch: a micro-batch on one device is 1 / (dp x
+    // micro) of it (tp is left out: an estimate, docs/planner.md).
+    // A parameter belongs to the layer of its first use, with its bytes
+    // and its update.
+    DenseMap<Value, int64_t> paramLayer;
+    double perByte = heldPerParameterByte(func);
+    for (auto [op, layer] : llvm::zip(forward, layerOf))
+      for (Value v : op->getOperands())
+        if (auto arg = dyn_cast<BlockArgument>(v);
+            arg && func.getArgAttr(arg.getArgNumber(), attr::kParam) &&
+            !func.getArgAttr(arg.getArgNumber(), attr::kState) &&
+            paramLayer.try_emplace(v, layer).second)
+          add(layer, 0, perByte * bytesOf(v), 0);
+    DenseSet<Operation *> isForward(forward.begin(), forward.end());
+    for (Operation &op : body.without_terminator()) {
+      int64_t layer;
+      if (isa<AdamwOp, SgdOp>(op)) {
+        auto it = paramLayer.find(op.getOperand(0));
+        if (it == paramLayer.end())
+          continue;
+        layer = it->second;
+      } else {
+        auto it = layerAt.find(op.getLoc());
+        if (it == layerAt.end())
+          continue;
+        layer = it->second;
+      }
+      double secs =
+          planner::rooflineSeconds(opRecordOf(&op), cluster) / dataSplit;
+      double act = 0;
+      if (isForward.contains(&op))
+        for (Value r : op.getResults())
+          act += bytesOf(r) / dataSplit;
+      add(layer, secs, 0, act);
+    }
+    for (int64_t s = 0; s < stages; ++s)
+      request.inFlight.push_back(order.inFlight(s % order.devices));
+    double budget = memoryBudgetGib > 0 ? memoryBudgetGib * (1ull << 30)
+                                        : cluster.memoryBytes();
+    request.budgetBytes = budget;
+    llvm::Expected<planner::StageSplit> split =
+        planner::partitionStages(request);
+    if (!split)
+      return func.emitError("cannot cut the model into pipeline stages: ")
+                 << llvm::toString(split.takeError()),
+             failure();
+
+    // Marks: each forward op its layer's stage; every other op the stage of
+    // the forward op whose location it has, or else of its first operand
+    // made in a stage (the optimizer update: its parameter's).
+    SmallVector<int64_t> stageOfLayer(layers + 2, 0);
+    for (auto [s, range] : llvm::enumerate(split->layers))
+      for (int64_t l = range.first; l <= range.second; ++l)
+        stageOfLayer[l + 1] = s;
+    stageOfLayer[0] = 0;
+    stageOfLayer[layers + 1] = stages - 1;
+    auto stageOf = [&](int64_t layer) { return stageOfLayer[layer + 1]; };
+    Builder b(func.getContext());
+    StringRef mark = LoomDialect::StageAttrHelper::getNameStr();
+    DenseMap<Value, int64_t> valueStage;
+    for (auto [v, layer] : paramLayer)
+      valueStage[v] = stageOf(layer);
+    for (Operation &op : body.without_terminator()) {
+      int64_t stage = -1;
+      if (isa<AdamwOp, SgdOp>(op)) {
+        if (auto it = valueStage.find(op.getOperand(0)); it != valueStage.end())
+          stage = it->second;
+      } else if (auto it = layerAt.find(op.getLoc()); it != layerAt.end()) {
+        stage = stageOf(it->second);
+      }
+      for (Value v : op.getOperands())
+        if (stage < 0)
+          if (auto it = valueStage.find(v); it != valueStage.end())
+            stage = it->second;
+      if (stage < 0)
+        stage = 0;
+      op.setAttr(mark, b.getI64IntegerAttr(stage));
+      for (Value r : op.getResults())
+        valueStage[r] = stage;
+    }
+
+    SmallVector<Attribute> layerRanges, orders;
+    SmallVector<double> seconds;
+    for (auto [s, range] : llvm::enumerate(split->layers)) {
+      layerRanges.push_back(
+          b.getDenseI64ArrayAttr({range.first, range.second}));
+      seconds.push_back(split->seconds[s]);
+    }
+    for (int64_t d = 0; d < order.devices; ++d)
+      orders.push_back(b.getStringAttr(order.text(d)));
+    SmallVector<NamedAttribute> pipeline{
+        b.getNamedAttr("schedule",
+                       b.getStringAttr(planner::stringifySchedule(order.kind))),
+        b.getNamedAttr("virtual_stages", b.getI64IntegerAttr(order.chunks)),
+        b.getNamedAttr("layers", b.getArrayAttr(layerRanges)),
+        b.getNamedAttr("stage_seconds", b.getDenseF64ArrayAttr(seconds)),
+        b.getNamedAttr("order", b.getArrayAttr(orders))};
+    grid->setAttr(LoomDialect::PipelineAttrHelper::getNameStr(),
+                  b.getDictionaryAttr(pipeline));
+    return success();
+  }
+};
+
+} // namespace

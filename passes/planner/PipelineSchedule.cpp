@@ -1,0 +1,196 @@
+//===- PipelineSchedule.cpp - The order of micro-batches on each stage ---===//
+
+#include "passes/planner/PipelineSchedule.h"
+
+#include <algorithm>
+
+using namespace mlir::loom::planner;
+
+namespace {
+
+llvm::Error fail(const llvm::Twine &why) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), why);
+}
+
+using Order = std::vector<PipelineTask>;
+
+PipelineTask f(int64_t micro, int64_t chunk = 0) {
+  return {PipelineTask::Forward, micro, chunk};
+}
+PipelineTask b(int64_t micro, int64_t chunk = 0) {
+  return {PipelineTask::Backward, micro, chunk};
+}
+PipelineTask w(int64_t micro) { return {PipelineTask::WeightGrad, micro, 0}; }
+
+/// All forwards, then all backwards.
+Order gpipe(int64_t m) {
+  Order o;
+  for (int64_t i = 0; i < m; ++i)
+    o.push_back(f(i));
+  for (int64_t i = 0; i < m; ++i)
+    o.push_back(b(i));
+  return o;
+}
+
+/// PipeDream-flush: p - d - 1 warm-up forwards, then one forward and one
+/// backward in turn, then the backwards left.
+Order oneFOneB(int64_t p, int64_t d, int64_t m) {
+  int64_t warm = std::min(p - d - 1, m);
+  Order o;
+  for (int64_t i = 0; i < warm; ++i)
+    o.push_back(f(i));
+  for (int64_t k = 0; k < m - warm; ++k) {
+    o.push_back(f(warm + k));
+    o.push_back(b(k));
+  }
+  for (int64_t k = m - warm; k < m; ++k)
+    o.push_back(b(k));
+  return o;
+}
+
+/// ZB-H1: 1F1B's forwards and backwards (the backward without the weight
+/// gradients), and device d holds back its first d weight gradients, which
+/// then fill the waits of the cool-down and the end. Every device then holds
+/// at most p micro-batches' activations, 1F1B's peak.
+Order zeroBubbleH1(int64_t p, int64_t d, int64_t m) {
+  int64_t warm = std::min(p - d - 1, m);
+  Order o;
+  int64_t nextW = 0;
+  for (int64_t i = 0; i < warm; ++i)
+    o.push_back(f(i));
+  for (int64_t k = 0; k < m - warm; ++k) {
+    o.push_back(f(warm + k));
+    o.push_back(b(k));
+    if (k >= d)
+      o.push_back(w(nextW++));
+  }
+  for (int64_t k = m - warm; k < m; ++k) {
+    o.push_back(b(k));
+    o.push_back(w(nextW++));
+  }
+  while (nextW < m)
+    o.push_back(w(nextW++));
+  return o;
+}
+
+/// Megatron-LM's interleaved 1F1B: forward step k is micro-batch
+/// (k / (p v)) p + k % p on chunk (k / p) % v; backward steps go through
+/// the chunks in reverse; (p - d - 1) 2 + (v - 1) p warm-up forwards.
+Order interleaved(int64_t p, int64_t d, int64_t m, int64_t v) {
+  int64_t total = m * v;
+  auto micro = [&](int64_t k) { return (k / (p * v)) * p + k % p; };
+  auto chunk = [&](int64_t k, bool backward) {
+    int64_t c = (k / p) % v;
+    return backward ? v - 1 - c : c;
+  };
+  int64_t warm = std::min((p - d - 1) * 2 + (v - 1) * p, total);
+  Order o;
+  for (int64_t k = 0; k < warm; ++k)
+    o.push_back(f(micro(k), chunk(k, false)));
+  for (int64_t k = 0; k < total - warm; ++k) {
+    o.push_back(f(micro(warm + k), chunk(warm + k, false)));
+    o.push_back(b(micro(k), chunk(k, true)));
+  }
+  for (int64_t k = total - warm; k < total; ++k)
+    o.push_back(b(micro(k), chunk(k, true)));
+  return o;
+}
+
+} // namespace
+
+llvm::StringRef mlir::loom::planner::stringifySchedule(ScheduleKind kind) {
+  switch (kind) {
+  case ScheduleKind::GPipe:
+    return "gpipe";
+  case ScheduleKind::OneFOneB:
+    return "1f1b";
+  case ScheduleKind::Interleaved:
+    return "interleaved";
+  case ScheduleKind::ZeroBubbleH1:
+    return "zb-h1";
+  }
+  return "";
+}
+
+std::optional<ScheduleKind>
+mlir::loom::planner::parseSchedule(llvm::StringRef s) {
+  for (ScheduleKind k : {ScheduleKind::GPipe, ScheduleKind::OneFOneB,
+                         ScheduleKind::Interleaved, ScheduleKind::ZeroBubbleH1})
+    if (s == stringifySchedule(k))
+      return k;
+  return std::nullopt;
+}
+
+std::string PipelineSchedule::text(int64_t device) const {
+  std::string s;
+  for (const PipelineTask &t : order[device]) {
+    if (!s.empty())
+      s += ' ';
+    s += t.kind == PipelineTask::Forward    ? 'F'
+         : t.kind == PipelineTask::Backward ? 'B'
+                                            : 'W';
+    s += std::to_string(t.microBatch);
+    if (chunks > 1)
+      s += '.' + std::to_string(t.chunk);
+  }
+  return s;
+}
+
+int64_t PipelineSchedule::inFlight(int64_t device) const {
+  // A micro-batch's activations are freed by its last backward part.
+  PipelineTask::Kind last = kind == ScheduleKind::ZeroBubbleH1
+                                ? PipelineTask::WeightGrad
+                                : PipelineTask::Backward;
+  int64_t now = 0, peak = 0;
+  for (const PipelineTask &t : order[device]) {
+    if (t.kind == PipelineTask::Forward)
+      peak = std::max(peak, ++now);
+    else if (t.kind == last)
+      --now;
+  }
+  return peak;
+}
+
+llvm::Expected<PipelineSchedule>
+mlir::loom::planner::buildSchedule(ScheduleKind kind, int64_t devices,
+                                   int64_t microBatches, int64_t chunks) {
+  if (devices < 1 || microBatches < 1 || chunks < 1)
+    return fail("a pipeline needs at least one device, micro-batch and "
+                "chunk");
+  if (kind == ScheduleKind::Interleaved) {
+    if (chunks < 2)
+      return fail("the interleaved schedule needs at least 2 model chunks a "
+                  "device, got " +
+                  llvm::Twine(chunks));
+    if (microBatches % devices != 0)
+      return fail("the interleaved schedule needs a number of micro-batches "
+                  "that is a multiple of the " +
+                  llvm::Twine(devices) + " pipeline devices, got " +
+                  llvm::Twine(microBatches));
+  } else if (chunks != 1) {
+    return fail("only the interleaved schedule has several model chunks a "
+                "device");
+  }
+  PipelineSchedule s;
+  s.kind = kind;
+  s.devices = devices;
+  s.microBatches = microBatches;
+  s.chunks = chunks;
+  for (int64_t d = 0; d < devices; ++d) {
+    switch (kind) {
+    case ScheduleKind::GPipe:
+      s.order.push_back(gpipe(microBatches));
+      break;
+    case ScheduleKind::OneFOneB:
+      s.order.push_back(oneFOneB(devices, d, microBatches));
+      break;
+    case ScheduleKind::ZeroBubbleH1:
+      s.order.push_back(zeroBubbleH1(devices, d, microBatches));
+      break;
+    case ScheduleKind::Interleaved:
+      s.order.push_back(interleaved(devices, d, microBatches, chunks));
+      break;
+    }
+  }
+  return s;
+}
