@@ -22,7 +22,7 @@ namespace {
 bool isCommunication(const std::string &op) {
   return op == "all_reduce" || op == "all_gather" || op == "reduce_scatter" ||
          op == "all_to_all" || op == "all_reduce_start" ||
-         op == "all_reduce_wait";
+         op == "all_reduce_wait" || op == "send" || op == "recv";
 }
 
 } // namespace
@@ -86,6 +86,13 @@ Executor::create(const plan::Plan &plan, Communicator &world,
     for (const plan::Instruction &inst : program.instructions()) {
       if (!isCommunication(inst.op()) && inst.op() != "all_slice")
         continue;
+      // Sends and receives go along the pp axis.
+      if (inst.op() == "send" || inst.op() == "recv") {
+        for (int i = 0; i < plan.mesh_size(); ++i)
+          if (plan.mesh(i).name() == "pp")
+            axisSets.insert({i});
+        continue;
+      }
       auto it = inst.attrs().find("axes");
       if (it == inst.attrs().end())
         continue;
@@ -259,7 +266,7 @@ Status Executor::runStep(int64_t step) {
     ranAStep = true;
     LOOM_RETURN_IF_ERROR(ran);
     LOOM_RETURN_IF_ERROR(
-        inFlight.expectEmpty().withContext(planPath + ": rank " +
+        inFlight.finishStep().withContext(planPath + ": rank " +
                                            std::to_string(myRank)));
     // Waiting here makes step times honest and surfaces the kernels'
     // device-side data checks before the loss is read.
@@ -276,7 +283,7 @@ Status Executor::runStep(int64_t step) {
   Status ran = runCalls(ctx);
   ranAStep = true;
   LOOM_RETURN_IF_ERROR(ran);
-  return inFlight.expectEmpty().withContext(planPath + ": rank " +
+  return inFlight.finishStep().withContext(planPath + ": rank " +
                                             std::to_string(myRank));
 }
 

@@ -56,6 +56,8 @@ const std::vector<OpInfo> &opTable() {
       {"transpose", 1, 1, 1, 1},
       {"expand", 1, 1, 1, 1},
       {"broadcast_like", 1, 1, 1, 1},
+      {"recv", 0, 0, 1, 1},
+      {"send", 1, 1, 0, 0},
       {"slice", 1, 1, 1, 1},
       {"slice_grad", 1, 1, 1, 1},
       {"concat", 1, 1 << 20, 1, 1},

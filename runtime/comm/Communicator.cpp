@@ -6,6 +6,19 @@
 
 namespace loom::runtime {
 
+StatusOr<std::unique_ptr<PendingCollective>>
+Communicator::startSend(const void *, int64_t, int peer, int) {
+  return makeError("rank %d cannot send to rank %d: this communicator has "
+                   "no point-to-point transfers",
+                   rank(), peer);
+}
+
+Status Communicator::recv(void *, int64_t, int peer, int) {
+  return makeError("rank %d cannot receive from rank %d: this communicator "
+                   "has no point-to-point transfers",
+                   rank(), peer);
+}
+
 std::vector<int64_t> meshCoordinates(int64_t rank,
                                      const std::vector<int64_t> &sizes) {
   std::vector<int64_t> coords(sizes.size());

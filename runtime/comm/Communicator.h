@@ -66,6 +66,17 @@ public:
   /// goes to rank `j`; block `i` of `recv` is the block rank `i` sent here.
   virtual Status allToAll(const void *send, void *recv,
                           int64_t bytesPerRank) = 0;
+  /// Starts sending `bytes` bytes of `data` to rank `peer` under `tag` and
+  /// returns without waiting for `peer` to receive them: `data` must stay
+  /// unchanged until the returned transfer is waited for. `peer` receives
+  /// them with one `recv` of the same tag and size; sends to one peer under
+  /// one tag arrive in order. Not every communicator has point-to-point
+  /// transfers: by default an error.
+  virtual StatusOr<std::unique_ptr<PendingCollective>>
+  startSend(const void *data, int64_t bytes, int peer, int tag);
+  /// Receives `bytes` bytes from rank `peer` under `tag` into `data`,
+  /// returning when they are there.
+  virtual Status recv(void *data, int64_t bytes, int peer, int tag);
   /// The minimum of `value` over all ranks (used to agree on failures).
   virtual StatusOr<int> allReduceMin(int value) = 0;
   virtual Status barrier() = 0;

@@ -5,6 +5,8 @@
 #include "runtime/cuda/CudaBackend.h"
 #include "runtime/cuda/CudaDevice.h"
 
+#include <vector>
+
 namespace loom::runtime::cuda {
 
 HostStagedCommunicator::~HostStagedCommunicator() {
@@ -54,6 +56,47 @@ Status HostStagedCommunicator::stageOut(void *dst, int64_t at, int64_t bytes) {
                                    static_cast<size_t>(bytes),
                                    cudaMemcpyHostToDevice, stream),
                    "cudaMemcpyAsync (host staging to device)");
+}
+
+namespace {
+
+/// A host send of a copy that lives as long as the send.
+class StagedSend final : public PendingCollective {
+public:
+  explicit StagedSend(int64_t bytes) : copy(static_cast<size_t>(bytes)) {}
+  StatusOr<bool> test() override { return inner->test(); }
+  Status wait() override { return inner->wait(); }
+
+  std::vector<char> copy;
+  std::unique_ptr<PendingCollective> inner;
+};
+
+} // namespace
+
+StatusOr<std::unique_ptr<PendingCollective>>
+HostStagedCommunicator::startSend(const void *deviceData, int64_t bytes,
+                                  int peer, int tag) {
+  auto send = std::make_unique<StagedSend>(bytes);
+  if (bytes > 0)
+    LOOM_RETURN_IF_ERROR(cudaCheck(
+        cudaMemcpyAsync(send->copy.data(), deviceData,
+                        static_cast<size_t>(bytes), cudaMemcpyDeviceToHost,
+                        stream),
+        "cudaMemcpyAsync (device to host send)"));
+  LOOM_RETURN_IF_ERROR(cudaCheck(cudaStreamSynchronize(stream),
+                                 "cudaStreamSynchronize (host send)"));
+  LOOM_ASSIGN_OR_RETURN(send->inner,
+                        host.startSend(send->copy.data(), bytes, peer, tag));
+  return std::unique_ptr<PendingCollective>(std::move(send));
+}
+
+Status HostStagedCommunicator::recv(void *deviceData, int64_t bytes, int peer,
+                                    int tag) {
+  LOOM_RETURN_IF_ERROR(reserve(bytes));
+  // Staging may still be copied out to the device: drain the stream first.
+  LOOM_RETURN_IF_ERROR(stageIn(nullptr, 0, 0));
+  LOOM_RETURN_IF_ERROR(host.recv(staging, bytes, peer, tag));
+  return stageOut(deviceData, 0, bytes);
 }
 
 Status HostStagedCommunicator::allReduceSum(float *deviceData, int64_t count) {

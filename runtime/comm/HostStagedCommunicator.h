@@ -41,6 +41,12 @@ public:
                           int64_t countPerRank) override;
   Status allToAll(const void *deviceSend, void *deviceRecv,
                   int64_t bytesPerRank) override;
+  /// Copies the device's bytes to host memory of the send's own (waited for
+  /// on the stream), then sends them from there.
+  StatusOr<std::unique_ptr<PendingCollective>>
+  startSend(const void *deviceData, int64_t bytes, int peer,
+            int tag) override;
+  Status recv(void *deviceData, int64_t bytes, int peer, int tag) override;
   StatusOr<int> allReduceMin(int value) override {
     return host.allReduceMin(value);
   }

@@ -29,10 +29,18 @@ Status InFlightBuckets::progress() {
   // wait.
   for (auto &[bucket, collective] : inFlight)
     LOOM_RETURN_IF_ERROR(collective->test().status());
+  for (auto &send : sends)
+    LOOM_RETURN_IF_ERROR(send->test().status());
   return Status::ok();
 }
 
-Status InFlightBuckets::expectEmpty() {
+Status InFlightBuckets::finishStep() {
+  Status sent = Status::ok();
+  for (auto &send : sends)
+    if (Status s = send->wait(); !s.isOk() && sent.isOk())
+      sent = s;
+  sends.clear();
+  LOOM_RETURN_IF_ERROR(sent);
   if (inFlight.empty())
     return Status::ok();
   std::string names;

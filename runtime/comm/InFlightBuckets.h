@@ -4,7 +4,8 @@
 // `all_reduce_wait` waits for it (docs/plan-format.md, "Overlapped
 // collectives"). The two calls meet here, by bucket id; the executor lets
 // every bucket in flight advance between instructions, so a non-blocking
-// MPI collective progresses while the kernels run.
+// MPI collective progresses while the kernels run. A plan's `send`s are
+// kept here too: each is waited for when the step ends.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +16,7 @@
 
 #include <map>
 #include <memory>
+#include <vector>
 
 namespace loom::runtime {
 
@@ -25,15 +27,21 @@ public:
   /// Waits for `bucket`'s collective and forgets it; fails if it was not
   /// started.
   Status wait(int64_t bucket);
-  /// Lets every collective in flight advance.
+  /// Keeps a started point-to-point send until the step ends.
+  void addSend(std::unique_ptr<PendingCollective> send) {
+    sends.push_back(std::move(send));
+  }
+  /// Lets every collective and send in flight advance.
   Status progress();
-  bool empty() const { return inFlight.empty(); }
-  /// Fails naming the buckets still in flight (a step must wait for every
-  /// bucket it starts), and waits for them, so the next step starts clean.
-  Status expectEmpty();
+  bool empty() const { return inFlight.empty() && sends.empty(); }
+  /// Waits for the sends, then fails naming the buckets still in flight (a
+  /// step must wait for every bucket it starts), and waits for them, so the
+  /// next step starts clean.
+  Status finishStep();
 
 private:
   std::map<int64_t, std::unique_ptr<PendingCollective>> inFlight;
+  std::vector<std::unique_ptr<PendingCollective>> sends;
 };
 
 } // namespace loom::runtime

@@ -52,6 +52,19 @@ public:
 };
 
 class MpiCommunicator final : public Communicator {
+  /// Bytes of one point-to-point message.
+  static constexpr int64_t kPiece = INT_MAX / 2;
+
+  Status checkPeer(int peer, int tag) const {
+    if (peer < 0 || peer >= mySize || peer == myRank)
+      return makeError("rank %d: no peer rank %d among %d", myRank, peer,
+                       mySize);
+    // Every MPI allows tags up to 32767 (MPI_TAG_UB).
+    if (tag < 0 || tag > 32767)
+      return makeError("rank %d: tag %d is not in [0, 32767]", myRank, tag);
+    return Status::ok();
+  }
+
 public:
   MpiCommunicator(MPI_Comm comm, bool owned) : comm(comm), owned(owned) {
     MPI_Comm_rank(comm, &myRank);
@@ -133,6 +146,41 @@ public:
                             static_cast<char *>(recv) + at, n, block, comm);
       return rc == MPI_SUCCESS ? Status::ok() : mpiError("MPI_Alltoall", rc);
     });
+  }
+
+  StatusOr<std::unique_ptr<PendingCollective>>
+  startSend(const void *data, int64_t bytes, int peer, int tag) override {
+    LOOM_RETURN_IF_ERROR(checkPeer(peer, tag));
+    auto pending = std::make_unique<MpiPending>();
+    // MPI counts are ints: one message a piece, matched in order.
+    for (int64_t at = 0; at < bytes; at += kPiece) {
+      int n = static_cast<int>(std::min<int64_t>(bytes - at, kPiece));
+      pending->requests.emplace_back();
+      int rc = MPI_Isend(static_cast<const char *>(data) + at, n, MPI_BYTE,
+                         peer, tag, comm, &pending->requests.back());
+      if (rc != MPI_SUCCESS)
+        return mpiError("MPI_Isend", rc);
+    }
+    return std::unique_ptr<PendingCollective>(std::move(pending));
+  }
+
+  Status recv(void *data, int64_t bytes, int peer, int tag) override {
+    LOOM_RETURN_IF_ERROR(checkPeer(peer, tag));
+    for (int64_t at = 0; at < bytes; at += kPiece) {
+      int n = static_cast<int>(std::min<int64_t>(bytes - at, kPiece));
+      MPI_Status status;
+      int rc = MPI_Recv(static_cast<char *>(data) + at, n, MPI_BYTE, peer, tag,
+                        comm, &status);
+      if (rc != MPI_SUCCESS)
+        return mpiError("MPI_Recv", rc);
+      int got = 0;
+      MPI_Get_count(&status, MPI_BYTE, &got);
+      if (got != n)
+        return makeError("rank %d expected %d bytes from rank %d (tag %d), "
+                         "got %d",
+                         myRank, n, peer, tag, got);
+    }
+    return Status::ok();
   }
 
   StatusOr<int> allReduceMin(int value) override {

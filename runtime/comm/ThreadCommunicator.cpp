@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <tuple>
 #include <utility>
 
 namespace loom::runtime {
@@ -39,6 +41,12 @@ struct ThreadMeeting {
   std::vector<const void *> posted;
   std::vector<std::pair<int, int>> colorKey;
   std::map<int, std::shared_ptr<ThreadMeeting>> children;
+
+  /// Point-to-point messages not received yet, by (from, to, tag), in the
+  /// order they were sent.
+  std::mutex mailMutex;
+  std::condition_variable mailCv;
+  std::map<std::tuple<int, int, int>, std::deque<std::vector<char>>> mail;
 };
 
 class ThreadCommunicator final : public Communicator {
@@ -103,6 +111,33 @@ public:
     meeting->arrive();
     return Status::ok();
   }
+  // A send is copied into the receiver's mailbox at once: done on return.
+  StatusOr<std::unique_ptr<PendingCollective>>
+  startSend(const void *data, int64_t bytes, int peer, int tag) override {
+    LOOM_RETURN_IF_ERROR(checkPeer(peer));
+    const char *from = static_cast<const char *>(data);
+    {
+      std::lock_guard<std::mutex> lock(meeting->mailMutex);
+      meeting->mail[{myRank, peer, tag}].emplace_back(from, from + bytes);
+    }
+    meeting->mailCv.notify_all();
+    return std::unique_ptr<PendingCollective>(new FinishedCollective());
+  }
+  Status recv(void *data, int64_t bytes, int peer, int tag) override {
+    LOOM_RETURN_IF_ERROR(checkPeer(peer));
+    std::unique_lock<std::mutex> lock(meeting->mailMutex);
+    auto &box = meeting->mail[{peer, myRank, tag}];
+    meeting->mailCv.wait(lock, [&] { return !box.empty(); });
+    std::vector<char> message = std::move(box.front());
+    box.pop_front();
+    if (static_cast<int64_t>(message.size()) != bytes)
+      return makeError("rank %d expected %lld bytes from rank %d (tag %d), "
+                       "got %lld",
+                       myRank, (long long)bytes, peer, tag,
+                       (long long)message.size());
+    std::memcpy(data, message.data(), message.size());
+    return Status::ok();
+  }
   Status broadcast(void *data, int64_t bytes, int root) override {
     exchange(data, [&] {
       if (myRank != root)
@@ -139,6 +174,13 @@ public:
   }
 
 private:
+  Status checkPeer(int peer) const {
+    if (peer < 0 || peer >= meeting->n || peer == myRank)
+      return makeError("rank %d: no peer rank %d among %d", myRank, peer,
+                       meeting->n);
+    return Status::ok();
+  }
+
   /// Posts `mine`, runs `read` once every rank has posted, and returns once
   /// every rank has read.
   template <typename F> void exchange(const void *mine, F read) {

@@ -54,6 +54,8 @@ const KernelDef kCudaKernels[] = {
     // The communicator starts and waits on device memory itself (NCCL on
     // its stream, or host staging).
     {"all_reduce_start", cpu::verifyAllReduceStart, cpu::bindAllReduceStart},
+    {"send", cpu::verifySend, cpu::bindSend},
+    {"recv", cpu::verifyRecv, cpu::bindRecv},
     {"all_reduce_wait", cpu::verifyAllReduceWait, cpu::bindAllReduceWait},
     {"all_slice", cpu::verifyAllSlice, bindAllSlice},
     {"all_gather", cpu::verifyAllGather, bindAllGather},

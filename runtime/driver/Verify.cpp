@@ -59,7 +59,11 @@ Data synthesize(const plan::Plan &reference) {
     if ((b.role() != plan::INPUT && b.role() != plan::TARGET) ||
         data.count(b.binding()))
       continue;
+    // A whole global batch, also where the buffer holds one micro-batch.
     std::vector<int64_t> shape(b.shape().begin(), b.shape().end());
+    if (reference.is_training() && !shape.empty() &&
+        reference.training().global_batch() > 0)
+      shape[0] = reference.training().global_batch();
     if (b.dtype() == plan::I64) {
       HostTensor t(ElemType::I64, shape);
       std::uniform_int_distribution<int64_t> pick(

@@ -32,6 +32,8 @@ const KernelDef kKernels[] = {
     {"mse_grad", verifyMseGrad, bindMseGrad},
     {"all_reduce", verifyAllReduce, bindAllReduce},
     {"all_reduce_start", verifyAllReduceStart, bindAllReduceStart},
+    {"send", verifySend, bindSend},
+    {"recv", verifyRecv, bindRecv},
     {"all_reduce_wait", verifyAllReduceWait, bindAllReduceWait},
     {"all_slice", verifyAllSlice, bindAllSlice},
     {"all_gather", verifyAllGather, bindAllGather},

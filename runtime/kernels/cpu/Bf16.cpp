@@ -28,7 +28,8 @@ void narrowToBf16(const float *src, uint16_t *dst, int64_t n) {
 bool isBf16Native(std::string_view op) {
   // The block movers copy bytes of any element type.
   return op == "convert" || op == "copy" || op == "all_slice" ||
-         op == "all_gather" || op == "all_to_all";
+         op == "all_gather" || op == "all_to_all" || op == "send" ||
+         op == "recv";
 }
 
 bool touchesBf16(const OpView &op) {

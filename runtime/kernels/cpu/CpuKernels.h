@@ -34,6 +34,8 @@ LOOM_DECLARE_KERNEL(Mse)
 LOOM_DECLARE_KERNEL(MseGrad)
 LOOM_DECLARE_KERNEL(AllReduce)
 LOOM_DECLARE_KERNEL(AllReduceStart)
+LOOM_DECLARE_KERNEL(Send)
+LOOM_DECLARE_KERNEL(Recv)
 LOOM_DECLARE_KERNEL(AllReduceWait)
 LOOM_DECLARE_KERNEL(AllSlice)   // this rank's block, no communication
 // AllGather.cpp, ReduceScatter.cpp, AllToAll.cpp (plans in Collective.h)

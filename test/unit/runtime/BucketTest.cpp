@@ -62,10 +62,10 @@ TEST(BucketTest, BucketsMeetByIdAndAdvanceUntilDone) {
             "bucket 1 is waited for but was not started");
   ASSERT_TRUE(buckets.put(4, std::make_unique<CountingCollective>(9, &waits))
                   .isOk());
-  EXPECT_EQ(buckets.expectEmpty().message(),
+  EXPECT_EQ(buckets.finishStep().message(),
             "the step ended with bucket(s) 4 started and never waited for");
   EXPECT_EQ(waits, 2); // waited for, so the next step starts clean
-  EXPECT_TRUE(buckets.expectEmpty().isOk());
+  EXPECT_TRUE(buckets.finishStep().isOk());
 }
 
 /// Four programs on a 2 x 2 mesh: x (rank r's values 10 r + i) copied into

@@ -68,6 +68,38 @@ Status bucketsInFlight(Communicator &world, int &ran) {
   return Status::ok();
 }
 
+/// Ranks r and r ^ 1 both send 8 MiB first and receive after: a send that
+/// waited for its receive (MPI's rendezvous for large messages) would
+/// deadlock. Then two small messages under one tag arrive in order.
+Status sendsDoNotWaitForTheirReceive(Communicator &world, int &ran) {
+  int peer = world.rank() ^ 1;
+  int64_t n = 2 << 20;
+  std::vector<float> out(n), in(n, -1);
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = static_cast<float>(world.rank() * n + i);
+  LOOM_ASSIGN_OR_RETURN(auto big,
+                        world.startSend(out.data(), n * 4, peer, 3));
+  LOOM_RETURN_IF_ERROR(world.recv(in.data(), n * 4, peer, 3));
+  LOOM_RETURN_IF_ERROR(big->wait());
+  for (int64_t i = 0; i < n; i += 4097)
+    if (in[i] != static_cast<float>(peer * n + i))
+      return makeError("received %g at %lld, expected %g", in[i],
+                       (long long)i, static_cast<float>(peer * n + i));
+  for (int v : {world.rank() * 10 + 1, world.rank() * 10 + 2}) {
+    LOOM_ASSIGN_OR_RETURN(auto s, world.startSend(&v, sizeof v, peer, 4));
+    LOOM_RETURN_IF_ERROR(s->wait()); // v is reused
+  }
+  for (int k = 1; k <= 2; ++k) {
+    int v = 0;
+    LOOM_RETURN_IF_ERROR(world.recv(&v, sizeof v, peer, 4));
+    if (v != peer * 10 + k)
+      return makeError("message %d under tag 4 is %d, expected %d", k, v,
+                       peer * 10 + k);
+  }
+  ran += 3;
+  return Status::ok();
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -89,6 +121,9 @@ int main(int argc, char **argv) {
       Status buckets = bucketsInFlight(*world, ran);
       if (s.isOk())
         s = buckets;
+      Status p2p = sendsDoNotWaitForTheirReceive(*world, ran);
+      if (s.isOk())
+        s = p2p;
     }
     StatusOr<int> lowest =
         world->allReduceMin(s.isOk() ? INT_MAX : world->rank());
