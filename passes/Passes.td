@@ -549,8 +549,12 @@ def LoomRegatherParametersPass
     (ops before the loss) and the backward pass read is made again just
     before its first backward use, which reads the new copy: each whole
     parameter lives during one pass, not from its forward use to its
-    backward one (ZeRO-3's memory, at its 1.5x traffic). The plan pipeline
-    runs it at ZeRO stage 3.
+    backward one (ZeRO-3's memory, at its 1.5x traffic). With micro-batches
+    (`loom-unroll-micro-batches`) every pass of every micro-batch makes its
+    own copy, as DeepSpeed's ZeRO-3 gathers per micro-batch: a pass ends at
+    a micro-batch's loss or just before the next micro-batch's first read of
+    its data (`loom.sample_offset` arguments). The plan pipeline runs it at
+    ZeRO stage 3.
 
     ```mlir
     // before

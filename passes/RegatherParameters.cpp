@@ -19,6 +19,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 
+#include <map>
+
 namespace mlir::loom {
 #define GEN_PASS_DEF_LOOMREGATHERPARAMETERSPASS
 #include "passes/Passes.h.inc"
@@ -63,39 +65,89 @@ struct RegatherParametersPass
     if (func.getNumResults() == 0 || !func.getResultAttr(0, attr::kLoss))
       return;
     Block &body = func.getBody().front();
-    // The loss ends the forward pass (its sum over ranks may follow it).
-    Operation *loss = body.getTerminator()->getOperand(0).getDefiningOp();
-    while (loss && isa<shard::ShardDialect>(loss->getDialect()) &&
-           loss->getNumOperands() == 1 && loss->getOperand(0).getDefiningOp())
-      loss = loss->getOperand(0).getDefiningOp();
-    if (!loss)
+    SmallVector<Operation *> bounds = passBoundaries(func);
+    if (bounds.empty())
       return;
     OpBuilder b(func.getContext());
+    // The copies made before the first boundary (the first forward pass):
+    // partition makes each parameter's copy there, CSE merges the others.
     SmallVector<Operation *> copies;
     for (Operation &op : body)
-      if (op.isBeforeInBlock(loss) && copiesParameter(&op))
+      if (op.isBeforeInBlock(bounds.front()) && copiesParameter(&op))
         copies.push_back(&op);
     for (Operation *copy : copies) {
       Value v = copy->getResult(0);
-      SmallVector<OpOperand *> backward;
-      bool forward = false;
+      // The uses by pass: after boundary k and not after boundary k + 1.
+      std::map<size_t, SmallVector<OpOperand *>> byPass;
       for (OpOperand &use : v.getUses()) {
         Operation *user = use.getOwner();
-        if (loss->isBeforeInBlock(user))
-          backward.push_back(&use);
-        else if (!copiesParameter(user))
-          forward = true;
+        if (copiesParameter(user))
+          continue;
+        size_t pass = 0;
+        while (pass < bounds.size() && bounds[pass]->isBeforeInBlock(user))
+          ++pass;
+        byPass[pass].push_back(&use);
       }
-      if (!forward || backward.empty())
-        continue;
-      Operation *first = backward.front()->getOwner();
-      for (OpOperand *use : backward)
-        if (use->getOwner()->isBeforeInBlock(first))
-          first = use->getOwner();
-      Value again = cloneChain(v, first, b);
-      for (OpOperand *use : backward)
-        use->set(again);
+      // The first pass keeps the copy; each later one makes its own just
+      // before its first use.
+      for (auto &[pass, uses] : byPass) {
+        if (pass == byPass.begin()->first)
+          continue;
+        Operation *first = uses.front()->getOwner();
+        for (OpOperand *use : uses)
+          if (use->getOwner()->isBeforeInBlock(first))
+            first = use->getOwner();
+        Value again = cloneChain(v, first, b);
+        for (OpOperand *use : uses)
+          use->set(again);
+      }
     }
+  }
+
+  /// Where one pass over the layers ends and the next begins, in order: each
+  /// micro-batch's loss (the forward ends) and each later micro-batch's
+  /// first read of its data (the next forward begins). One micro-batch: its
+  /// loss only.
+  SmallVector<Operation *> passBoundaries(func::FuncOp func) {
+    Block &body = func.getBody().front();
+    // The losses: what the returned loss sums (through the sums over ranks
+    // and the accumulation over micro-batches).
+    SmallVector<Operation *> bounds;
+    SmallVector<Value> work{body.getTerminator()->getOperand(0)};
+    while (!work.empty()) {
+      Value v = work.pop_back_val();
+      Operation *def = v.getDefiningOp();
+      if (!def)
+        continue;
+      if ((isa<shard::ShardDialect>(def->getDialect()) &&
+           def->getNumOperands() == 1) ||
+          isa<AddOp>(def)) {
+        for (Value in : def->getOperands())
+          work.push_back(in);
+        continue;
+      }
+      bounds.push_back(def);
+    }
+    // Each later micro-batch's forward begins at the first read of its
+    // data: the boundary is the op before it (a use belongs to the pass of
+    // the last boundary strictly before it).
+    for (BlockArgument arg : func.getArguments()) {
+      auto offset = func.getArgAttrOfType<IntegerAttr>(arg.getArgNumber(),
+                                                       attr::kSampleOffset);
+      if (!offset || offset.getInt() == 0)
+        continue;
+      Operation *first = nullptr;
+      for (Operation *user : arg.getUsers())
+        if (!first || user->isBeforeInBlock(first))
+          first = user;
+      if (first && first->getPrevNode())
+        bounds.push_back(first->getPrevNode());
+    }
+    llvm::sort(bounds, [](Operation *a, Operation *b) {
+      return a->isBeforeInBlock(b);
+    });
+    bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
+    return bounds;
   }
 };
 

@@ -24,6 +24,40 @@ func.func @step(%x: tensor<4x4xbf16>, %w: tensor<2x4xf32>, %t: tensor<4x4xbf16>)
 
 // -----
 
+// Two micro-batches: each pass over the layers (micro-batch 0's forward,
+// its backward, micro-batch 1's forward, its backward) gathers the weight
+// for itself, so no whole copy lives from one micro-batch to the next.
+// CHECK-LABEL: func.func @micro_batches
+// CHECK:         %[[W0:.*]] = shard.all_gather %arg4
+// CHECK-NEXT:    loom.matmul %arg0, %[[W0]]
+// CHECK:         %[[W1:.*]] = shard.all_gather %arg4
+// CHECK-NEXT:    loom.matmul %{{.*}}, %[[W1]] {transpose_rhs}
+// CHECK:         %[[W2:.*]] = shard.all_gather %arg4
+// CHECK-NEXT:    loom.matmul %arg1, %[[W2]]
+// CHECK:         %[[W3:.*]] = shard.all_gather %arg4
+// CHECK-NEXT:    loom.matmul %{{.*}}, %[[W3]] {transpose_rhs}
+// CHECK-NOT:     shard.all_gather
+shard.grid @mesh(shape = 1x2x1)
+func.func @micro_batches(%x0: tensor<2x4xf32> {loom.input = "x", loom.sample_offset = 0 : i64},
+                         %x1: tensor<2x4xf32> {loom.input = "x", loom.sample_offset = 2 : i64},
+                         %t0: tensor<2x4xf32> {loom.target, loom.sample_offset = 0 : i64},
+                         %t1: tensor<2x4xf32> {loom.target, loom.sample_offset = 2 : i64},
+                         %w: tensor<2x4xf32>) -> (tensor<f32> {loom.loss}, tensor<2x4xf32>, tensor<2x4xf32>) {
+  %wf = shard.all_gather %w on @mesh grid_axes = [1] gather_axis = 0 : tensor<2x4xf32> -> tensor<4x4xf32>
+  %y0 = loom.matmul %x0, %wf : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+  %l0 = loom.mse %y0, %t0 {count = 16 : i64} : tensor<2x4xf32> -> tensor<f32>
+  %g0 = loom.mse_grad %y0, %t0 {count = 16 : i64} : tensor<2x4xf32>
+  %d0 = loom.matmul %g0, %wf {transpose_rhs} : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+  %y1 = loom.matmul %x1, %wf : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+  %l1 = loom.mse %y1, %t1 {count = 16 : i64} : tensor<2x4xf32> -> tensor<f32>
+  %l = loom.add %l0, %l1 : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  %g1 = loom.mse_grad %y1, %t1 {count = 16 : i64} : tensor<2x4xf32>
+  %d1 = loom.matmul %g1, %wf {transpose_rhs} : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+  return %l, %d0, %d1 : tensor<f32>, tensor<2x4xf32>, tensor<2x4xf32>
+}
+
+// -----
+
 // Left alone: a gather only the backward reads, one over tp (a split that
 // the ILP costs as one gather a step), and a function without a loss.
 // CHECK-LABEL: func.func @kept
