@@ -265,12 +265,13 @@ struct UnrollMicroBatchesPass
           continue;
         }
         if (kind == Kind::PerMicro) {
-          IRMapping both = once;
+          // The values that exist once join this micro-batch's mapping as
+          // they are read (copying the whole mapping would be quadratic).
           for (Value v : op->getOperands())
-            both.map(v, lookup(v));
-          Operation *clone = b.clone(*op, both);
-          for (auto [from, to] : llvm::zip(op->getResults(), clone->getResults()))
-            map.map(from, to);
+            if (!map.contains(v))
+              if (Value shared = once.lookupOrNull(v))
+                map.map(v, shared);
+          b.clone(*op, map);
           continue;
         }
         if (kind != Kind::Meet)
