@@ -119,8 +119,9 @@ for n in 2 4; do
 done
 cd ..
 
-# Mixed precision (bf16 activations, f32 masters): GPT-2 as tp=2 and as
-# dp=2 x tp=2 with ZeRO-3 against the 1-rank bf16 run, losses within 1e-3.
+# Mixed precision (bf16 activations, f32 masters): GPT-2 as tp=2, as
+# dp=2 x tp=2 with ZeRO-3 and as dp=2 x tp=2 in 2 micro-batches against the
+# 1-rank bf16 run, losses within 1e-3.
 # bf16 rounds partial sums where the ranks split a contraction, so the runs
 # differ by ~5e-5 -- as much as the 1-rank bf16 run moves on 1e-7-perturbed
 # weights (4.9e-5), the measured sensitivity.
@@ -130,7 +131,7 @@ loomc model.onnx --cluster cpu:1 "${bopts[@]}" -o b1.loomplan --quiet
 run=(--data input_ids=input_ids.npy --data target=target.npy --steps 10 --quiet)
 loom_run b1.loomplan "${run[@]}" --metrics b1.jsonl
 loom_run b1.loomplan --model pert/model.onnx "${run[@]}" --metrics pert/b1.jsonl
-for spec in tp=2:2 dp=2,tp=2,zero=3:4; do
+for spec in tp=2:2 dp=2,tp=2,zero=3:4 dp=2,tp=2,micro=2:4; do
   force=${spec%:*} n=${spec#*:}
   echo "gpt2 bf16 --force $force:"
   loomc model.onnx --cluster cpu:$n --force $force "${bopts[@]}" --verify-plan -o btp.loomplan --quiet
