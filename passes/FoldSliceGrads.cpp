@@ -35,15 +35,20 @@ namespace {
 /// have one use each (the tree is dead once the root is replaced); false
 /// once there are more than `limit` (a tiling has at most one piece per
 /// element of its axis, so a longer chain of additions is no tiling and
-/// is not walked to its end).
+/// is not walked to its end). `inner` counts the additions walked: a tree
+/// of at most `limit` leaves has fewer than `limit` of them, so a deep
+/// chain stops after `limit` steps, not at its bottom.
 bool collectLeaves(Value v, bool root, size_t limit,
-                   SmallVectorImpl<Value> &leaves) {
+                   SmallVectorImpl<Value> &leaves, size_t &inner) {
   auto add = v.getDefiningOp<AddOp>();
   if (add && (root || add->hasOneUse()) &&
       add.getLhs().getType() == add.getType() &&
-      add.getRhs().getType() == add.getType())
-    return collectLeaves(add.getLhs(), false, limit, leaves) &&
-           collectLeaves(add.getRhs(), false, limit, leaves);
+      add.getRhs().getType() == add.getType()) {
+    if (++inner >= limit)
+      return false;
+    return collectLeaves(add.getLhs(), false, limit, leaves, inner) &&
+           collectLeaves(add.getRhs(), false, limit, leaves, inner);
+  }
   leaves.push_back(v);
   return leaves.size() <= limit;
 }
@@ -56,7 +61,8 @@ struct FoldSliceGradSum : OpRewritePattern<AddOp> {
     SmallVector<Value> leaves;
     ArrayRef<int64_t> dims = root.getType().getShape();
     size_t limit = dims.empty() ? 1 : *llvm::max_element(dims);
-    if (!collectLeaves(root, true, limit, leaves) || leaves.size() < 2)
+    size_t inner = 0;
+    if (!collectLeaves(root, true, limit, leaves, inner) || leaves.size() < 2)
       return rewriter.notifyMatchFailure(root, "not a sum of slice grads");
     struct Piece {
       int64_t start, end;
