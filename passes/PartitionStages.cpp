@@ -244,7 +244,6 @@ struct PartitionStagesPass
     for (auto [s, range] : llvm::enumerate(split->layers))
       for (int64_t l = range.first; l <= range.second; ++l)
         stageOfLayer[l + 1] = s;
-    stageOfLayer[0] = 0;
     stageOfLayer[layers + 1] = stages - 1;
     auto stageOf = [&](int64_t layer) { return stageOfLayer[layer + 1]; };
     Builder b(func.getContext());

@@ -111,7 +111,11 @@ struct RegatherParametersPass
   SmallVector<Operation *> passBoundaries(func::FuncOp func) {
     Block &body = func.getBody().front();
     // The losses: what the returned loss sums (through the sums over ranks
-    // and the accumulation over micro-batches).
+    // and, with micro-batches, their accumulation: a loss that is itself a
+    // sum ends the forward where it is made).
+    bool microBatches = llvm::any_of(func.getArguments(), [&](BlockArgument a) {
+      return func.getArgAttr(a.getArgNumber(), attr::kSampleOffset);
+    });
     SmallVector<Operation *> bounds;
     SmallVector<Value> work{body.getTerminator()->getOperand(0)};
     while (!work.empty()) {
@@ -121,7 +125,7 @@ struct RegatherParametersPass
         continue;
       if ((isa<shard::ShardDialect>(def->getDialect()) &&
            def->getNumOperands() == 1) ||
-          isa<AddOp>(def)) {
+          (microBatches && isa<AddOp>(def))) {
         for (Value in : def->getOperands())
           work.push_back(in);
         continue;

@@ -41,14 +41,8 @@ enum class Kind {
   After,    // reads a combined value: runs once, after the last micro-batch
 };
 
-/// The mesh axes of a shard collective, if `op` is one.
+/// The mesh axes of a shard collective (its `grid_axes`), if `op` is one.
 std::optional<ArrayRef<int16_t>> collectiveAxes(Operation *op) {
-  if (auto ar = dyn_cast<shard::AllReduceOp>(op))
-    return ar.getGridAxes();
-  if (auto ag = dyn_cast<shard::AllGatherOp>(op))
-    return ag.getGridAxes();
-  if (auto as = dyn_cast<shard::AllSliceOp>(op))
-    return as.getGridAxes();
   if (auto attr = op->getAttrOfType<DenseI16ArrayAttr>("grid_axes"))
     return attr.asArrayRef();
   return std::nullopt;
@@ -71,12 +65,6 @@ RankedTensorType scaledDim(Type type, int64_t dim, int64_t factor) {
   return t.clone(shape);
 }
 
-/// The j-th of `m` equal blocks of `v` along `dim`.
-Value blockOf(OpBuilder &b, Location loc, Value v, int64_t dim, int64_t j,
-              int64_t m) {
-  return MicroBatchOp::create(b, loc, v, dim, j, m);
-}
-
 struct UnrollMicroBatchesPass
     : public loom::impl::LoomUnrollMicroBatchesPassBase<UnrollMicroBatchesPass> {
   void runOnOperation() override {
@@ -87,6 +75,10 @@ struct UnrollMicroBatchesPass
     perMicro.clear();
     combined.clear();
     kinds.clear();
+    once.clear();
+    sums.clear();
+    blocks.clear();
+    sliced.clear();
     int64_t m = grid.getShape()[kMicroAxis];
     func::FuncOp func = lookupEntryFunction(module);
     if (!func || !func.getBody().hasOneBlock()) {
@@ -236,24 +228,10 @@ struct UnrollMicroBatchesPass
     }
 
     OpBuilder b(ret);
-    IRMapping once; // values that exist once
-    SmallVector<IRMapping> micro(m);
-    // Per meeting collective: micro-batch j's running sum, or the blocks of
-    // an all-gather so far.
-    DenseMap<Operation *, Value> sums;
-    DenseMap<Operation *, SmallVector<Value>> blocks;
-    DenseMap<Operation *, Value> sliced; // an all-slice over the other axes
-
     for (int64_t j = 0; j < m; ++j) {
-      IRMapping &map = micro[j];
+      IRMapping map; // micro-batch j's values
       for (BlockArgument arg : data)
         map.map(arg, microArgs[arg][j]);
-      // Values that exist once are visible to every micro-batch.
-      auto lookup = [&](Value v) -> Value {
-        if (Value mine = map.lookupOrNull(v))
-          return mine;
-        return once.lookupOrDefault(v);
-      };
       for (Operation *op : ops) {
         Kind kind = kinds.lookup(op);
         if (kind == Kind::Once && j == 0) {
@@ -264,20 +242,18 @@ struct UnrollMicroBatchesPass
           b.clone(*op, once);
           continue;
         }
-        if (kind == Kind::PerMicro) {
-          // The values that exist once join this micro-batch's mapping as
-          // they are read (copying the whole mapping would be quadratic).
-          for (Value v : op->getOperands())
-            if (!map.contains(v))
-              if (Value shared = once.lookupOrNull(v))
-                map.map(v, shared);
+        if (kind != Kind::PerMicro && kind != Kind::Meet)
+          continue;
+        // The values that exist once join this micro-batch's mapping as
+        // they are read (copying the whole mapping would be quadratic).
+        for (Value v : op->getOperands())
+          if (!map.contains(v))
+            if (Value shared = once.lookupOrNull(v))
+              map.map(v, shared);
+        if (kind == Kind::PerMicro)
           b.clone(*op, map);
-          continue;
-        }
-        if (kind != Kind::Meet)
-          continue;
-        if (failed(meet(b, op, j, m, lookup, once, map, sums, blocks, sliced)))
-          return failure();
+        else
+          meet(b, op, j, m, map);
       }
     }
     b.clone(*ret, once);
@@ -295,12 +271,10 @@ struct UnrollMicroBatchesPass
     return success();
   }
 
-  /// Micro-batch `j`'s turn at collective `op` over the micro axis.
-  LogicalResult meet(OpBuilder &b, Operation *op, int64_t j, int64_t m,
-                     llvm::function_ref<Value(Value)> lookup, IRMapping &once,
-                     IRMapping &map, DenseMap<Operation *, Value> &sums,
-                     DenseMap<Operation *, SmallVector<Value>> &blocks,
-                     DenseMap<Operation *, Value> &sliced) {
+  /// Micro-batch `j`'s turn at collective `op` over the micro axis; `map`
+  /// holds micro-batch j's values.
+  void meet(OpBuilder &b, Operation *op, int64_t j, int64_t m,
+            IRMapping &map) {
     Location loc = op->getLoc();
     SmallVector<int16_t> rest = withoutMicro(*collectiveAxes(op));
     auto overRest = [&](Value input, Type resultType) -> Value {
@@ -313,14 +287,14 @@ struct UnrollMicroBatchesPass
       c->getResult(0).setType(resultType);
       return c->getResult(0);
     };
-    Value input = lookup(op->getOperand(0));
+    Value input = map.lookupOrDefault(op->getOperand(0));
     if (isa<shard::AllReduceOp>(op)) {
       // Added as soon as it is made: one running sum lives, not m values.
       Value sum = j == 0 ? input : AddOp::create(b, loc, sums[op], input);
       sums[op] = sum;
       if (j == m - 1)
         once.map(op->getResult(0), overRest(sum, sum.getType()));
-      return success();
+      return;
     }
     if (auto gather = dyn_cast<shard::AllGatherOp>(op)) {
       SmallVector<Value> &parts = blocks[op];
@@ -330,19 +304,26 @@ struct UnrollMicroBatchesPass
         Value whole = ConcatOp::create(b, loc, parts, static_cast<uint64_t>(axis));
         once.map(op->getResult(0), overRest(whole, op->getResult(0).getType()));
       }
-      return success();
+      return;
     }
     auto slice = cast<shard::AllSliceOp>(op);
     int64_t axis = slice.getSliceAxis().getSExtValue();
     Value &mine = sliced[op];
     if (!mine)
       mine = overRest(input, scaledDim(op->getResult(0).getType(), axis, m));
-    map.map(op->getResult(0), blockOf(b, loc, mine, axis, j, m));
-    return success();
+    map.map(op->getResult(0), MicroBatchOp::create(b, loc, mine, axis, j, m));
   }
 
+  // What `classify` found.
   DenseSet<Value> perMicro, combined;
   DenseMap<Operation *, Kind> kinds;
+  // What `unroll` builds: the values that exist once; per collective over
+  // the micro axis, the running sum, the blocks of an all-gather so far, or
+  // the all-slice over the other axes.
+  IRMapping once;
+  DenseMap<Operation *, Value> sums;
+  DenseMap<Operation *, SmallVector<Value>> blocks;
+  DenseMap<Operation *, Value> sliced;
 };
 
 } // namespace

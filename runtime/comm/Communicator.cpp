@@ -13,6 +13,13 @@ Communicator::startSend(const void *, int64_t, int peer, int) {
                    rank(), peer);
 }
 
+Status Communicator::checkPeer(int peer) const {
+  if (peer < 0 || peer >= size() || peer == rank())
+    return makeError("rank %d: no peer rank %d among %d", rank(), peer,
+                     size());
+  return Status::ok();
+}
+
 Status Communicator::recv(void *, int64_t, int peer, int) {
   return makeError("rank %d cannot receive from rank %d: this communicator "
                    "has no point-to-point transfers",

@@ -87,6 +87,10 @@ public:
   /// by `key` (collective over this communicator).
   virtual StatusOr<std::unique_ptr<Communicator>> split(int color,
                                                         int key) = 0;
+
+protected:
+  /// An error unless `peer` is another rank of this communicator.
+  Status checkPeer(int peer) const;
 };
 
 /// A world of one rank: collectives are identities.

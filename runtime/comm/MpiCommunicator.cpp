@@ -55,10 +55,8 @@ class MpiCommunicator final : public Communicator {
   /// Bytes of one point-to-point message.
   static constexpr int64_t kPiece = INT_MAX / 2;
 
-  Status checkPeer(int peer, int tag) const {
-    if (peer < 0 || peer >= mySize || peer == myRank)
-      return makeError("rank %d: no peer rank %d among %d", myRank, peer,
-                       mySize);
+  Status checkRoute(int peer, int tag) const {
+    LOOM_RETURN_IF_ERROR(checkPeer(peer));
     // Every MPI allows tags up to 32767 (MPI_TAG_UB).
     if (tag < 0 || tag > 32767)
       return makeError("rank %d: tag %d is not in [0, 32767]", myRank, tag);
@@ -150,7 +148,7 @@ public:
 
   StatusOr<std::unique_ptr<PendingCollective>>
   startSend(const void *data, int64_t bytes, int peer, int tag) override {
-    LOOM_RETURN_IF_ERROR(checkPeer(peer, tag));
+    LOOM_RETURN_IF_ERROR(checkRoute(peer, tag));
     auto pending = std::make_unique<MpiPending>();
     // MPI counts are ints: one message a piece, matched in order.
     for (int64_t at = 0; at < bytes; at += kPiece) {
@@ -165,7 +163,7 @@ public:
   }
 
   Status recv(void *data, int64_t bytes, int peer, int tag) override {
-    LOOM_RETURN_IF_ERROR(checkPeer(peer, tag));
+    LOOM_RETURN_IF_ERROR(checkRoute(peer, tag));
     for (int64_t at = 0; at < bytes; at += kPiece) {
       int n = static_cast<int>(std::min<int64_t>(bytes - at, kPiece));
       MPI_Status status;

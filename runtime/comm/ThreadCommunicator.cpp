@@ -130,6 +130,8 @@ public:
     meeting->mailCv.wait(lock, [&] { return !box.empty(); });
     std::vector<char> message = std::move(box.front());
     box.pop_front();
+    if (box.empty())
+      meeting->mail.erase({peer, myRank, tag});
     if (static_cast<int64_t>(message.size()) != bytes)
       return makeError("rank %d expected %lld bytes from rank %d (tag %d), "
                        "got %lld",
@@ -174,13 +176,6 @@ public:
   }
 
 private:
-  Status checkPeer(int peer) const {
-    if (peer < 0 || peer >= meeting->n || peer == myRank)
-      return makeError("rank %d: no peer rank %d among %d", myRank, peer,
-                       meeting->n);
-    return Status::ok();
-  }
-
   /// Posts `mine`, runs `read` once every rank has posted, and returns once
   /// every rank has read.
   template <typename F> void exchange(const void *mine, F read) {

@@ -17,77 +17,73 @@ namespace loom::runtime::cpu {
 
 namespace {
 
-/// Where a transfer goes: the pipeline communicator and the peer's index in
-/// it (its pp coordinate), and the tag.
+/// Where a transfer goes: the `pp` axis, the peer's coordinate on it and
+/// the tag, as the instruction's attributes give them.
 struct Route {
-  Communicator *comm;
-  int peer;
-  int tag;
+  int64_t axis, peer, tag;
 };
 
-/// The `pp` axis of the plan's mesh.
-StatusOr<int64_t> pipelineAxis(const OpView &op) {
+StatusOr<Route> parseRoute(const OpView &op) {
+  Route r{-1, 0, 0};
   for (int i = 0; i < op.plan.mesh_size(); ++i)
     if (op.plan.mesh(i).name() == "pp")
-      return static_cast<int64_t>(i);
-  return makeError("the plan's mesh has no 'pp' axis to send along");
-}
-
-Status verifyRoute(const OpView &op) {
-  LOOM_ASSIGN_OR_RETURN(int64_t axis, pipelineAxis(op));
-  LOOM_ASSIGN_OR_RETURN(int64_t peer, intAttr(op, "peer_stage"));
-  LOOM_ASSIGN_OR_RETURN(int64_t tag, intAttr(op, "tag"));
-  int64_t stages = op.plan.mesh(static_cast<int>(axis)).size();
-  if (peer < 0 || peer >= stages)
+      r.axis = i;
+  if (r.axis < 0)
+    return makeError("the plan's mesh has no 'pp' axis to send along");
+  LOOM_ASSIGN_OR_RETURN(r.peer, intAttr(op, "peer_stage"));
+  LOOM_ASSIGN_OR_RETURN(r.tag, intAttr(op, "tag"));
+  int64_t stages = op.plan.mesh(static_cast<int>(r.axis)).size();
+  if (r.peer < 0 || r.peer >= stages)
     return makeError("peer_stage %lld is not one of the %lld pipeline stages",
-                     (long long)peer, (long long)stages);
-  if (tag < 0 || tag > 32767)
-    return makeError("tag %lld is not in [0, 32767]", (long long)tag);
-  return Status::ok();
+                     (long long)r.peer, (long long)stages);
+  if (r.tag < 0 || r.tag > 32767)
+    return makeError("tag %lld is not in [0, 32767]", (long long)r.tag);
+  return r;
 }
 
-StatusOr<Route> routeOf(const OpView &op, BindContext &ctx) {
-  LOOM_RETURN_IF_ERROR(verifyRoute(op));
-  LOOM_ASSIGN_OR_RETURN(int64_t axis, pipelineAxis(op));
-  Communicator *comm = ctx.commForAxes({axis});
+/// The communicator along the pp axis, where the peer's index is its
+/// coordinate; not this rank's own.
+StatusOr<Communicator *> pipelineComm(const Route &r, BindContext &ctx) {
+  Communicator *comm = ctx.commForAxes({r.axis});
   if (!comm)
     return makeError("no communicator along the pp axis");
-  LOOM_ASSIGN_OR_RETURN(int64_t peer, intAttr(op, "peer_stage"));
-  LOOM_ASSIGN_OR_RETURN(int64_t tag, intAttr(op, "tag"));
-  if (peer == comm->rank())
+  if (r.peer == comm->rank())
     return makeError("peer_stage %lld is this rank's own stage",
-                     (long long)peer);
-  return Route{comm, static_cast<int>(peer), static_cast<int>(tag)};
+                     (long long)r.peer);
+  return comm;
 }
 
 } // namespace
 
-Status verifySend(const OpView &op) { return verifyRoute(op); }
+Status verifySend(const OpView &op) { return parseRoute(op).status(); }
 
 StatusOr<KernelFn> bindSend(const OpView &op, BindContext &ctx) {
-  LOOM_ASSIGN_OR_RETURN(Route route, routeOf(op, ctx));
+  LOOM_ASSIGN_OR_RETURN(Route r, parseRoute(op));
+  LOOM_ASSIGN_OR_RETURN(Communicator * comm, pipelineComm(r, ctx));
   InFlightBuckets *inFlight = ctx.inFlightBuckets();
   if (!inFlight)
     return makeError("this executor cannot keep sends in flight");
   const uint8_t *data = ctx.bytes(op.inputs[0]);
   int64_t bytes = op.inputs[0]->size_bytes();
+  int peer = static_cast<int>(r.peer), tag = static_cast<int>(r.tag);
   return KernelFn([=](const StepContext &) -> Status {
-    LOOM_ASSIGN_OR_RETURN(
-        std::unique_ptr<PendingCollective> send,
-        route.comm->startSend(data, bytes, route.peer, route.tag));
+    LOOM_ASSIGN_OR_RETURN(std::unique_ptr<PendingCollective> send,
+                          comm->startSend(data, bytes, peer, tag));
     inFlight->addSend(std::move(send));
     return Status::ok();
   });
 }
 
-Status verifyRecv(const OpView &op) { return verifyRoute(op); }
+Status verifyRecv(const OpView &op) { return parseRoute(op).status(); }
 
 StatusOr<KernelFn> bindRecv(const OpView &op, BindContext &ctx) {
-  LOOM_ASSIGN_OR_RETURN(Route route, routeOf(op, ctx));
+  LOOM_ASSIGN_OR_RETURN(Route r, parseRoute(op));
+  LOOM_ASSIGN_OR_RETURN(Communicator * comm, pipelineComm(r, ctx));
   uint8_t *data = ctx.bytes(op.outputs[0]);
   int64_t bytes = op.outputs[0]->size_bytes();
+  int peer = static_cast<int>(r.peer), tag = static_cast<int>(r.tag);
   return KernelFn([=](const StepContext &) {
-    return route.comm->recv(data, bytes, route.peer, route.tag);
+    return comm->recv(data, bytes, peer, tag);
   });
 }
 
