@@ -676,13 +676,61 @@ int run(Options &o, int64_t zero, plan::Plan *planOut, int64_t micro,
       memory.workspace =
           std::max(memory.workspace,
                    ::loom::runtime::estimateCudaWorkspaceBytes(prog));
-  // The step and memory figures come from the planner's models.
-  planner::StepRequest request = stepRequestOf(
-      *module, *precision == Precision::Bf16 ? planner::Precision::Bf16
-                                             : planner::Precision::Fp32);
-  planner::StepEstimate step = planner::estimateStep(
-      request, *cluster, meshTopologyOf(*module, *cluster));
+  // The step and memory figures come from the planner's models: each
+  // program's step (one a pipeline device), the busiest one's stretched by
+  // the schedule's waits.
+  planner::Precision costPrecision = *precision == Precision::Bf16
+                                         ? planner::Precision::Bf16
+                                         : planner::Precision::Fp32;
+  planner::MeshTopology topology = meshTopologyOf(*module, *cluster);
+  planner::StepRequest request;
+  planner::StepEstimate step;
+  std::vector<double> deviceSeconds;
+  for (func::FuncOp f : programFunctions(*module)) {
+    planner::StepRequest r = stepRequestOf(f, costPrecision);
+    planner::StepEstimate e = planner::estimateStep(r, *cluster, topology);
+    deviceSeconds.push_back(e.stepSeconds);
+    if (deviceSeconds.size() == 1 || e.stepSeconds > step.stepSeconds) {
+      request = std::move(r);
+      step = std::move(e);
+    }
+  }
+  PipelineStages stages = pipelineStagesOf(*module);
+  if (stages.stretch > 1) {
+    step.stepSeconds *= stages.stretch;
+    step.modelTflops /= stages.stretch;
+    step.mfu /= stages.stretch;
+  }
   PlanFigures figures = planFigures(*plan, memory, request, std::move(step));
+  figures.schedule = stages.schedule;
+  figures.pipelineStretch = stages.stretch;
+  for (auto [s, layers] : llvm::enumerate(stages.layers)) {
+    // A device's seconds shared among its stages (interleaved: its model
+    // chunks) as the stage partition predicted them.
+    int64_t device = static_cast<int64_t>(s) % stages.devices;
+    double planned = 0, ofDevice = 0;
+    for (auto [k, secs] : llvm::enumerate(stages.plannedSeconds))
+      if (static_cast<int64_t>(k) % stages.devices == device) {
+        ofDevice += secs;
+        if (k == s)
+          planned = secs;
+      }
+    PlanFigures::Stage st;
+    st.firstLayer = layers.first;
+    st.lastLayer = layers.second;
+    if (device < plan->programs_size()) {
+      const plan::Program &prog = plan->programs(static_cast<int>(device));
+      st.ranks.assign(prog.ranks().begin(), prog.ranks().end());
+      if (!st.ranks.empty())
+        st.peakBytes = figures.peakBytesPerRank[st.ranks.front()];
+    }
+    if (device < static_cast<int64_t>(stages.inFlight.size()))
+      st.microBatchesInFlight = stages.inFlight[device];
+    if (device < static_cast<int64_t>(deviceSeconds.size()))
+      st.seconds = deviceSeconds[device] *
+                   (ofDevice > 0 ? planned / ofDevice : 1.0);
+    figures.stages.push_back(std::move(st));
+  }
   figures.norms = norms;
   figures.sequenceParallelNorms = sequenceParallelNorms;
   std::string summary = summaryText(*plan, *cluster, figures);

@@ -5,6 +5,7 @@
 #include "ir/EntryFunction.h"
 #include "ir/LoomOps.h"
 #include "passes/MeshUtils.h"
+#include "passes/planner/PipelineSchedule.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
@@ -48,9 +49,57 @@ static std::optional<planner::CollectiveRecord> collectiveOf(Operation *op) {
 
 planner::StepRequest mlir::loom::stepRequestOf(ModuleOp module,
                                                planner::Precision precision) {
+  if (func::FuncOp func = lookupEntryFunction(module))
+    return stepRequestOf(func, precision);
   planner::StepRequest request;
   request.precision = precision;
-  func::FuncOp func = lookupEntryFunction(module);
+  return request;
+}
+
+PipelineStages mlir::loom::pipelineStagesOf(ModuleOp module) {
+  PipelineStages stages;
+  shard::GridOp grid = lookupMesh(module);
+  auto pipeline =
+      grid ? grid->getAttrOfType<DictionaryAttr>(
+                 LoomDialect::PipelineAttrHelper::getNameStr())
+           : nullptr;
+  if (!pipeline)
+    return stages;
+  stages.devices = grid.getShape()[kPipelineAxis];
+  auto kind = planner::parseSchedule(
+      pipeline.getAs<StringAttr>("schedule").getValue());
+  stages.schedule = pipeline.getAs<StringAttr>("schedule").str();
+  for (Attribute a : pipeline.getAs<ArrayAttr>("layers"))
+    if (auto range = dyn_cast<DenseI64ArrayAttr>(a); range && range.size() == 2)
+      stages.layers.push_back({range[0], range[1]});
+  if (auto seconds = pipeline.getAs<DenseF64ArrayAttr>("stage_seconds"))
+    stages.plannedSeconds.assign(seconds.asArrayRef().begin(),
+                                 seconds.asArrayRef().end());
+  int64_t chunks = 1, micro = 1;
+  if (auto v = pipeline.getAs<IntegerAttr>("virtual_stages"))
+    chunks = v.getInt();
+  if (auto m = grid->getAttrOfType<IntegerAttr>(
+          LoomDialect::NumMicroBatchesAttrHelper::getNameStr()))
+    micro = m.getInt();
+  if (kind)
+    if (llvm::Expected<planner::PipelineSchedule> s =
+            planner::buildSchedule(*kind, stages.devices, micro, chunks)) {
+      for (int64_t d = 0; d < stages.devices; ++d)
+        stages.inFlight.push_back(s->microBatchesInFlight(d));
+      if (llvm::Expected<double> stretch = s->stretch())
+        stages.stretch = *stretch;
+      else
+        llvm::consumeError(stretch.takeError());
+    } else {
+      llvm::consumeError(s.takeError());
+    }
+  return stages;
+}
+
+planner::StepRequest mlir::loom::stepRequestOf(func::FuncOp func,
+                                               planner::Precision precision) {
+  planner::StepRequest request;
+  request.precision = precision;
   if (!func || func.isExternal())
     return request;
   // The record of each bucket started and not yet waited for.

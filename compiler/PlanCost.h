@@ -16,14 +16,38 @@
 #include "passes/planner/MemoryModel.h"
 #include "passes/planner/MeshTopology.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
+
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace mlir::loom {
 
-/// One step of the lowered `module`'s entry function as the planner sees
-/// it; FLOPs count against the peak of `precision` for MFU.
+/// One step of the lowered function `func` (the entry function, or a
+/// pipeline device's) as the planner sees it; FLOPs count against the peak
+/// of `precision` for MFU.
+planner::StepRequest stepRequestOf(func::FuncOp func,
+                                   planner::Precision precision);
+/// The same for the lowered `module`'s entry function.
 planner::StepRequest stepRequestOf(ModuleOp module,
                                    planner::Precision precision);
+
+/// The pipeline stages of a lowered module (`loom.pipeline` on its mesh):
+/// the schedule, each stage's first and last layer and the seconds
+/// loom-partition-stages predicted for it, and the schedule's stretch
+/// (`PipelineSchedule::stretch`). Empty `layers` without stages.
+struct PipelineStages {
+  std::string schedule = "none";
+  int64_t devices = 1;
+  std::vector<std::pair<int64_t, int64_t>> layers;
+  std::vector<double> plannedSeconds;
+  /// Per pp device, the micro-batches its schedule keeps in flight.
+  std::vector<int64_t> inFlight;
+  double stretch = 1;
+};
+PipelineStages pipelineStagesOf(ModuleOp module);
 
 /// The mesh of `module` (`shard.grid @mesh`, pp x dp x tp; one device when
 /// it has none) on `cluster`'s nodes.

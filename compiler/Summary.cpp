@@ -125,6 +125,23 @@ static BucketTotals bucketTotals(
   return t;
 }
 
+/// The `stages` array of the summary JSON (empty without stages).
+static llvm::json::Array stagesJson(const PlanFigures &figures) {
+  llvm::json::Array stages;
+  for (const PlanFigures::Stage &s : figures.stages) {
+    llvm::json::Array ranks;
+    for (int32_t r : s.ranks)
+      ranks.push_back(r);
+    stages.push_back(llvm::json::Object{
+        {"layers", llvm::json::Array{s.firstLayer, s.lastLayer}},
+        {"ranks", std::move(ranks)},
+        {"predicted_time_s", s.seconds},
+        {"peak_memory_bytes", s.peakBytes},
+        {"micro_batches_in_flight", s.microBatchesInFlight}});
+  }
+  return stages;
+}
+
 llvm::json::Object mlir::loom::summaryJson(const plan::Plan &plan,
                                            const Cluster &cluster,
                                            const PlanFigures &figures,
@@ -143,7 +160,8 @@ llvm::json::Object mlir::loom::summaryJson(const plan::Plan &plan,
                           {"pp", meshSize(plan, "pp")}}},
       {"micro_batch", t.micro_batch()},
       {"num_micro_batches", t.num_micro_batches()},
-      {"schedule", "none"},
+      {"schedule", figures.schedule},
+      {"stages", stagesJson(figures)},
       {"zero_stage", t.zero_stage()},
       {"remat", "none"},
       {"precision", isBf16(plan) ? "bf16" : "fp32"},
@@ -212,7 +230,6 @@ static void printLayerShardings(llvm::raw_ostream &os,
         order.push_back(kind);
       ++it->second.second;
     }
-    break; // every program holds the same parameters
   }
   os << "  sharding    " << split << " of " << total
      << " parameter tensors split, the others replicated\n";
@@ -262,6 +279,22 @@ std::string mlir::loom::summaryText(const plan::Plan &plan,
       os << "  activations " << figures.sequenceParallelNorms << " of "
          << figures.norms
          << " norms split along the tokens over tp (sequence parallelism)\n";
+  }
+  if (!figures.stages.empty()) {
+    os << "  pipeline    " << figures.stages.size() << " stages, "
+       << figures.schedule << " over " << t.num_micro_batches()
+       << " micro-batch(es); its waits make the step "
+       << llvm::format("%.2f", figures.pipelineStretch)
+       << "x the busiest device's work\n";
+    for (auto [i, s] : llvm::enumerate(figures.stages)) {
+      os << "              stage " << i << ": layers " << s.firstLayer << "-"
+         << s.lastLayer << " on rank(s) ";
+      for (auto [k, r] : llvm::enumerate(s.ranks))
+        os << (k ? "," : "") << r;
+      os << llvm::format(", %.3g ms a step, ", s.seconds * 1e3)
+         << mib(s.peakBytes) << ", " << s.microBatchesInFlight
+         << " micro-batch(es) in flight\n";
+    }
   }
   if (plan.is_training())
     os << "  training    loss " << t.loss() << ", optimizer " << t.optimizer()

@@ -29,6 +29,21 @@ struct PlanFigures {
   /// The forward's layer and RMS norms, and those of them that run on a
   /// share of the tokens over tp (sequence parallelism).
   int64_t norms = 0, sequenceParallelNorms = 0;
+  /// With pipeline stages: the schedule, how much its waits stretch the
+  /// busiest device's step, and each stage's layers, ranks, seconds a step
+  /// (its device's program's, shared among the device's stages) and its
+  /// device's peak bytes.
+  struct Stage {
+    int64_t firstLayer = 0, lastLayer = 0;
+    std::vector<int32_t> ranks;
+    double seconds = 0;
+    int64_t peakBytes = 0;
+    /// The micro-batches its device's schedule keeps in flight.
+    int64_t microBatchesInFlight = 0;
+  };
+  std::string schedule = "none";
+  double pipelineStretch = 1;
+  std::vector<Stage> stages;
 };
 
 /// The figures of `plan`: each program's arena by what it holds (from the

@@ -16,6 +16,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -65,6 +66,7 @@ private:
 
   LogicalResult emitOp(Operation *op);
   LogicalResult emitReturn(func::ReturnOp ret);
+  LogicalResult emitTransfer(Operation *op);
   plan::Instruction &addInstruction(StringRef name, ArrayRef<Value> inputs,
                                     ArrayRef<int> outputs, Location loc);
   plan::Instruction &addInstruction(StringRef name, ArrayRef<int> inputs,
@@ -94,6 +96,10 @@ private:
   DenseMap<Value, std::pair<int, int64_t>> bucketSlots;
   /// The bucket buffer of each `loom.all_reduce_start`'s bucket id.
   DenseMap<int64_t, int> bucketBuffers;
+  /// The buffers sends read: they live to the end of the step.
+  SmallVector<int> sent;
+  /// The op being emitted (its pipeline marks go on its instructions).
+  Operation *current = nullptr;
 };
 
 FailureOr<int> Emitter::newBuffer(Type t, plan::Role role, Location loc) {
@@ -315,6 +321,13 @@ plan::Instruction &Emitter::addInstruction(StringRef name,
     use(id);
   plan::Instruction *inst = program->add_instructions();
   inst->set_op(name.str());
+  if (current) {
+    if (auto mb = current->getAttrOfType<IntegerAttr>(
+            LoomDialect::MicroBatchAttrHelper::getNameStr()))
+      inst->set_micro_batch(static_cast<int32_t>(mb.getInt()) + 1);
+    inst->set_backward(
+        current->hasAttr(LoomDialect::BackwardAttrHelper::getNameStr()));
+  }
   for (int id : inputs)
     inst->add_inputs(id);
   for (int id : outputs)
@@ -526,6 +539,19 @@ LogicalResult Emitter::emitOp(Operation *op) {
     return success();
   }
 
+  // Pipeline transfers (loom-split-stages): a receive's operand only gives
+  // its type; the bytes a send hands over stay unchanged until the step
+  // ends, when the runtime waits for the send.
+  if (isa<tensor::EmptyOp>(op)) {
+    if (!llvm::all_of(op->getUsers(),
+                      [](Operation *u) { return isa<shard::RecvOp>(u); }))
+      return op->emitError("a tensor.empty can only be emitted as the "
+                           "operand of a shard.recv");
+    return success();
+  }
+  if (isa<shard::SendOp, shard::RecvOp>(op))
+    return emitTransfer(op);
+
   StringRef name;
   if (isa<shard::AllReduceOp>(op))
     name = "all_reduce";
@@ -589,6 +615,9 @@ LogicalResult Emitter::emitOp(Operation *op) {
     for (NamedAttribute a : op->getAttrDictionary()) {
       if (isa<ConvertOp>(op) && a.getName() == "to")
         continue;
+      // The planner's marks are the instruction's own fields.
+      if (a.getName().getValue().starts_with("loom."))
+        continue;
       if (isa<BatchNormOp>(op) && a.getName() != "epsilon")
         continue;
       plan::Attr &out = (*inst.mutable_attrs())[a.getName().str()];
@@ -609,6 +638,61 @@ LogicalResult Emitter::emitOp(Operation *op) {
                << a.getName() << "' of type " << v << " into a plan";
     }
   }
+  return success();
+}
+
+LogicalResult Emitter::emitTransfer(Operation *op) {
+  auto send = dyn_cast<shard::SendOp>(op);
+  auto recv = dyn_cast<shard::RecvOp>(op);
+  ArrayRef<int16_t> axes =
+      send ? send.getGridAxes() : recv.getGridAxes();
+  std::optional<ArrayRef<int64_t>> peer;
+  if (send && send.getDestinationDynamic().empty())
+    peer = send.getDestination();
+  if (recv && recv.getSourceDynamic().empty() && recv.getSource())
+    peer = *recv.getSource();
+  auto tag = op->getAttrOfType<IntegerAttr>(
+      LoomDialect::TagAttrHelper::getNameStr());
+  if (axes.size() != 1 || axes[0] != 0 || !peer || peer->size() != 1 || !tag)
+    return op->emitError("only a transfer along the pp axis (grid_axes = "
+                         "[0]) to or from one static stage, with a loom.tag, "
+                         "can be emitted");
+  if (send && !send.getResult().use_empty())
+    return op->emitError("the result of a shard.send cannot be read in a "
+                         "plan: read its operand");
+  SmallVector<int> outs;
+  if (recv) {
+    FailureOr<int> id = newBuffer(recv.getResult(), plan::TEMPORARY, op->getLoc());
+    if (failed(id))
+      return failure();
+    program->mutable_buffers(*id)->set_name(describeLoc(op->getLoc()));
+    outs.push_back(*id);
+  }
+  SmallVector<int> ins;
+  if (send) {
+    int id = bufferOf(send.getInput());
+    // A parameter (a tied embedding) is updated before the step ends: the
+    // send reads a copy of it.
+    plan::Role role = program->buffers(id).role();
+    if (role != plan::TEMPORARY && role != plan::INPUT &&
+        role != plan::TARGET) {
+      FailureOr<int> copy =
+          newBuffer(send.getInput().getType(), plan::TEMPORARY, op->getLoc());
+      if (failed(copy))
+        return failure();
+      program->mutable_buffers(*copy)->set_name(
+          program->buffers(id).name() + " (sent)");
+      addInstruction("copy", ArrayRef<int>{id}, ArrayRef<int>{*copy},
+                     op->getLoc());
+      id = *copy;
+    }
+    ins.push_back(id);
+    sent.push_back(id);
+  }
+  plan::Instruction &inst =
+      addInstruction(send ? "send" : "recv", ins, outs, op->getLoc());
+  setI(inst, "peer_stage", (*peer)[0]);
+  setI(inst, "tag", tag.getInt());
   return success();
 }
 
@@ -715,6 +799,7 @@ LogicalResult Emitter::run(plan::Program &prog) {
         return failure();
       continue;
     }
+    current = &op;
     if (failed(emitOp(&op)))
       return failure();
   }
@@ -728,6 +813,8 @@ LogicalResult Emitter::run(plan::Program &prog) {
       memory.gradients += program->buffers(bufferOf(grad)).size_bytes();
     }
 
+  for (int id : sent)
+    ranges[root(id)].end = std::max(ranges[root(id)].end, step());
   // Buffers never touched by an instruction still need a place.
   for (LiveRange &r : ranges)
     if (r.start > r.end)
@@ -749,10 +836,15 @@ LogicalResult Emitter::run(plan::Program &prog) {
 FailureOr<plan::Plan> mlir::loom::emitPlan(ModuleOp module,
                                            const EmitOptions &options,
                                            MemoryBreakdown *memoryOut) {
-  auto func = lookupEntryFunction(module);
-  if (!func || func.isExternal() || !func.getBody().hasOneBlock())
+  SmallVector<func::FuncOp> funcs = programFunctions(module);
+  if (funcs.empty())
     return module.emitError("cannot emit a plan: no single-block @main"),
            failure();
+  for (func::FuncOp func : funcs)
+    if (func.isExternal() || !func.getBody().hasOneBlock())
+      return func.emitError("cannot emit a plan: @")
+             << func.getSymName() << " is not a single-block function",
+             failure();
 
   SmallVector<int64_t> meshShape{1, 1, 1};
   SmallVector<std::string> axisNames{"pp", "dp", "tp"};
@@ -764,12 +856,11 @@ FailureOr<plan::Plan> mlir::loom::emitPlan(ModuleOp module,
       return grid.emitError("the mesh must have static positive sizes"),
              failure();
   }
-
-  MemoryBreakdown memory;
-  plan::Program program;
-  Emitter emitter(func, memory, options.storedWeights);
-  if (failed(emitter.run(program)))
-    return failure();
+  if (static_cast<int64_t>(funcs.size()) != meshShape[0])
+    return module.emitError("the mesh has ")
+           << meshShape[0] << " pipeline stage(s) but the module "
+           << funcs.size() << " stage function(s) (run loom-split-stages)",
+           failure();
 
   plan::Plan plan;
   plan.set_format_version(1);
@@ -782,25 +873,38 @@ FailureOr<plan::Plan> mlir::loom::emitPlan(ModuleOp module,
     axis->set_size(size);
   }
   plan.set_model_path(options.modelPath);
-  if (auto module = func->getParentOfType<ModuleOp>())
-    if (auto tied = module->getAttrOfType<DictionaryAttr>(attr::kTied))
-      for (NamedAttribute entry : tied) {
-        auto tie = cast<DictionaryAttr>(entry.getValue());
-        plan::TiedInitializer *t = plan.add_tied_initializers();
-        t->set_name(entry.getName().str());
-        t->set_parameter(tie.getAs<StringAttr>("of").str());
-        t->set_transposed(static_cast<bool>(tie.get("transposed")));
-      }
-  plan.set_is_training(program.loss_buffer() >= 0);
+  if (auto tied = module->getAttrOfType<DictionaryAttr>(attr::kTied))
+    for (NamedAttribute entry : tied) {
+      auto tie = cast<DictionaryAttr>(entry.getValue());
+      plan::TiedInitializer *t = plan.add_tied_initializers();
+      t->set_name(entry.getName().str());
+      t->set_parameter(tie.getAs<StringAttr>("of").str());
+      t->set_transposed(static_cast<bool>(tie.get("transposed")));
+    }
   *plan.mutable_training() = options.training;
 
-  // Data-parallel ranks run the same code on different samples: one program
-  // for all, each rank's slice follows from its `dp` coordinate.
-  plan::Program *p = plan.add_programs();
-  *p = std::move(program);
-  for (int64_t rank = 0; rank < world; ++rank)
-    p->add_ranks(rank);
+  // Data-parallel and tensor-parallel ranks run the same code on their own
+  // samples and shards: one program for all the ranks of a pipeline stage
+  // (its pp coordinate, the outermost mesh axis), each rank's slice following
+  // from its coordinates. The memory figures are the largest program's.
+  int64_t perStage = meshShape[1] * meshShape[2];
+  MemoryBreakdown busiest;
+  int64_t numParameters = 0; // each stage holds its own
+  for (auto [d, func] : llvm::enumerate(funcs)) {
+    MemoryBreakdown memory;
+    plan::Program *p = plan.add_programs();
+    Emitter emitter(func, memory, options.storedWeights);
+    if (failed(emitter.run(*p)))
+      return failure();
+    for (int64_t r = 0; r < perStage; ++r)
+      p->add_ranks(static_cast<int>(d * perStage + r));
+    numParameters += memory.numParameters;
+    if (d == 0 || memory.arena > busiest.arena)
+      busiest = memory;
+  }
+  busiest.numParameters = numParameters;
+  plan.set_is_training(plan.programs(0).loss_buffer() >= 0);
   if (memoryOut)
-    *memoryOut = memory;
+    *memoryOut = busiest;
   return plan;
 }

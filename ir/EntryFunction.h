@@ -12,6 +12,8 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
 
 namespace mlir::loom {
 
@@ -26,6 +28,26 @@ inline func::FuncOp lookupEntryFunction(ModuleOp module) {
 /// Whether `func` is the entry function (and has a body).
 inline bool isEntryFunction(func::FuncOp func) {
   return !func.isExternal() && func.getSymName() == kEntryFunction;
+}
+
+/// The functions a plan's programs come from: with pipeline stages
+/// (loom-split-stages) the stage functions, by `loom.pipeline_device`;
+/// otherwise the entry function alone (none when there is none).
+inline llvm::SmallVector<func::FuncOp> programFunctions(ModuleOp module) {
+  llvm::SmallVector<std::pair<int64_t, func::FuncOp>> stages;
+  for (auto f : module.getOps<func::FuncOp>())
+    if (auto d = f->getAttrOfType<IntegerAttr>("loom.pipeline_device"))
+      stages.push_back({d.getInt(), f});
+  llvm::SmallVector<func::FuncOp> funcs;
+  if (stages.empty()) {
+    if (func::FuncOp entry = lookupEntryFunction(module))
+      funcs.push_back(entry);
+    return funcs;
+  }
+  llvm::sort(stages, [](const auto &a, const auto &b) { return a.first < b.first; });
+  for (auto &[d, f] : stages)
+    funcs.push_back(f);
+  return funcs;
 }
 
 } // namespace mlir::loom

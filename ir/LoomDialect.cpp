@@ -4,6 +4,7 @@
 #include "ir/LoomOps.h"
 #include "ir/sharding/LoopNest.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -174,9 +175,30 @@ LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
              << attr.getValue();
     return success();
   }
-  if (name == RecomputeAttrHelper::getNameStr())
+  if (name == RecomputeAttrHelper::getNameStr() ||
+      name == BackwardAttrHelper::getNameStr())
     return expectKind<UnitAttr>(op, attr, "a unit attribute");
+  if (name == TagAttrHelper::getNameStr()) {
+    auto value = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!isa<shard::SendOp, shard::RecvOp>(op) || !value ||
+        value.getInt() < 0 || value.getInt() > 32767)
+      return op->emitError("'")
+             << name
+             << "' belongs on a shard.send or shard.recv, as an integer in "
+                "[0, 32767], got "
+             << attr.getValue();
+    return success();
+  }
+  if (name == PipelineDeviceAttrHelper::getNameStr()) {
+    auto value = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!isa<func::FuncOp>(op) || !value || value.getInt() < 0)
+      return op->emitError("'")
+             << name << "' belongs on a func.func, as an integer >= 0, got "
+             << attr.getValue();
+    return success();
+  }
   if (name == OpsetAttrHelper::getNameStr() || name == StageAttrHelper::getNameStr() ||
+      name == MicroBatchAttrHelper::getNameStr() ||
       name == ZeroStageAttrHelper::getNameStr()) {
     auto value = dyn_cast<IntegerAttr>(attr.getValue());
     int64_t max = name == ZeroStageAttrHelper::getNameStr() ? 3 : INT64_MAX;

@@ -31,7 +31,11 @@ def Loom_Dialect : Dialect {
     one name per mesh axis), `loom.model_path`, `loom.opset` and `loom.tied`
     (on the module: the ONNX model it was imported from, and its
     initializers that are copies of a parameter), and the planner's marks
-    `loom.stage` (pipeline stage, >= 0), `loom.recompute` (recompute in the
+    `loom.stage` (pipeline stage, >= 0), `loom.backward` (an op of the
+    backward pass), `loom.micro_batch` (the micro-batch an op runs for, >= 0),
+    `loom.tag` (on `shard.send` / `shard.recv`: the transfer's tag, 0 to
+    32767), `loom.pipeline_device` (on a stage function: the pp coordinate of
+    the devices that run it), `loom.recompute` (recompute in the
     backward), `loom.zero_stage` (0 to 3) and `loom.num_micro_batches`
     (on the `shard.grid`: the micro-batches a step runs, >= 1) and
     `loom.pipeline` (on the `shard.grid`: the stages' layers and schedule,
@@ -78,6 +82,14 @@ def Loom_Dialect : Dialect {
     "IntegerAttr":$opset,
     "DictionaryAttr":$tied,
     "IntegerAttr":$stage,
+    // A backward op of the step (loom-partition-stages), the micro-batch an
+    // op runs for (loom-unroll-micro-batches, with pipeline stages), a
+    // pipeline transfer's tag (on shard.send / shard.recv) and the pp
+    // coordinate of the devices that run a stage function.
+    "UnitAttr":$backward,
+    "IntegerAttr":$micro_batch,
+    "IntegerAttr":$tag,
+    "IntegerAttr":$pipeline_device,
     "UnitAttr":$recompute,
     "IntegerAttr":$zero_stage,
     "IntegerAttr":$num_micro_batches,

@@ -7,7 +7,8 @@
 // stage is fastest within each device's memory (planner/StagePartition.h),
 // and the schedule (planner/PipelineSchedule.h) fixes the order each device
 // runs its micro-batches in. A planning pass: it writes `loom.stage` on
-// every op and `loom.pipeline` on the mesh, and changes nothing else.
+// every op, `loom.backward` on the backward pass's, and `loom.pipeline` on
+// the mesh, and changes nothing else.
 //
 //===----------------------------------------------------------------------===//
 
@@ -266,6 +267,9 @@ struct PartitionStagesPass
       if (stage < 0)
         stage = 0;
       op.setAttr(mark, b.getI64IntegerAttr(stage));
+      if (!isForward.contains(&op) && !isa<AdamwOp, SgdOp>(op))
+        op.setAttr(LoomDialect::BackwardAttrHelper::getNameStr(),
+                   b.getUnitAttr());
       for (Value r : op.getResults())
         valueStage[r] = stage;
     }

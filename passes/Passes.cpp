@@ -104,6 +104,10 @@ void mlir::loom::buildLoomPlanPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(shard::createPartition());
   // First after partition: the passes after it see one rank's whole step.
   pm.addPass(createLoomUnrollMicroBatchesPass());
+  // Then one function per pipeline device: the passes after it see one
+  // device's ops in the order they run.
+  if (options.pp > 1)
+    pm.addPass(createLoomSplitStagesPass());
   // Sums first: two that meet in an addition become one before a slice of
   // the addition is moved up to its operands.
   pm.addNestedPass<func::FuncOp>(createLoomSinkAllReducesPass());

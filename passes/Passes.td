@@ -218,8 +218,8 @@ def LoomPartitionStagesPass : Pass<"loom-partition-stages", "mlir::ModuleOp"> {
     Pre: `shard.grid @mesh` from `loom-choose-mesh` and the training step
     `@main` (its first result the loss). With `pp = 1` the pass does
     nothing.
-    Post, with `pp > 1`: every op of `@main` has `loom.stage = S` and the
-    grid has `loom.pipeline = {schedule, virtual_stages, layers,
+    Post, with `pp > 1`: every op of `@main` has `loom.stage = S`, the ops of
+    the backward pass also `loom.backward`, and the grid has `loom.pipeline = {schedule, virtual_stages, layers,
     stage_seconds, order}`. A forward op's layer is the number in its ONNX
     node name (`/h.3/attn/Add` is layer 3; an op without one belongs to the
     layer before it, ops before the first layer to the first stage, the
@@ -619,7 +619,9 @@ def LoomUnrollMicroBatchesPass
     mesh axes that remain (if any). An all-gather over it concatenates the
     micro-batches' blocks, an all-slice over it takes micro-batch j's
     block (`loom.micro_batch`). What reads an accumulated sum (the optimizer, the loss) runs
-    once, after the last micro-batch.
+    once, after the last micro-batch. With pipeline stages (pp > 1) each op
+    run for micro-batch j is marked `loom.micro_batch = j`, for
+    `loom-split-stages` to place it in the schedule.
 
     The losses and gradients are those of the whole batch: the loss and its
     gradient are scaled by the global element count (`count`), so the sum
@@ -649,6 +651,47 @@ def LoomUnrollMicroBatchesPass
     ```
   }];
   let dependentDialects = ["::mlir::shard::ShardDialect"];
+}
+
+def LoomSplitStagesPass : Pass<"loom-split-stages", "mlir::ModuleOp"> {
+  let summary = "Cut the step into one function per pipeline device, with send/recv between them";
+  let description = [{
+    Pre: a `pp x dp x tp` mesh with `loom.pipeline` (loom-partition-stages)
+    and `@main` partitioned and written out micro-batch after micro-batch
+    (loom-unroll-micro-batches), its ops marked `loom.stage`, the backward
+    ones `loom.backward`, those of micro-batch j `loom.micro_batch = j`.
+    With `pp = 1` the pass does nothing.
+    Post: `@main` is replaced by `@main_stage0` ... `@main_stage<pp-1>`,
+    each with `loom.pipeline_device = d`, holding the ops of the stages that
+    run on pp device d (stage S runs on device S mod pp) in the order of
+    the device's schedule: an op of micro-batch j runs in its forward (F),
+    backward (B) or, with `zb-h1`, weight-gradient (W) turn (W: the backward
+    ops that make no value another device reads), and no earlier than what
+    it reads. A value made on one device and read on another is sent right
+    after it is made (`shard.send ... grid_axes = [0] destination = [d]
+    {loom.tag = T}`) and received just before its first reader
+    (`shard.recv`, of a `tensor.empty`), in a turn that starts after the
+    sender's (`PipelineSchedule::startTimes`), so the devices' orders are
+    parts of one order of the whole step and never wait on each other for
+    ever. Parameters and optimizer states are arguments of the device that
+    updates them (a tied embedding read on the last device is sent there,
+    its gradient sent back); data arguments of every device that reads
+    them; constants are made on every device that reads them. Every stage
+    function returns the loss (the last stage sends it to the others) and
+    the updates it makes.
+
+    ```mlir
+    func.func @main_stage0(%x: tensor<4x8xf32> {loom.input = "x"}, %w0: ... {loom.param = "w0"})
+        -> (tensor<f32> {loom.loss}, ... {loom.param = "w0"}) attributes {loom.pipeline_device = 0 : i64} {
+      %h = loom.matmul %x, %w0 ...
+      %s = shard.send %h on @mesh grid_axes = [0] destination = [1] {loom.tag = 0 : i64} ...
+      %e = tensor.empty() : tensor<4x8xf32>
+      %gh = shard.recv %e on @mesh grid_axes = [0] source = [1] {loom.tag = 1 : i64} ...
+      ...
+    ```
+  }];
+  let dependentDialects = ["::mlir::shard::ShardDialect",
+                           "::mlir::tensor::TensorDialect"];
 }
 
 def LoomBucketAllReducesPass

@@ -80,6 +80,7 @@ struct UnrollMicroBatchesPass
     blocks.clear();
     sliced.clear();
     int64_t m = grid.getShape()[kMicroAxis];
+    pipelined = grid.getShape()[kPipelineAxis] > 1;
     func::FuncOp func = lookupEntryFunction(module);
     if (!func || !func.getBody().hasOneBlock()) {
       module.emitError("loom-unroll-micro-batches needs a single-block "
@@ -250,9 +251,13 @@ struct UnrollMicroBatchesPass
           if (!map.contains(v))
             if (Value shared = once.lookupOrNull(v))
               map.map(v, shared);
-        if (kind == Kind::PerMicro)
-          b.clone(*op, map);
-        else
+        if (kind == Kind::PerMicro) {
+          Operation *clone = b.clone(*op, map);
+          // Pipeline stages run each micro-batch's part in its turn.
+          if (pipelined)
+            clone->setAttr(LoomDialect::MicroBatchAttrHelper::getNameStr(),
+                           b.getI64IntegerAttr(j));
+        } else
           meet(b, op, j, m, map);
       }
     }
@@ -314,6 +319,9 @@ struct UnrollMicroBatchesPass
     map.map(op->getResult(0), MicroBatchOp::create(b, loc, mine, axis, j, m));
   }
 
+  // Whether the step has pipeline stages: each per-micro-batch op is then
+  // marked with its micro-batch (`loom.micro_batch`).
+  bool pipelined = false;
   // What `classify` found.
   DenseSet<Value> perMicro, combined;
   DenseMap<Operation *, Kind> kinds;

@@ -62,15 +62,6 @@ struct VerifyShardingPass
     : public loom::impl::LoomVerifyShardingPassBase<VerifyShardingPass> {
   void runOnOperation() override {
     FunctionOpInterface func = getOperation();
-    if (auto module = func->getParentOfType<ModuleOp>())
-      if (shard::GridOp grid = lookupMesh(module);
-          isPlannedMesh(grid) && grid.getShape()[kPipelineAxis] > 1) {
-        grid.emitError("pipeline stages (pp = ")
-            << grid.getShape()[kPipelineAxis]
-            << ") are planned but cannot be lowered yet; use pp=1 (loomc "
-               "--emit=mlir-planned shows the stages)";
-        return signalPassFailure();
-      }
     // Partition leaves a step without shard ops alone (one rank).
     if (func.isExternal() ||
         !func.getFunctionBody()

@@ -158,9 +158,28 @@ Executor::create(const plan::Plan &plan, Communicator &world,
                : cpu::bindOnCpu(*kernel, view, binder, exec->bf16Scratch);
     if (!fn.isOk())
       return fn.status().withContext(exec->where(i));
-    exec->calls.push_back(
-        {std::move(fn).value(), i, isCommunication(inst.op())});
+    exec->calls.push_back({std::move(fn).value(), i,
+                           isCommunication(inst.op()), inst.op() == "recv"});
   }
+  // Each micro-batch is in flight from its first forward instruction to its
+  // last backward one.
+  std::map<int32_t, size_t> firstForward, lastBackward;
+  for (size_t c = 0; c < exec->calls.size(); ++c) {
+    const plan::Instruction &inst =
+        exec->theProgram->instructions(exec->calls[c].index);
+    if (inst.micro_batch() <= 0)
+      continue;
+    if (inst.backward())
+      lastBackward[inst.micro_batch()] = c;
+    else
+      firstForward.try_emplace(inst.micro_batch(), c);
+  }
+  for (auto [micro, c] : firstForward)
+    if (auto it = lastBackward.find(micro); it != lastBackward.end() &&
+                                            it->second > c) {
+      ++exec->calls[c].inFlightDelta;
+      --exec->calls[it->second].inFlightDelta;
+    }
   const char *prof = std::getenv("LOOM_PROFILE");
   if (prof && *prof && std::strcmp(prof, "0") != 0) {
     exec->profile = std::make_unique<Profile>();
@@ -242,11 +261,18 @@ Status Executor::runCall(const Call &call, const StepContext &ctx) {
   if (call.communicates) {
     auto t0 = std::chrono::steady_clock::now();
     s = call.fn(ctx);
-    stepCommSeconds += std::chrono::duration<double>(
-                           std::chrono::steady_clock::now() - t0)
-                           .count();
+    double seconds = std::chrono::duration<double>(
+                         std::chrono::steady_clock::now() - t0)
+                         .count();
+    stepCommSeconds += seconds;
+    if (call.receives)
+      stepRecvSeconds += seconds;
   } else {
     s = call.fn(ctx);
+  }
+  if (call.inFlightDelta) {
+    inFlightNow += call.inFlightDelta;
+    stepPeakInFlight = std::max(stepPeakInFlight, inFlightNow);
   }
   // Non-blocking collectives advance between instructions.
   if (s.isOk() && !inFlight.empty())
@@ -257,7 +283,8 @@ Status Executor::runCall(const Call &call, const StepContext &ctx) {
 Status Executor::runStep(int64_t step) {
   StepContext ctx;
   ctx.step = step;
-  stepCommSeconds = 0;
+  stepCommSeconds = stepRecvSeconds = 0;
+  inFlightNow = stepPeakInFlight = 0;
   if (theDevice) {
     for (const plan::Buffer *b : stepInputs)
       LOOM_RETURN_IF_ERROR(theDevice->upload(deviceArena + b->offset(),

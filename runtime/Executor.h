@@ -97,6 +97,13 @@ public:
   double exposedCommSeconds() const {
     return theDevice ? -1.0 : stepCommSeconds;
   }
+  /// Pipeline plans: the most micro-batches of the last step whose first
+  /// forward instruction had run and whose last backward instruction had
+  /// not, at once (the activations this rank held); 0 without marks.
+  int64_t microBatchesInFlight() const { return stepPeakInFlight; }
+  /// Host seconds the last step spent in `recv` (waiting for another
+  /// pipeline stage, and the transfer; with a device, only the host part).
+  double pipelineWaitSeconds() const { return stepRecvSeconds; }
 
   /// `loom-run --check-numerics`: with `on`, each step scans the F32 and
   /// BF16 outputs of every instruction after it runs (downloaded from the
@@ -119,6 +126,10 @@ private:
     KernelFn fn;
     int index; // instruction index, for errors
     bool communicates = false; // a collective, timed as communication
+    bool receives = false;     // a pipeline `recv`
+    /// +1 at a micro-batch's first forward instruction, -1 at its last
+    /// backward one.
+    int inFlightDelta = 0;
   };
   /// LOOM_PROFILE=1 (or 2): wall time of every call, summed over the steps
   /// after the first (all steps when only one ran); printed by the
@@ -163,8 +174,10 @@ private:
   std::vector<Call> calls;
   /// Buckets between their `all_reduce_start` and `all_reduce_wait`.
   InFlightBuckets inFlight;
-  /// Seconds the last step spent in collectives' calls.
-  double stepCommSeconds = 0;
+  /// Seconds the last step spent in collectives' calls, and in `recv`.
+  double stepCommSeconds = 0, stepRecvSeconds = 0;
+  /// The micro-batches in flight now and at most in the last step.
+  int64_t inFlightNow = 0, stepPeakInFlight = 0;
   std::unique_ptr<Profile> profile;
   /// --check-numerics: whether it is on; each call's F32/BF16 inputs and
   /// outputs (positions in the program's buffers); which buffers hold

@@ -21,6 +21,20 @@ std::string number(double v, const char *fmt) {
 
 } // namespace
 
+/// `,"stages":[{...},...]`, or nothing without stages.
+static std::string stagesJson(const std::vector<StageMetrics> &stages) {
+  if (stages.empty())
+    return "";
+  std::string s = ",\"stages\":[";
+  for (size_t i = 0; i < stages.size(); ++i)
+    s += std::string(i ? "," : "") + "{\"micro_batches_in_flight\":" +
+         std::to_string(stages[i].microBatchesInFlight) +
+         ",\"pipeline_wait_s\":" + number(stages[i].waitS, "%.6g") +
+         ",\"bubble_fraction\":" + number(stages[i].bubbleFraction, "%.4g") +
+         "}";
+  return s + "]";
+}
+
 std::string formatMetrics(const StepMetrics &m) {
   return "{\"step\":" + std::to_string(m.step) +
          ",\"loss\":" + number(m.loss, "%.9g") +
@@ -31,7 +45,7 @@ std::string formatMetrics(const StepMetrics &m) {
          (m.commExposedS >= 0
               ? ",\"comm_exposed_s\":" + number(m.commExposedS, "%.6g")
               : std::string()) +
-         "}";
+         stagesJson(m.stages) + "}";
 }
 
 StatusOr<std::unique_ptr<MetricsWriter>>

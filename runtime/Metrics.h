@@ -9,8 +9,17 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace loom::runtime {
+
+/// One pipeline stage's figures of a step, from its first rank.
+struct StageMetrics {
+  /// The most micro-batches whose activations it held at once.
+  int64_t microBatchesInFlight = 0;
+  /// Seconds it waited in `recv`, and their share of its step.
+  double waitS = 0, bubbleFraction = 0;
+};
 
 struct StepMetrics {
   int64_t step = 0; // 1-based
@@ -21,6 +30,8 @@ struct StepMetrics {
   int64_t peakMemoryBytes = 0;
   /// Seconds the step waited on communication; negative: not measured.
   double commExposedS = -1;
+  /// Pipeline plans: per stage (empty without stages).
+  std::vector<StageMetrics> stages;
 };
 
 /// `{"step":1,"loss":...,...}` without a newline; the loss is printed with

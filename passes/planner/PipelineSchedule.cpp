@@ -2,6 +2,8 @@
 
 #include "passes/planner/PipelineSchedule.h"
 
+#include "llvm/ADT/SmallVector.h"
+
 #include <algorithm>
 
 using namespace mlir::loom::planner;
@@ -149,6 +151,94 @@ int64_t PipelineSchedule::inFlight(int64_t device) const {
       --now;
   }
   return peak;
+}
+
+int64_t PipelineSchedule::microBatchesInFlight(int64_t device) const {
+  PipelineTask::Kind last = kind == ScheduleKind::ZeroBubbleH1
+                                ? PipelineTask::WeightGrad
+                                : PipelineTask::Backward;
+  const std::vector<PipelineTask> &o = order[device];
+  // Each micro-batch's first task and its last backward part.
+  std::vector<size_t> open(microBatches, o.size()), close(microBatches, 0);
+  for (size_t i = 0; i < o.size(); ++i) {
+    int64_t j = o[i].microBatch;
+    open[j] = std::min(open[j], i);
+    if (o[i].kind == last)
+      close[j] = i;
+  }
+  int64_t peak = 0;
+  for (size_t i = 0; i < o.size(); ++i) {
+    int64_t now = 0;
+    for (int64_t j = 0; j < microBatches; ++j)
+      now += open[j] <= i && i < close[j];
+    peak = std::max(peak, now);
+  }
+  return peak;
+}
+
+llvm::Expected<std::vector<std::vector<int64_t>>>
+PipelineSchedule::startTimes() const {
+  int64_t stages = devices * chunks;
+  // When each part (kind, stage, micro-batch) ends; -1: not yet run.
+  auto key = [&](PipelineTask::Kind k, int64_t stage, int64_t micro) {
+    return (static_cast<int64_t>(k) * stages + stage) * microBatches + micro;
+  };
+  std::vector<int64_t> end(3 * stages * microBatches, -1);
+  std::vector<std::vector<int64_t>> start(devices);
+  std::vector<int64_t> free(devices, 0); // when each device is next idle
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int64_t d = 0; d < devices; ++d) {
+      size_t next = start[d].size();
+      if (next == order[d].size())
+        continue;
+      const PipelineTask &t = order[d][next];
+      int64_t stage = t.chunk * devices + d, micro = t.microBatch;
+      llvm::SmallVector<int64_t, 2> needs;
+      if (t.kind == PipelineTask::Forward) {
+        if (stage > 0)
+          needs.push_back(key(PipelineTask::Forward, stage - 1, micro));
+      } else if (t.kind == PipelineTask::Backward) {
+        needs.push_back(key(PipelineTask::Forward, stage, micro));
+        if (stage < stages - 1)
+          needs.push_back(key(PipelineTask::Backward, stage + 1, micro));
+      } else {
+        needs.push_back(key(PipelineTask::Backward, stage, micro));
+      }
+      int64_t at = free[d];
+      bool ready = true;
+      for (int64_t n : needs) {
+        ready &= end[n] >= 0;
+        at = std::max(at, end[n]);
+      }
+      if (!ready)
+        continue;
+      start[d].push_back(at);
+      free[d] = end[key(t.kind, stage, micro)] = at + 1;
+      progress = true;
+    }
+  }
+  for (int64_t d = 0; d < devices; ++d)
+    if (start[d].size() != order[d].size())
+      return fail("device " + llvm::Twine(d) +
+                  " waits for ever before task " +
+                  llvm::Twine(start[d].size()) + " of its order '" + text(d) +
+                  "'");
+  return start;
+}
+
+llvm::Expected<double> PipelineSchedule::stretch() const {
+  llvm::Expected<std::vector<std::vector<int64_t>>> times = startTimes();
+  if (!times)
+    return times.takeError();
+  int64_t end = 0;
+  size_t busiest = 0;
+  for (int64_t d = 0; d < devices; ++d) {
+    busiest = std::max(busiest, order[d].size());
+    if (!(*times)[d].empty())
+      end = std::max(end, (*times)[d].back() + 1);
+  }
+  return busiest ? static_cast<double>(end) / busiest : 1.0;
 }
 
 llvm::Expected<PipelineSchedule>

@@ -51,6 +51,23 @@ struct PipelineSchedule {
   /// where there is one) has not, at any point of device `d`'s order: the
   /// activations it holds at once.
   int64_t inFlight(int64_t device) const;
+  /// The most micro-batches open at once on device `d`, each from its first
+  /// forward on any chunk to its last backward part on any chunk: what the
+  /// runtime counts. `inFlight` without chunks; with them, fewer (a
+  /// micro-batch with forwards on two chunks counts once).
+  int64_t microBatchesInFlight(int64_t device) const;
+  /// Runs the schedule with every task taking one unit of time, each device
+  /// taking its tasks in order as soon as what they need is done (a
+  /// forward: the previous stage's forward of the micro-batch; a backward:
+  /// its own forward and the next stage's backward; W: its backward). Per
+  /// device, the time each of its tasks starts, increasing along its order;
+  /// a task starts after the tasks it needs have ended. An error when the
+  /// devices wait on each other for ever.
+  llvm::Expected<std::vector<std::vector<int64_t>>> startTimes() const;
+  /// The step's length under `startTimes` over the most tasks a device
+  /// runs: how much longer than its busiest device's work the waits make
+  /// the step (1 + (p - 1) / m for 1F1B; 1 without stages).
+  llvm::Expected<double> stretch() const;
 };
 
 /// The schedule of `kind` for `devices` devices, `microBatches`

@@ -302,8 +302,29 @@ int train(const RunOptions &opts, Communicator &world) {
       else
         s = loss.status();
     }
+    // Pipeline plans: every rank's micro-batches in flight and waits, for
+    // the root's metrics (a collective every rank reaches).
+    std::vector<StageMetrics> stages;
+    if (in.plan.programs_size() > 1) {
+      const Executor &exec = session->executor();
+      double mine[3] = {static_cast<double>(exec.microBatchesInFlight()),
+                        exec.pipelineWaitSeconds(), seconds};
+      std::vector<double> all(3 * static_cast<size_t>(world.size()));
+      Status gathered = world.allGather(mine, all.data(), sizeof(mine));
+      if (s.isOk())
+        s = gathered;
+      if (gathered.isOk())
+        for (const plan::Program &p : in.plan.programs()) {
+          if (p.ranks_size() == 0)
+            continue;
+          const double *r = &all[3 * static_cast<size_t>(p.ranks(0))];
+          stages.push_back({static_cast<int64_t>(r[0]), r[1],
+                            r[2] > 0 ? r[1] / r[2] : 0});
+        }
+    }
     if (s.isOk() && in.metrics) {
       StepMetrics m;
+      m.stages = std::move(stages);
       m.step = step + 1;
       m.loss = lastLoss;
       m.stepTimeS = seconds;

@@ -10,8 +10,8 @@
 // them, a head and the loss after) of equal layers.
 
 // Two stages of two layers: the embedding with the first, the head and the
-// loss with the last. Backward ops have their forward op's stage, updates
-// their parameter's.
+// loss with the last. Backward ops have their forward op's stage (and
+// loom.backward), updates their parameter's.
 // TWO:       loom.pipeline = {layers = [array<i64: 0, 1>, array<i64: 2, 3>], order = ["F0 F1 B0 B1", "F0 B0 F1 B1"], schedule = "1f1b"
 // TWO-LABEL: func.func @main
 // TWO:         loom.matmul %arg0, %arg1 {loom.stage = 0 : i64}
@@ -19,9 +19,9 @@
 // TWO:         loom.matmul %{{.*}}, %arg4 {loom.stage = 1 : i64}
 // TWO:         loom.matmul %{{.*}}, %arg6 {loom.stage = 1 : i64}
 // TWO:         loom.mse %{{.*}} {loom.stage = 1 : i64}
-// TWO:         loom.mse_grad %{{.*}} {loom.stage = 1 : i64}
-// TWO:         loom.matmul %{{.*}}, %arg4 {loom.stage = 1 : i64, transpose_rhs}
-// TWO:         loom.matmul %{{.*}}, %arg3 {loom.stage = 0 : i64, transpose_rhs}
+// TWO:         loom.mse_grad %{{.*}} {loom.backward, loom.stage = 1 : i64}
+// TWO:         loom.matmul %{{.*}}, %arg4 {loom.backward, loom.stage = 1 : i64, transpose_rhs}
+// TWO:         loom.matmul %{{.*}}, %arg3 {loom.backward, loom.stage = 0 : i64, transpose_rhs}
 // TWO:         loom.sgd %arg1, %{{.*}} {{{.*}}loom.stage = 0 : i64
 // TWO:         loom.sgd %arg3, %{{.*}} {{{.*}}loom.stage = 0 : i64
 // TWO:         loom.sgd %arg4, %{{.*}} {{{.*}}loom.stage = 1 : i64

@@ -59,12 +59,3 @@ func.func @one_rank(%x: tensor<8x4xf32>) -> tensor<8x4xf32> {
   %y = loom.relu %x : tensor<8x4xf32>
   return %y : tensor<8x4xf32>
 }
-
-// -----
-
-// Pipeline stages are planned but not lowered: refused before partition.
-// expected-error @+1 {{pipeline stages (pp = 2) are planned but cannot be lowered yet; use pp=1 (loomc --emit=mlir-planned shows the stages)}}
-shard.grid @mesh(shape = 2x1x1)
-func.func @pipeline(%x: tensor<8x4xf32>) -> tensor<8x4xf32> {
-  return %x : tensor<8x4xf32>
-}

@@ -111,11 +111,12 @@ def _logits_only(model, call_kwargs, arg="input_ids"):
     return model
 
 
-def build_model(kind, seed, hf_config=None):
+def build_model(kind, seed, hf_config=None, layers=0):
     """The torch module for `kind`, randomly initialised under torch.manual_seed(seed).
 
     hf_config: a config dict (as saved in config.json) to rebuild exactly that model;
-    default: the issue's small config. Returns (module, config dict)."""
+    default: the issue's small config, with `layers` transformer blocks when > 0.
+    Returns (module, config dict)."""
     torch.manual_seed(seed)
     if kind in IMAGE_MODELS:
         import torchvision
@@ -137,7 +138,10 @@ def build_model(kind, seed, hf_config=None):
         raise ModelError("unknown model %r (choose from %s)" % (kind, ", ".join(MODELS)))
     config_cls, model_cls, call_kwargs = classes[kind]
     if hf_config is None:
-        config = config_cls(**HF_CONFIGS[kind])
+        cfg = dict(HF_CONFIGS[kind])
+        if layers > 0:
+            cfg["n_layer" if kind == "gpt2" else "num_hidden_layers"] = layers
+        config = config_cls(**cfg)
     else:
         config = config_cls.from_dict(dict(hf_config))
     # Eager attention: the SDPA path needs torch >= 2.1.1 and is not traceable by 1.13.
@@ -435,7 +439,7 @@ def check_static(onnx_model, outputs=True):
 
 
 def build(kind, out_dir, seed=0, batch=8, samples=0, text=DEFAULT_TEXT, image_size=IMAGE,
-          image_data="digits"):
+          image_data="digits", layers=0):
     """Build, export and write everything; returns (module, config dict)."""
     if batch < 1:
         raise ModelError("--batch must be >= 1")
@@ -445,7 +449,9 @@ def build(kind, out_dir, seed=0, batch=8, samples=0, text=DEFAULT_TEXT, image_si
     x, target = make_data(kind, samples, seed, text, image_size, image_data)
     if len(x) < batch:
         raise ModelError("%d samples, fewer than the batch %d" % (len(x), batch))
-    model, cfg = build_model(kind, seed)
+    if layers and kind in IMAGE_MODELS:
+        raise ModelError("--layers is for the transformer models")
+    model, cfg = build_model(kind, seed, layers=layers)
     model.train()
     in_name = input_name(kind)
     path = os.path.join(out_dir, "model.onnx")
@@ -501,6 +507,8 @@ def main(argv=None):
                    help="image models: height and width (default %d)" % IMAGE)
     p.add_argument("--image-data", choices=["digits", "noise"], default="digits",
                    help="image models: upscaled digits (default) or N(0,1) noise with the digits' labels")
+    p.add_argument("--layers", type=int, default=0,
+                   help="transformer models: the number of blocks (default: the small config's 2)")
     p.add_argument("--text", default=DEFAULT_TEXT,
                    help="text file for the LM token stream (default %s)" % DEFAULT_TEXT)
     args = p.parse_args(argv)
@@ -509,7 +517,7 @@ def main(argv=None):
     t0 = time.time()
     try:
         model, meta = build(args.model, args.out, args.seed, args.batch, args.samples, args.text,
-                            args.image_size, args.image_data)
+                            args.image_size, args.image_data, args.layers)
     except ModelError as e:
         raise SystemExit("hf_models: error: %s" % e)
     nparams = sum(p.numel() for p in model.parameters())

@@ -209,10 +209,13 @@ MODELS = [
         intermediate_size=2 * HIDDEN, num_hidden_layers=2, num_attention_heads=4,
         num_key_value_heads=2, max_position_embeddings=SEQ, sliding_window=None,
         attention_dropout=0.0, **NO_IDS)),
+    # ReLU feed-forward: on an AMD EPYC the reference's updates of the unfolded export
+    # move by 2.3e-3 in relative L2 under a 1e-7 perturbation (DenseReluDense.wi: a
+    # ReLU flips), so the weights are checked within 3e-2 (Loom's error: 2e-5).
     Model("t5enc", "hidden", hf(
         "T5Config", "T5EncoderModel", vocab_size=VOCAB, d_model=HIDDEN, d_kv=HIDDEN // 4,
         d_ff=2 * HIDDEN, num_layers=2, num_heads=4, dropout_rate=0.0,
-        relative_attention_num_buckets=8)),
+        relative_attention_num_buckets=8), weights_rtol=3e-2),
     Model("vit", "image", hf(
         "ViTConfig", "ViTForImageClassification", arg="pixel_values", image_size=IMAGE,
         patch_size=8, num_channels=3, hidden_size=HIDDEN, num_hidden_layers=2,
@@ -222,12 +225,13 @@ MODELS = [
     # ReLU networks with BatchNorm on batch statistics amplify rounding along a training
     # trajectory (test/models/README.md, "The model zoo"). ResNet-18: lr 3e-5 keeps the
     # losses well-posed (1e-7-perturbed: 2.2e-6); Loom's own 1-rank run then moves by
-    # 1.6e-6, so 2 ranks are checked within 1e-4; the weight updates are ill-posed. Their
+    # 1.6e-6 (1.7e-5 on an AMD EPYC), so 2 ranks are checked within 2e-4; the weight
+    # updates are ill-posed. Their
     # logits are O(1) and move by 1.4e-5 (ResNet-18) and 4.8e-5 (MobileNetV2) under a 1e-7
     # perturbation: forward within 1e-3 of that scale. MobileNetV2's training is
     # ill-posed at every lr (1e-5..1e-3), batch (8..32) and image size (32..96) tried.
     Model("resnet18", "image", torchvision_model("resnet18"), lr=3e-5, forward_tol=(1e-3, 1e-3),
-          dp2_rtol=1e-4, unchecked={"weights": ILL_POSED_UPDATE}),
+          dp2_rtol=2e-4, unchecked={"weights": ILL_POSED_UPDATE}),
     Model("mobilenetv2", "image", torchvision_model("mobilenet_v2", dropout=0.0), lr=3e-5,
           forward_tol=(1e-3, 1e-3),
           unchecked={c: ILL_POSED_GRADIENT for c in ("train", "weights", "dp2", "tp2")}),

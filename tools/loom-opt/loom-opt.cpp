@@ -6,6 +6,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Dialect/Shard/Transforms/Passes.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
@@ -13,7 +14,7 @@
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   registry.insert<mlir::loom::LoomDialect, mlir::func::FuncDialect,
-                  mlir::shard::ShardDialect>();
+                  mlir::shard::ShardDialect, mlir::tensor::TensorDialect>();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   mlir::shard::registerShardingPropagation();

@@ -6,6 +6,7 @@
 #include "runtime/Plan.h"
 
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 
@@ -27,7 +28,8 @@ namespace {
 class PlanEmitterTest : public ::testing::Test {
 protected:
   PlanEmitterTest() {
-    registry.insert<LoomDialect, func::FuncDialect, shard::ShardDialect>();
+    registry.insert<LoomDialect, func::FuncDialect, shard::ShardDialect,
+                    tensor::TensorDialect>();
     ctx.appendDialectRegistry(registry);
     ctx.loadAllAvailableDialects();
   }
@@ -412,6 +414,86 @@ TEST_F(PlanEmitterTest, MicroBatchesOfTheBatchAreViews) {
   EXPECT_EQ(slice.inputs(0), input->id());
   EXPECT_EQ(slice.attrs().at("starts").ints().values(0), 8);
   EXPECT_EQ(slice.attrs().at("ends").ints().values(0), 16);
+  ::loom::runtime::Status valid = ::loom::runtime::validatePlan(*plan, "p");
+  EXPECT_TRUE(valid.isOk()) << valid.message();
+}
+
+// Two stage functions become two programs, one a pp coordinate: the send
+// of the activation, whose buffer lives to the end of the step (the runtime
+// waits for the send there), the receive into a buffer of its own, the loss
+// sent back to the first stage, a sent parameter copied first (its update
+// would write it under the send), and the micro-batch and backward marks on
+// the instructions.
+TEST_F(PlanEmitterTest, PipelineStagesAreProgramsWithTransfers) {
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(R"(
+    shard.grid @mesh(shape = 2x1x1) {loom.mesh_axes = ["pp", "dp", "tp"]}
+    func.func @main_stage0(%x: tensor<4x8xf32> {loom.input = "x"}, %w: tensor<8x8xf32> {loom.param = "w"})
+        -> (tensor<f32> {loom.loss}, tensor<8x8xf32> {loom.param = "w"}) attributes {loom.pipeline_device = 0 : i64} {
+      %sw = shard.send %w on @mesh grid_axes = [0] destination = [1] {loom.tag = 3 : i64} : (tensor<8x8xf32>) -> tensor<8x8xf32>
+      %h = loom.matmul %x, %w {loom.micro_batch = 0 : i64} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+      %s = shard.send %h on @mesh grid_axes = [0] destination = [1] {loom.tag = 0 : i64} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+      %t = loom.tanh %x : tensor<4x8xf32>
+      %e = tensor.empty() : tensor<4x8xf32>
+      %g = shard.recv %e on @mesh grid_axes = [0] source = [1] {loom.tag = 1 : i64} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+      %dw = loom.matmul %x, %g {loom.backward, loom.micro_batch = 0 : i64, transpose_lhs} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<8x8xf32>
+      %nw = loom.sgd %w, %dw {dampening = 0.0 : f64, lr = 0.1 : f64, momentum = 0.0 : f64, weight_decay = 0.0 : f64} : tensor<8x8xf32>
+      %e1 = tensor.empty() : tensor<1xf32>
+      %l1 = shard.recv %e1 on @mesh grid_axes = [0] source = [1] {loom.tag = 2 : i64} : (tensor<1xf32>) -> tensor<1xf32>
+      %l = loom.reshape %l1 [] : tensor<1xf32> -> tensor<f32>
+      return %l, %nw : tensor<f32>, tensor<8x8xf32>
+    }
+    func.func @main_stage1(%y: tensor<4x8xf32> {loom.target}) -> (tensor<f32> {loom.loss}) attributes {loom.pipeline_device = 1 : i64} {
+      %e = tensor.empty() : tensor<4x8xf32>
+      %h = shard.recv %e on @mesh grid_axes = [0] source = [0] {loom.tag = 0 : i64} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+      %ew = tensor.empty() : tensor<8x8xf32>
+      %w = shard.recv %ew on @mesh grid_axes = [0] source = [0] {loom.tag = 3 : i64} : (tensor<8x8xf32>) -> tensor<8x8xf32>
+      %l = loom.mse %h, %y {count = 32 : i64, loom.micro_batch = 0 : i64} : tensor<4x8xf32> -> tensor<f32>
+      %l1 = loom.reshape %l [1] : tensor<f32> -> tensor<1xf32>
+      %s = shard.send %l1 on @mesh grid_axes = [0] destination = [0] {loom.tag = 2 : i64} : (tensor<1xf32>) -> tensor<1xf32>
+      %g = loom.mse_grad %h, %y {count = 32 : i64, loom.backward, loom.micro_batch = 0 : i64} : tensor<4x8xf32>
+      %s2 = shard.send %g on @mesh grid_axes = [0] destination = [0] {loom.tag = 1 : i64} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+      return %l : tensor<f32>
+    })", &ctx);
+  ASSERT_TRUE(module);
+  MemoryBreakdown memory;
+  EmitOptions options;
+  options.storedWeights = false;
+  FailureOr<::loom::plan::Plan> plan = emitPlan(*module, options, &memory);
+  ASSERT_TRUE(succeeded(plan));
+  ASSERT_EQ(plan->programs_size(), 2);
+  EXPECT_EQ(plan->programs(0).ranks(0), 0);
+  EXPECT_EQ(plan->programs(1).ranks(0), 1);
+  EXPECT_TRUE(plan->is_training());
+  EXPECT_EQ(memory.numParameters, 64); // the first stage's w, held once
+  const ::loom::plan::Program &p = plan->programs(0);
+  EXPECT_GE(p.loss_buffer(), 0);
+  EXPECT_GE(plan->programs(1).loss_buffer(), 0);
+  std::vector<std::string> ops;
+  for (const auto &inst : p.instructions())
+    ops.push_back(inst.op());
+  EXPECT_EQ(ops, (std::vector<std::string>{"copy", "send", "matmul", "send",
+                                           "tanh", "recv", "matmul", "sgd",
+                                           "recv"}));
+  const auto *w = findBuffer(p, ::loom::plan::PARAMETER, "w");
+  ASSERT_TRUE(w);
+  EXPECT_EQ(p.instructions(0).inputs(0), w->id());
+  EXPECT_EQ(p.instructions(1).inputs(0), p.instructions(0).outputs(0));
+  const auto &send = p.instructions(3);
+  EXPECT_EQ(send.outputs_size(), 0);
+  EXPECT_EQ(send.attrs().at("peer_stage").i(), 1);
+  EXPECT_EQ(send.attrs().at("tag").i(), 0);
+  EXPECT_EQ(p.instructions(2).micro_batch(), 1);
+  EXPECT_FALSE(p.instructions(2).backward());
+  EXPECT_TRUE(p.instructions(6).backward());
+  EXPECT_EQ(p.instructions(6).attrs().count("loom.micro_batch"), 0u);
+  // The sent activation is not reused by the tanh after the send.
+  const auto &sent = p.buffers(send.inputs(0));
+  const auto &tanh = p.buffers(p.instructions(4).outputs(0));
+  EXPECT_TRUE(sent.offset() + sent.size_bytes() <= tanh.offset() ||
+              tanh.offset() + tanh.size_bytes() <= sent.offset());
+  EXPECT_EQ(p.instructions(5).attrs().at("peer_stage").i(), 1);
+  EXPECT_EQ(p.instructions(5).attrs().at("tag").i(), 1);
+  plan->mutable_training()->set_global_batch(4);
   ::loom::runtime::Status valid = ::loom::runtime::validatePlan(*plan, "p");
   EXPECT_TRUE(valid.isOk()) << valid.message();
 }

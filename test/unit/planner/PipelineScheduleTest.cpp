@@ -50,6 +50,17 @@ bool runs(const PipelineSchedule &s) {
   return true;
 }
 
+/// `startTimes` runs `s`, and each device's tasks start one after another.
+void expectTimed(const PipelineSchedule &s) {
+  llvm::Expected<std::vector<std::vector<int64_t>>> t = s.startTimes();
+  ASSERT_TRUE(static_cast<bool>(t)) << llvm::toString(t.takeError());
+  for (int64_t d = 0; d < s.devices; ++d) {
+    ASSERT_EQ((*t)[d].size(), s.order[d].size());
+    for (size_t i = 1; i < (*t)[d].size(); ++i)
+      EXPECT_LT((*t)[d][i - 1], (*t)[d][i]) << s.text(d);
+  }
+}
+
 /// Every micro-batch's forward and backward (and W) once per chunk.
 void expectComplete(const PipelineSchedule &s) {
   int64_t parts = s.kind == ScheduleKind::ZeroBubbleH1 ? 3 : 2;
@@ -125,6 +136,7 @@ TEST(PipelineScheduleTest, EveryShapeRunsWithoutDeadlock) {
         EXPECT_TRUE(runs(*s)) << stringifySchedule(k).str() << " p=" << p
                               << " m=" << m;
         expectComplete(*s);
+        expectTimed(*s);
       }
   for (int64_t p : {2, 4})
     for (int64_t m : {p, 2 * p, 4 * p})
@@ -135,7 +147,66 @@ TEST(PipelineScheduleTest, EveryShapeRunsWithoutDeadlock) {
         EXPECT_TRUE(runs(*s)) << "interleaved p=" << p << " m=" << m
                               << " v=" << v;
         expectComplete(*s);
+        expectTimed(*s);
       }
+}
+
+TEST(PipelineScheduleTest, MicroBatchesInFlightCountEachOnce) {
+  // Interleaved, 2 devices of 2 chunks, 4 micro-batches: device 0 holds 5
+  // chunks' activations at once (F0.0 F1.0 F0.1 F1.1 F2.0), of micro-batches
+  // 0 to 3 by F3.0, before B0.0 closes micro-batch 0.
+  llvm::Expected<PipelineSchedule> s =
+      buildSchedule(ScheduleKind::Interleaved, 2, 4, 2);
+  ASSERT_TRUE(static_cast<bool>(s));
+  EXPECT_EQ(s->inFlight(0), 5);
+  EXPECT_EQ(s->microBatchesInFlight(0), 4);
+  EXPECT_EQ(s->microBatchesInFlight(1), 3);
+  // Without chunks the two counts agree.
+  for (ScheduleKind k : {ScheduleKind::GPipe, ScheduleKind::OneFOneB,
+                         ScheduleKind::ZeroBubbleH1}) {
+    llvm::Expected<PipelineSchedule> t = buildSchedule(k, 4, 8);
+    ASSERT_TRUE(static_cast<bool>(t));
+    for (int64_t d = 0; d < 4; ++d)
+      EXPECT_EQ(t->microBatchesInFlight(d), t->inFlight(d))
+          << stringifySchedule(k).str() << " device " << d;
+  }
+}
+
+TEST(PipelineScheduleTest, StartTimesOfOneFOneB) {
+  llvm::Expected<PipelineSchedule> s =
+      buildSchedule(ScheduleKind::OneFOneB, 4, 8);
+  ASSERT_TRUE(static_cast<bool>(s));
+  llvm::Expected<std::vector<std::vector<int64_t>>> t = s->startTimes();
+  ASSERT_TRUE(static_cast<bool>(t));
+  // F0 goes down the pipeline one device a unit, B0 comes back up.
+  EXPECT_EQ((*t)[0][0], 0);
+  EXPECT_EQ((*t)[3][0], 3);
+  EXPECT_EQ((*t)[3][1], 4); // B0 on the last device
+  EXPECT_EQ((*t)[0][4], 7); // B0 on the first, after F0..F3
+  // The last device's B7 ends the step: 8 F and 8 B plus the 3 units its
+  // F0 waits.
+  EXPECT_EQ((*t)[3].back(), 3 + 15);
+  // The step: the last device's 16 tasks and its 3 units of waiting, the
+  // first device's 16 tasks ending at 7 + 15: 22 units, 1 + (p - 1) / m of
+  // 16.
+  llvm::Expected<double> stretch = s->stretch();
+  ASSERT_TRUE(static_cast<bool>(stretch));
+  EXPECT_DOUBLE_EQ(*stretch, 22.0 / 16);
+}
+
+TEST(PipelineScheduleTest, StartTimesFindADeadlock) {
+  PipelineSchedule s;
+  s.kind = ScheduleKind::OneFOneB;
+  s.devices = 2;
+  s.microBatches = 1;
+  // Device 1 waits for B0 of... itself: its backward comes before its
+  // forward.
+  s.order = {{{PipelineTask::Forward, 0}, {PipelineTask::Backward, 0}},
+             {{PipelineTask::Backward, 0}, {PipelineTask::Forward, 0}}};
+  llvm::Expected<std::vector<std::vector<int64_t>>> t = s.startTimes();
+  ASSERT_FALSE(static_cast<bool>(t));
+  EXPECT_EQ(llvm::toString(t.takeError()),
+            "device 0 waits for ever before task 1 of its order 'F0 B0'");
 }
 
 TEST(PipelineScheduleTest, RefusedShapes) {

@@ -158,6 +158,16 @@ TEST(MetricsTest, Format) {
             "\"peak_memory_bytes\":4096}");
   m.loss = NAN;
   EXPECT_NE(formatMetrics(m).find("\"loss\":null"), std::string::npos);
+  // Pipeline plans: one object a stage.
+  m.loss = 0.1f;
+  m.stages = {{2, 0.125, 0.25}, {1, 0.0, 0.0}};
+  EXPECT_EQ(formatMetrics(m),
+            "{\"step\":3,\"loss\":0.100000001,\"step_time_s\":0.5,"
+            "\"tokens_per_s\":128,\"samples_per_s\":64,"
+            "\"peak_memory_bytes\":4096,\"stages\":["
+            "{\"micro_batches_in_flight\":2,\"pipeline_wait_s\":0.125,"
+            "\"bubble_fraction\":0.25},{\"micro_batches_in_flight\":1,"
+            "\"pipeline_wait_s\":0,\"bubble_fraction\":0}]}");
 }
 
 class RunMainTest : public ::testing::Test {
