@@ -579,6 +579,20 @@ int run(Options &o, int64_t zero, plan::Plan *planOut, int64_t micro,
   pipeline.plan.dp = forced->dp;
   pipeline.plan.tp = forced->tp;
   pipeline.plan.pp = forced->pp;
+  // Pipeline stages without a micro-batch count: enough micro-batches to
+  // keep the schedule's waits small (docs/loomc.md).
+  if (training && forced->pp > 1 && forced->micro == 0 &&
+      o.microBatch == 0 && micro == 1 && !hasBatchNorm) {
+    int64_t dp = forced->dp > 0
+                     ? forced->dp
+                     : cluster->numDevices() / (forced->tp * forced->pp);
+    if (std::optional<planner::ScheduleKind> kind =
+            planner::parseSchedule(forced->schedule);
+        kind && dp > 0 && globalBatch % dp == 0)
+      micro = planner::defaultMicroBatches(*kind, forced->pp,
+                                           globalBatch / dp,
+                                           forced->virtualStages);
+  }
   pipeline.plan.micro = forced->micro > 0 ? forced->micro : micro;
   pipeline.plan.schedule = forced->schedule;
   pipeline.plan.virtualStages = forced->virtualStages;

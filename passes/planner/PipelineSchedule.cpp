@@ -284,3 +284,33 @@ mlir::loom::planner::buildSchedule(ScheduleKind kind, int64_t devices,
   }
   return s;
 }
+
+int64_t mlir::loom::planner::defaultMicroBatches(ScheduleKind kind,
+                                                 int64_t devices,
+                                                 int64_t share, int64_t chunks,
+                                                 double maxStretch) {
+  int64_t best = 1;
+  double bestStretch = 0;
+  for (int64_t m = 1; m <= share; ++m) {
+    if (share % m != 0)
+      continue;
+    llvm::Expected<PipelineSchedule> s =
+        buildSchedule(kind, devices, m, chunks);
+    if (!s) {
+      llvm::consumeError(s.takeError());
+      continue;
+    }
+    llvm::Expected<double> stretch = s->stretch();
+    if (!stretch) {
+      llvm::consumeError(stretch.takeError());
+      continue;
+    }
+    if (*stretch <= maxStretch)
+      return m;
+    if (bestStretch == 0 || *stretch < bestStretch) {
+      best = m;
+      bestStretch = *stretch;
+    }
+  }
+  return best;
+}

@@ -80,6 +80,15 @@ llvm::Expected<PipelineSchedule> buildSchedule(ScheduleKind kind,
                                                int64_t microBatches,
                                                int64_t chunks = 1);
 
+/// The micro-batches a pipeline of `devices` devices runs when the user
+/// gives no count: the fewest that divide the `share` samples of a dp rank
+/// (a multiple of the devices for interleaved) and keep the schedule's
+/// stretch at most `maxStretch` (its waits a fifth of the step by
+/// default); without such a count, the one of least stretch (ties: the
+/// fewest). 1 when no count is valid.
+int64_t defaultMicroBatches(ScheduleKind kind, int64_t devices, int64_t share,
+                            int64_t chunks = 1, double maxStretch = 1.25);
+
 } // namespace mlir::loom::planner
 
 #endif // LOOM_PASSES_PLANNER_PIPELINESCHEDULE_H

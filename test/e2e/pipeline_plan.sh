@@ -35,4 +35,12 @@ loomc model.onnx --cluster cpu:4 --force pp=2,micro=4,schedule=interleaved,virtu
   --emit=mlir-planned -o interleaved.mlir 2> err.txt && fail "interleaved on 2 layers: expected a refusal"
 grep -q "needs at least 4 stages' worth of layers: the op names show 2 numbered layers" err.txt ||
   { cat err.txt; fail "interleaved on 2 layers: wrong error"; }
+# Without a micro-batch count, the fewest that keep 1F1B's waits at a fifth
+# of the step: 1 + 1/m <= 1.25 on 2 devices, m = 4 of the 8 samples.
+loomc model.onnx --cluster cpu:2 --force pp=2 "${opts[@]}" --plan-only --quiet \
+  --summary-json auto.json
+$PY -c "import json, sys
+s = json.load(open('auto.json'))
+sys.exit(0 if s['num_micro_batches'] == 4 else 'chose %d micro-batches' % s['num_micro_batches'])" ||
+  fail "--force pp=2: default micro-batches"
 echo "pipeline plan: ok"

@@ -209,6 +209,20 @@ TEST(PipelineScheduleTest, StartTimesFindADeadlock) {
             "device 0 waits for ever before task 1 of its order 'F0 B0'");
 }
 
+TEST(PipelineScheduleTest, DefaultMicroBatchesKeepTheWaitsSmall) {
+  // 1F1B over 4 devices stretches the step by 1 + 3 / m: m = 12 is the
+  // first at 1.25, and 16 the first of 64's divisors from there.
+  EXPECT_EQ(defaultMicroBatches(ScheduleKind::OneFOneB, 4, 64), 16);
+  // 8 samples a rank cannot get there: all 8, the least stretch.
+  EXPECT_EQ(defaultMicroBatches(ScheduleKind::OneFOneB, 4, 8), 8);
+  // Interleaved needs a multiple of the devices; 6 samples on 4 devices
+  // have none, so 1.
+  EXPECT_EQ(defaultMicroBatches(ScheduleKind::Interleaved, 4, 6, 2), 1);
+  EXPECT_EQ(defaultMicroBatches(ScheduleKind::Interleaved, 2, 64, 2) % 2, 0);
+  // One device has no waits: one micro-batch.
+  EXPECT_EQ(defaultMicroBatches(ScheduleKind::OneFOneB, 1, 64), 1);
+}
+
 TEST(PipelineScheduleTest, RefusedShapes) {
   auto why = [](llvm::Expected<PipelineSchedule> s) {
     return s ? std::string() : llvm::toString(s.takeError());
