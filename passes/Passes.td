@@ -670,7 +670,9 @@ def LoomSplitStagesPass : Pass<"loom-split-stages", "mlir::ModuleOp"> {
     it reads. A value made on one device and read on another is sent right
     after it is made (`shard.send ... grid_axes = [0] destination = [d]
     {loom.tag = T}`) and received just before its first reader
-    (`shard.recv`, of a `tensor.empty`), in a turn that starts after the
+    (`shard.recv`, of a `tensor.empty`), after whatever its sender sent this
+    device before it (transfers between two devices arrive in the order
+    they were sent, as transports without tags need), in a turn that starts after the
     sender's (`PipelineSchedule::startTimes`), so the devices' orders are
     parts of one order of the whole step and never wait on each other for
     ever. Parameters and optimizer states are arguments of the device that

@@ -370,6 +370,22 @@ private:
       }
     }
 
+    // What each device sends each other one, in the order it sends it: its
+    // parameters first, then as its ops make them.
+    std::map<std::pair<int64_t, int64_t>, SmallVector<Value>> sendOrder;
+    auto sends = [&](int64_t from, Value v) {
+      if (auto it = readers.find(v); it != readers.end())
+        for (int64_t to : it->second)
+          sendOrder[{from, to}].push_back(v);
+    };
+    for (BlockArgument arg : func.getArguments())
+      if (!isDataArg(func, arg))
+        sends(argDevice[arg], arg);
+    for (int64_t d = 0; d < devices; ++d)
+      for (Operation *op : order[d])
+        for (Value r : op->getResults())
+          sends(d, r);
+
     OpBuilder b(func);
     StringRef grid = kMeshName;
     for (int64_t d = 0; d < devices; ++d) {
@@ -445,18 +461,8 @@ private:
         }
         return success();
       };
-      // A value from another device is received just before it is read.
-      auto receive = [&](Value v) -> LogicalResult {
-        if (map.contains(v))
-          return success();
-        int64_t from = deviceOfValue(v);
-        if (from == d)
-          return emitError(v.getLoc(), "internal error: a value of pp device ")
-                 << d << " is read before it is made";
-        if (from < 0)
-          return emitError(v.getLoc(), "internal error: a data argument or "
-                                       "constant is missing on pp device ")
-                 << d;
+      // One receive of `v` from device `from`, here.
+      auto receiveOne = [&](Value v, int64_t from) -> LogicalResult {
         FailureOr<int64_t> tag = tagOf(v, d, v.getLoc());
         if (failed(tag))
           return failure();
@@ -476,6 +482,36 @@ private:
           got = ReshapeOp::create(in, v.getLoc(), got,
                                   in.getDenseI64ArrayAttr({}));
         map.map(v, got);
+        return success();
+      };
+      // A value from another device is received just before it is read,
+      // after what that device sent here before it: the transfers between
+      // two devices arrive in the order they were sent, as on transports
+      // without tags (NCCL). What was sent earlier was sent before this
+      // value in the order of the whole step, so the devices still never
+      // wait on each other for ever.
+      std::map<int64_t, size_t> nextFrom;
+      auto receive = [&](Value v) -> LogicalResult {
+        if (map.contains(v))
+          return success();
+        int64_t from = deviceOfValue(v);
+        if (from == d)
+          return emitError(v.getLoc(), "internal error: a value of pp device ")
+                 << d << " is read before it is made";
+        if (from < 0)
+          return emitError(v.getLoc(), "internal error: a data argument or "
+                                       "constant is missing on pp device ")
+                 << d;
+        const SmallVector<Value> &fifo = sendOrder[{from, d}];
+        size_t &next = nextFrom[from];
+        while (next < fifo.size() && !map.contains(v)) {
+          Value u = fifo[next++];
+          if (!map.contains(u) && failed(receiveOne(u, from)))
+            return failure();
+        }
+        if (!map.contains(v))
+          return emitError(v.getLoc(), "internal error: pp device ")
+                 << from << " does not send this value to pp device " << d;
         return success();
       };
 

@@ -29,11 +29,14 @@
 // CHECK-NEXT:    shard.send %[[A1]] on @mesh grid_axes = [0] destination = [1] {loom.tag = 1 : i64}
 // CHECK:         %[[G0:.*]] = shard.recv %{{.*}} on @mesh grid_axes = [0] source = [1] {loom.tag = 2 : i64}
 // CHECK:         loom.tanh_grad %[[G0]], %[[A0]]
-// CHECK:         %[[G1:.*]] = shard.recv %{{.*}} on @mesh grid_axes = [0] source = [1] {loom.tag = 3 : i64}
+// Transfers between two devices are received in the order they were sent:
+// the loss, sent after micro-batch 1's forward, before micro-batch 1's
+// gradient.
+// CHECK:         %[[L:.*]] = shard.recv %{{.*}} source = [1] {loom.tag = 3 : i64} : (tensor<1xf32>) -> tensor<1xf32>
+// CHECK-NEXT:    %[[LOSS:.*]] = loom.reshape %[[L]] [] : tensor<1xf32> -> tensor<f32>
+// CHECK-NEXT:    %[[G1:.*]] = shard.recv %{{.*}} on @mesh grid_axes = [0] source = [1] {loom.tag = 4 : i64}
 // CHECK:         loom.tanh_grad %[[G1]], %[[A1]]
 // CHECK:         loom.sgd %arg2
-// CHECK:         %[[L:.*]] = shard.recv %{{.*}} source = [1] {loom.tag = 4 : i64} : (tensor<1xf32>) -> tensor<1xf32>
-// CHECK:         %[[LOSS:.*]] = loom.reshape %[[L]] [] : tensor<1xf32> -> tensor<f32>
 // CHECK:         return %[[LOSS]],
 
 // Device 1 runs F0 B0 F1 B1: the last stage's backward of micro-batch 0
@@ -51,9 +54,9 @@
 // CHECK:         loom.matmul %[[X1]], %arg0
 // CHECK:         %[[SUM:.*]] = shard.all_reduce
 // CHECK:         %[[ONE:.*]] = loom.reshape %[[SUM]] [1] : tensor<f32> -> tensor<1xf32>
-// CHECK:         shard.send %[[ONE]] on @mesh grid_axes = [0] destination = [0] {loom.tag = 4 : i64}
+// CHECK:         shard.send %[[ONE]] on @mesh grid_axes = [0] destination = [0] {loom.tag = 3 : i64}
 // CHECK:         loom.mse_grad
-// CHECK:         shard.send %{{.*}} destination = [0] {loom.tag = 3 : i64}
+// CHECK:         shard.send %{{.*}} destination = [0] {loom.tag = 4 : i64}
 // CHECK:         loom.sgd %arg0
 // CHECK:         return %[[SUM]],
 // CHECK-NOT:   loom.stage
@@ -69,7 +72,7 @@
 // ZB-NOT:     transpose_lhs
 // ZB:         shard.recv %{{.*}} {loom.tag = 1 : i64}
 // ZB-NOT:     transpose_lhs
-// ZB:         shard.send %{{.*}} {loom.tag = 3 : i64}
+// ZB:         shard.send %{{.*}} {loom.tag = 4 : i64}
 // ZB:         loom.matmul %{{.*}}, %[[D0]] {loom.backward, loom.micro_batch = 0 : i64, transpose_lhs}
 // ZB:         loom.matmul %[[X0]], %{{.*}} {loom.backward, loom.micro_batch = 0 : i64, transpose_lhs}
 
