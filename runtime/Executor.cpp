@@ -107,6 +107,28 @@ Executor::create(const plan::Plan &plan, Communicator &world,
                           createAxesCommunicator(world, sizes, axes));
     exec->axisComms[axes] = std::move(comm);
   }
+  // The directions that pipeline transfers take, (sending stage, receiving
+  // stage), from every program: the same list on every rank.
+  std::set<std::pair<int, int>> directions;
+  int ppAxis = -1;
+  for (int i = 0; i < plan.mesh_size(); ++i)
+    if (plan.mesh(i).name() == "pp")
+      ppAxis = i;
+  for (const plan::Program &program : plan.programs()) {
+    if (ppAxis < 0 || program.ranks_size() == 0)
+      continue;
+    int stage = static_cast<int>(
+        meshCoordinates(program.ranks(0), sizes)[ppAxis]);
+    for (const plan::Instruction &inst : program.instructions())
+      if (inst.op() == "send")
+        if (auto it = inst.attrs().find("peer_stage"); it != inst.attrs().end())
+          directions.insert({stage, static_cast<int>(it->second.i())});
+  }
+  if (!directions.empty())
+    if (auto it = exec->axisComms.find({ppAxis}); it != exec->axisComms.end())
+      LOOM_RETURN_IF_ERROR(it->second->preparePointToPoint(
+          std::vector<std::pair<int, int>>(directions.begin(),
+                                           directions.end())));
 
   LOOM_ASSIGN_OR_RETURN(exec->arena,
                         Arena::allocate(exec->theProgram->arena_bytes()));

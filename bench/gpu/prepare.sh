@@ -75,12 +75,17 @@ for prec in fp32 bf16; do
   "$LOOMC" model.onnx --cluster cpu:1 --global-batch 8 --loss cross_entropy \
     --optimizer adamw --lr 1e-3 --precision $prec -o $prec.loomplan --quiet
 done
-# Multi-rank plans of the same model: tensor parallel over 2 ranks and ZeRO-3
-# over 4 (run.sh puts every rank on the one GPU, host-staged collectives).
+# Multi-rank plans of the same model: tensor parallel over 2 ranks, ZeRO-3
+# over 4 and 2 pipeline stages (run.sh puts every rank on the one GPU,
+# host-staged collectives and transfers).
 "$LOOMC" model.onnx --cluster cpu:2 --force tp=2 --global-batch 8 --loss cross_entropy \
   --optimizer adamw --lr 1e-3 -o tp2.loomplan --quiet
 "$LOOMC" model.onnx --cluster cpu:4 --force zero=3 --global-batch 8 --loss cross_entropy \
   --optimizer adamw --lr 1e-3 -o zero3.loomplan --quiet
+# Two pipeline stages (1F1B, 4 micro-batches): sends and receives between
+# the two ranks.
+"$LOOMC" model.onnx --cluster cpu:2 --force pp=2,micro=4 --global-batch 8 --loss cross_entropy \
+  --optimizer adamw --lr 1e-3 -o pp2.loomplan --quiet
 # run.sh needs an mpirun of the same Open MPI there (major.minor).
 (mpirun --version 2>/dev/null || true) | head -1 >"$STAGE/mpi-version"
 

@@ -19,8 +19,9 @@
 #      and a LOOM_PROFILE table of Loom's step; then Loom alone with each
 #      attention algorithm in $GPU_CHECK_ATTENTION (default: gemm)
 #   7. when at most 240 s have passed and an mpirun of loom-run's Open MPI
-#      is there (else SKIP, saying why): the small GPT-2 as tp=2 on 2 ranks
-#      and as dp=4 ZeRO-3 on 4, every rank on the one GPU (--collectives
+#      is there (else SKIP, saying why): the small GPT-2 as tp=2 on 2 ranks,
+#      as dp=4 ZeRO-3 on 4 and as pp=2 (1F1B, 4 micro-batches: sends and
+#      receives between the stages) on 2, every rank on the one GPU (--collectives
 #      auto must pick host staging), 10 AdamW steps, against the same plan
 #      on cpu ranks: losses within rtol 1e-4 (at most about 100 s)
 #   8. when at most 260 s have passed: compute-sanitizer (at most 100 s)
@@ -219,8 +220,12 @@ train_ranks() {
   timeout 60 "${mpi[@]}" "$B/bin/loom-run" "$plan" --model pert/model.onnx "${run[@]}" \
     --device cpu --metrics "$OUTDIR/${name}_cpu_pert.jsonl" >"$OUTDIR/${name}_cpu_pert.log" 2>&1
 }
-for spec in tp2:2 zero3:4; do
+for spec in tp2:2 zero3:4 pp2:2; do
   name=${spec%:*} np=${spec#*:}
+  if [ ! -e $name.loomplan ]; then
+    record "GPT-2 small $name" "SKIP (the bundle has no $name plan: an older prepare.sh)"
+    continue
+  fi
   label="GPT-2 small $name on $np ranks sharing the GPU, cpu vs cuda (rtol 1e-4)"
   if [ -n "$multi_skip" ]; then
     record "$label" "SKIP ($multi_skip)"

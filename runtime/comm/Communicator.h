@@ -77,6 +77,14 @@ public:
   /// Receives `bytes` bytes from rank `peer` under `tag` into `data`,
   /// returning when they are there.
   virtual Status recv(void *data, int64_t bytes, int peer, int tag);
+  /// Readies the transfers from rank `first` to rank `second` of each pair
+  /// (every rank passes the same pairs in the same order: collective). A
+  /// communicator that needs nothing for them (MPI, threads) does nothing.
+  virtual Status preparePointToPoint(
+      const std::vector<std::pair<int, int>> &pairs) {
+    (void)pairs;
+    return Status::ok();
+  }
   /// The minimum of `value` over all ranks (used to agree on failures).
   virtual StatusOr<int> allReduceMin(int value) = 0;
   virtual Status barrier() = 0;

@@ -201,6 +201,68 @@ Status NcclCommunicator::allToAll(const void *deviceSend, void *deviceRecv,
   return leaveCommStream();
 }
 
+Status NcclCommunicator::preparePointToPoint(
+    const std::vector<std::pair<int, int>> &pairs) {
+  for (auto [from, to] : pairs) {
+    if (from == to || from < 0 || to < 0 || from >= size() || to >= size())
+      return makeError("no transfers from rank %d to rank %d among %d", from,
+                       to, size());
+    // The pair splits off (sender first); every other rank alone.
+    bool member = rank() == from || rank() == to;
+    LOOM_ASSIGN_OR_RETURN(
+        std::unique_ptr<Communicator> sub,
+        host.split(member ? 0 : 1 + rank(), rank() == from ? 0 : 1));
+    if (!member)
+      continue;
+    Communicator &subRef = *sub;
+    LOOM_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> link,
+                          create(subRef, std::move(sub), stream));
+    (rank() == from ? sendLinks[to] : recvLinks[from]) = std::move(link);
+  }
+  return Status::ok();
+}
+
+StatusOr<std::unique_ptr<PendingCollective>>
+NcclCommunicator::startSend(const void *deviceData, int64_t bytes, int peer,
+                            int /*tag: transfers keep their order*/) {
+  auto it = sendLinks.find(peer);
+  if (it == sendLinks.end())
+    return makeError("rank %d has no transfers to rank %d prepared", rank(),
+                     peer);
+  auto &link = static_cast<NcclCommunicator &>(*it->second);
+  cudaEvent_t end = nullptr;
+  LOOM_RETURN_IF_ERROR(
+      cudaCheck(cudaEventCreateWithFlags(&end, cudaEventDisableTiming),
+                "cudaEventCreateWithFlags (NCCL send)"));
+  auto pending = std::make_unique<NcclPending>(end, stream);
+  LOOM_RETURN_IF_ERROR(link.enterCommStream());
+  if (bytes > 0)
+    LOOM_RETURN_IF_ERROR(ncclCheck(
+        ncclSend(deviceData, static_cast<size_t>(bytes), ncclInt8, 1,
+                 link.comm, link.commStream),
+        "ncclSend"));
+  LOOM_RETURN_IF_ERROR(cudaCheck(cudaEventRecord(end, link.commStream),
+                                 "cudaEventRecord (NCCL send)"));
+  return std::unique_ptr<PendingCollective>(std::move(pending));
+}
+
+Status NcclCommunicator::recv(void *deviceData, int64_t bytes, int peer,
+                              int /*tag: transfers keep their order*/) {
+  auto it = recvLinks.find(peer);
+  if (it == recvLinks.end())
+    return makeError("rank %d has no transfers from rank %d prepared",
+                     rank(), peer);
+  auto &link = static_cast<NcclCommunicator &>(*it->second);
+  // After the kernels before it (the bytes it overwrites may still be read).
+  LOOM_RETURN_IF_ERROR(link.enterCommStream());
+  if (bytes > 0)
+    LOOM_RETURN_IF_ERROR(ncclCheck(
+        ncclRecv(deviceData, static_cast<size_t>(bytes), ncclInt8, 0,
+                 link.comm, link.commStream),
+        "ncclRecv"));
+  return link.leaveCommStream();
+}
+
 StatusOr<std::unique_ptr<Communicator>> NcclCommunicator::split(int color,
                                                                 int key) {
   LOOM_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> sub,

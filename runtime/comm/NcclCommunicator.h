@@ -11,6 +11,15 @@
 // `startAllReduceSum` leaves out the second event until its `wait`, so the
 // kernels enqueued in between run while NCCL reduces.
 //
+// Point-to-point transfers (pipeline stages) have no tags in NCCL: each
+// pair of ranks that talks in one direction gets a two-rank communicator
+// and a stream of its own (`preparePointToPoint`), on which its transfers
+// run in the order they are made, so the plan must receive them in the
+// order they were sent (loom-split-stages does). A send waits for the
+// kernels before it and returns; the device's stream waits for it only at
+// the transfer's `wait` (the step's end). A receive makes the device's
+// stream wait for its bytes. Never run yet: no GPU has executed it.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef LOOM_RUNTIME_COMM_NCCLCOMMUNICATOR_H
@@ -20,6 +29,11 @@
 
 #include <cuda_runtime.h>
 #include <nccl.h>
+
+#include <map>
+#include <memory>
+#include <utility>
+#include <vector>
 
 namespace loom::runtime::cuda {
 
@@ -52,6 +66,12 @@ public:
     return host.broadcast(data, bytes, root);
   }
   StatusOr<std::unique_ptr<Communicator>> split(int color, int key) override;
+  Status preparePointToPoint(
+      const std::vector<std::pair<int, int>> &pairs) override;
+  StatusOr<std::unique_ptr<PendingCollective>>
+  startSend(const void *deviceData, int64_t bytes, int peer,
+            int tag) override;
+  Status recv(void *deviceData, int64_t bytes, int peer, int tag) override;
 
 private:
   NcclCommunicator(Communicator &host, std::unique_ptr<Communicator> owned,
@@ -72,6 +92,10 @@ private:
   /// order it with `stream` (created with `comm`).
   cudaStream_t commStream = nullptr;
   cudaEvent_t ready = nullptr, done = nullptr;
+  /// The two-rank communicator of one direction of transfers (this rank
+  /// is its rank 0 when it sends, 1 when it receives), whose own
+  /// `commStream` and events order its transfers.
+  std::map<int, std::unique_ptr<Communicator>> sendLinks, recvLinks;
 };
 
 } // namespace loom::runtime::cuda
