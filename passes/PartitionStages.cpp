@@ -176,7 +176,14 @@ struct PartitionStagesPass
     request.layerActivationBytes.assign(layers, 0);
     int64_t micro = order.microBatches;
     int64_t dataSplit = grid.getShape()[kDataAxis] * micro;
+    // Tensor parallelism splits a stage's work, state and activations over
+    // its tp devices: evenly, as an estimate (the shardings are chosen
+    // after the stages; the emitted plan's memory is proven exactly).
+    double tpSplit = static_cast<double>(grid.getShape()[kTensorAxis]);
     auto add = [&](int64_t layer, double secs, double held, double act) {
+      secs /= tpSplit;
+      held /= tpSplit;
+      act /= tpSplit;
       if (layer < 0) {
         request.firstSeconds += secs;
         request.firstStateBytes += held;
@@ -192,7 +199,7 @@ struct PartitionStagesPass
       }
     };
     // Ops see the global batch: a micro-batch on one device is 1 / (dp x
-    // micro) of it (tp is left out: an estimate, docs/planner.md).
+    // micro) of it.
     // A parameter belongs to the layer of its first use, with its bytes
     // and its update.
     DenseMap<Value, int64_t> paramLayer;
