@@ -127,9 +127,14 @@ struct Options {
                                       "zero=N,remat=none,schedule=gpipe|1f1b|"
                                       "interleaved|zb-h1,virtual=N (tp: the "
                                       "mesh's tensor-parallel degree, "
-                                      "loom-auto-shard splits the ops; micro: "
+                                      "loom-auto-shard splits the ops; pp: "
+                                      "pipeline stages run by the schedule, "
+                                      "with virtual chunks a device for "
+                                      "interleaved; micro: "
                                       "micro-batches a step accumulates "
-                                      "gradients over; zero: the "
+                                      "gradients over (with pp, by default "
+                                      "enough to keep the schedule's waits "
+                                      "small); zero: the "
                                       "ZeRO stage 0-3, by default the lowest "
                                       "that fits)"),
                              cl::cat(cat)};
