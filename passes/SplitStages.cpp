@@ -7,8 +7,8 @@
 // another reads travels between them by `shard.send` / `shard.recv` along
 // the pp axis.
 //
-// Placement. Each device's schedule is a list of turns (F3: micro-batch 3's
-// forward; B, W), and `PipelineSchedule::startTimes` gives when each turn
+// Placement. Each device's schedule is a list of turns, its tasks (F3:
+// micro-batch 3's forward; B, W), and `PipelineSchedule::startTimes` gives when each turn
 // starts. An op marked with a micro-batch runs no earlier than its own
 // turn; every op runs no earlier than the turns of what it reads on its own
 // device, and in a turn that starts strictly after the turn in which
@@ -16,7 +16,8 @@
 // step's order. Every device's order is then part of one order of the whole
 // step in which each value is made before it is read, so the devices never
 // wait on each other for ever: a send does not wait, and each receive's
-// send comes before it.
+// send comes before it. What one device sends another is received in the
+// order it was sent, for transports without tags (NCCL).
 //
 //===----------------------------------------------------------------------===//
 
