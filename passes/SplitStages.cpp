@@ -9,10 +9,10 @@
 //
 // Placement. Each device's schedule is a list of turns, its tasks (F3:
 // micro-batch 3's forward; B, W), and `PipelineSchedule::startTimes` gives
-// when each turn starts. An op marked with a micro-batch runs no earlier than its own
-// turn; every op runs no earlier than the turns of what it reads on its own
-// device, and in a turn that starts strictly after the turn in which
-// another device made what it reads from there. Ops of one turn keep the
+// when each turn starts. An op marked with a micro-batch runs no earlier
+// than its own turn; every op runs no earlier than the turns of what it
+// reads on its own device, and in a turn that starts strictly after the
+// turn in which another device made what it reads from there. Ops of one turn keep the
 // step's order. Every device's order is then part of one order of the whole
 // step in which each value is made before it is read, so the devices never
 // wait on each other for ever: a send does not wait, and each receive's
