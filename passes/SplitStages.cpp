@@ -12,12 +12,13 @@
 // when each turn starts. An op marked with a micro-batch runs no earlier
 // than its own turn; every op runs no earlier than the turns of what it
 // reads on its own device, and in a turn that starts strictly after the
-// turn in which another device made what it reads from there. Ops of one turn keep the
-// step's order. Every device's order is then part of one order of the whole
-// step in which each value is made before it is read, so the devices never
-// wait on each other for ever: a send does not wait, and each receive's
-// send comes before it. What one device sends another is received in the
-// order it was sent, for transports without tags (NCCL).
+// turn in which another device made what it reads from there. Ops of one
+// turn keep the step's order. Every device's order is then part of one
+// order of the whole step in which each value is made before it is read,
+// so the devices never wait on each other for ever: a send does not wait,
+// and each receive's send comes before it. What one device sends another
+// is received in the order it was sent, for transports without tags
+// (NCCL).
 //
 //===----------------------------------------------------------------------===//
 
@@ -185,7 +186,8 @@ private:
           continue;
         if (!first || index[user] < index[first])
           first = user;
-        if (isa<AdamwOp, SgdOp>(user) && (!update || index[user] < index[update]))
+        if (isa<AdamwOp, SgdOp>(user) &&
+            (!update || index[user] < index[update]))
           update = user;
       }
       Operation *by = update ? update : first;
@@ -252,7 +254,8 @@ private:
       std::optional<int64_t> j;
       if (mb)
         j = mb.getInt();
-      else if (micro == 1 && op->hasAttr(LoomDialect::StageAttrHelper::getNameStr()) &&
+      else if (micro == 1 &&
+               op->hasAttr(LoomDialect::StageAttrHelper::getNameStr()) &&
                !isa<AdamwOp, SgdOp>(op))
         j = 0;
       if (j) {
@@ -291,13 +294,14 @@ private:
       // made there.
       if (p.turn == after)
         for (Value v : op->getOperands())
-          if (Operation *def = v.getDefiningOp(); def && !replicated.contains(def)) {
+          if (Operation *def = v.getDefiningOp();
+              def && !replicated.contains(def)) {
             const Place &q = places[def];
             int64_t qAfter =
                 static_cast<int64_t>(schedule.order[q.device].size());
             if (q.turn == qAfter)
-              p.level = std::max(p.level,
-                                 q.level + (q.device == p.device ? 0 : 1));
+              p.level =
+                  std::max(p.level, q.level + (q.device == p.device ? 0 : 1));
           }
       places[op] = p;
     }
@@ -322,10 +326,10 @@ private:
   FailureOr<int64_t> tagOf(Value v, int64_t to, Location loc) {
     auto [it, added] = tags.try_emplace({v, to}, tags.size());
     if (it->second > kMaxTag)
-      return emitError(loc) << "the pipeline stages exchange more than "
-                            << kMaxTag + 1
-                            << " values a step; use fewer micro-batches or "
-                               "fewer stages",
+      return emitError(loc)
+                 << "the pipeline stages exchange more than " << kMaxTag + 1
+                 << " values a step; use fewer micro-batches or "
+                    "fewer stages",
              failure();
     return it->second;
   }
@@ -341,12 +345,11 @@ private:
       order[places[op].device].push_back(op);
     }
     for (SmallVector<Operation *> &list : order)
-      std::stable_sort(list.begin(), list.end(),
-                       [&](Operation *a, Operation *b) {
-                         const Place &p = places[a], &q = places[b];
-                         return std::tie(p.turn, p.level) <
-                                std::tie(q.turn, q.level);
-                       });
+      std::stable_sort(
+          list.begin(), list.end(), [&](Operation *a, Operation *b) {
+            const Place &p = places[a], &q = places[b];
+            return std::tie(p.turn, p.level) < std::tie(q.turn, q.level);
+          });
     // Which constants each device makes: those its ops read, and theirs.
     std::vector<DenseSet<Operation *>> constants(devices);
     for (int64_t d = 0; d < devices; ++d) {
@@ -453,10 +456,10 @@ private:
           FailureOr<int64_t> tag = tagOf(v, to, v.getLoc());
           if (failed(tag))
             return failure();
-          auto s = shard::SendOp::create(
-              in, v.getLoc(), payload.getType(), grid,
-              ArrayRef<int16_t>{kPipelineAxis}, payload, ArrayRef<int64_t>{to},
-              ValueRange{});
+          auto s =
+              shard::SendOp::create(in, v.getLoc(), payload.getType(), grid,
+                                    ArrayRef<int16_t>{kPipelineAxis}, payload,
+                                    ArrayRef<int64_t>{to}, ValueRange{});
           s->setAttr(LoomDialect::TagAttrHelper::getNameStr(),
                      in.getI64IntegerAttr(*tag));
         }
@@ -474,8 +477,8 @@ private:
         Value empty = tensor::EmptyOp::create(in, v.getLoc(), type.getShape(),
                                               type.getElementType());
         auto r = shard::RecvOp::create(
-            in, v.getLoc(), type, grid, ArrayRef<int16_t>{kPipelineAxis},
-            empty, in.getDenseI64ArrayAttr({from}), ValueRange{});
+            in, v.getLoc(), type, grid, ArrayRef<int16_t>{kPipelineAxis}, empty,
+            in.getDenseI64ArrayAttr({from}), ValueRange{});
         r->setAttr(LoomDialect::TagAttrHelper::getNameStr(),
                    in.getI64IntegerAttr(*tag));
         Value got = r.getResult();
