@@ -2,7 +2,7 @@
 # Pipeline parallelism run (loom-split-stages, docs/planner.md "Pipeline
 # stages"): the GPT-2 parity model with 4 layers as pp=2 (1F1B), pp=4,
 # pp=2 x dp=2, pp=2 x tp=2, interleaved pp=2 with 2 chunks a device, ZB-H1
-# pp=2 and GPipe pp=2, 10 AdamW steps on CPU ranks each, against the same
+# pp=2, GPipe pp=2 and pp=2 x dp=2 with ZeRO-3, 10 AdamW steps on CPU ranks each, against the same
 # model on 1 rank without stages: losses within 1e-5 relative, exported
 # weights' updates within 3e-4 in relative L2 (compare.py --initial). The
 # sensitivity measurement (1e-7-perturbed weights and data, 2 threads) is
@@ -24,7 +24,7 @@ reference_runs p1.loomplan "${run[@]}"
 
 for spec in "pp=2,micro=4:2" "pp=4,micro=4:4" "pp=2,dp=2,micro=2:4" "pp=2,tp=2,micro=2:4" \
             "pp=2,micro=4,schedule=interleaved,virtual=2:2" "pp=2,micro=4,schedule=zb-h1:2" \
-            "pp=2,micro=4,schedule=gpipe:2"; do
+            "pp=2,micro=4,schedule=gpipe:2" "pp=2,dp=2,micro=2,zero=3:4"; do
   force=${spec%:*} n=${spec#*:}
   pp=${force#pp=} pp=${pp%%,*}
   echo "gpt2 --force $force:"

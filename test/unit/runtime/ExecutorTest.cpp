@@ -211,6 +211,36 @@ TEST(ArenaTest, ExecutorBuffersLiveInOneArena) {
   EXPECT_EQ(w.toF32(), kW0);
 }
 
+// Pipeline plans mark each instruction with its micro-batch (1 + j) and
+// whether it is backward; a micro-batch is in flight from its first forward
+// instruction to its last backward one, and a step reports the most at
+// once. Where the marks sit does not change what the instructions compute.
+TEST(ExecutorTest, CountsMicroBatchesInFlight) {
+  LocalCommunicator world;
+  auto inFlight = [&](std::vector<std::pair<int32_t, bool>> marks) {
+    plan::Plan p = makeLinearRegressionPlan(1, 4, 2, 1, 0.1, kW0);
+    plan::Program &prog = *p.mutable_programs(0);
+    EXPECT_GE(prog.instructions_size(), static_cast<int>(marks.size()));
+    for (size_t i = 0; i < marks.size(); ++i) {
+      prog.mutable_instructions(i)->set_micro_batch(marks[i].first);
+      prog.mutable_instructions(i)->set_backward(marks[i].second);
+    }
+    auto exec = Executor::create(p, world);
+    EXPECT_TRUE(exec.isOk()) << exec.status().message();
+    if (!exec.isOk())
+      return int64_t(-1);
+    Status ran = (**exec).runStep(0);
+    EXPECT_TRUE(ran.isOk()) << ran.message();
+    return (**exec).microBatchesInFlight();
+  };
+  // F1 F2 B1 B2: both at once (GPipe's order).
+  EXPECT_EQ(inFlight({{1, false}, {2, false}, {1, true}, {2, true}}), 2);
+  // F1 B1 F2 B2: one at a time.
+  EXPECT_EQ(inFlight({{1, false}, {1, true}, {2, false}, {2, true}}), 1);
+  // Unmarked plans hold none.
+  EXPECT_EQ(inFlight({}), 0);
+}
+
 TEST(ExecutorTest, ParameterWithoutStoredValueNeedsRandomInit) {
   LocalCommunicator world;
   plan::Plan p =
