@@ -721,35 +721,7 @@ int run(Options &o, int64_t zero, plan::Plan *planOut, int64_t micro,
     step.mfu /= stages.stretch;
   }
   PlanFigures figures = planFigures(*plan, memory, request, std::move(step));
-  figures.schedule = stages.schedule;
-  figures.pipelineStretch = stages.stretch;
-  for (auto [s, layers] : llvm::enumerate(stages.layers)) {
-    // A device's seconds shared among its stages (interleaved: its model
-    // chunks) as the stage partition predicted them.
-    int64_t device = static_cast<int64_t>(s) % stages.devices;
-    double planned = 0, ofDevice = 0;
-    for (auto [k, secs] : llvm::enumerate(stages.plannedSeconds))
-      if (static_cast<int64_t>(k) % stages.devices == device) {
-        ofDevice += secs;
-        if (k == s)
-          planned = secs;
-      }
-    PlanFigures::Stage st;
-    st.firstLayer = layers.first;
-    st.lastLayer = layers.second;
-    if (device < plan->programs_size()) {
-      const plan::Program &prog = plan->programs(static_cast<int>(device));
-      st.ranks.assign(prog.ranks().begin(), prog.ranks().end());
-      if (!st.ranks.empty())
-        st.peakBytes = figures.peakBytesPerRank[st.ranks.front()];
-    }
-    if (device < static_cast<int64_t>(stages.inFlight.size()))
-      st.microBatchesInFlight = stages.inFlight[device];
-    if (device < static_cast<int64_t>(deviceSeconds.size()))
-      st.seconds = deviceSeconds[device] *
-                   (ofDevice > 0 ? planned / ofDevice : 1.0);
-    figures.stages.push_back(std::move(st));
-  }
+  setPipelineFigures(figures, *plan, stages, deviceSeconds);
   figures.norms = norms;
   figures.sequenceParallelNorms = sequenceParallelNorms;
   std::string summary = summaryText(*plan, *cluster, figures);

@@ -59,15 +59,10 @@ planner::StepRequest mlir::loom::stepRequestOf(ModuleOp module,
 PipelineStages mlir::loom::pipelineStagesOf(ModuleOp module) {
   PipelineStages stages;
   shard::GridOp grid = lookupMesh(module);
-  auto pipeline =
-      grid ? grid->getAttrOfType<DictionaryAttr>(
-                 LoomDialect::PipelineAttrHelper::getNameStr())
-           : nullptr;
+  DictionaryAttr pipeline = pipelineOf(grid);
   if (!pipeline)
     return stages;
   stages.devices = grid.getShape()[kPipelineAxis];
-  auto kind = planner::parseSchedule(
-      pipeline.getAs<StringAttr>("schedule").getValue());
   stages.schedule = pipeline.getAs<StringAttr>("schedule").str();
   for (Attribute a : pipeline.getAs<ArrayAttr>("layers"))
     if (auto range = dyn_cast<DenseI64ArrayAttr>(a); range && range.size() == 2)
@@ -75,24 +70,17 @@ PipelineStages mlir::loom::pipelineStagesOf(ModuleOp module) {
   if (auto seconds = pipeline.getAs<DenseF64ArrayAttr>("stage_seconds"))
     stages.plannedSeconds.assign(seconds.asArrayRef().begin(),
                                  seconds.asArrayRef().end());
-  int64_t chunks = 1, micro = 1;
-  if (auto v = pipeline.getAs<IntegerAttr>("virtual_stages"))
-    chunks = v.getInt();
-  if (auto m = grid->getAttrOfType<IntegerAttr>(
-          LoomDialect::NumMicroBatchesAttrHelper::getNameStr()))
-    micro = m.getInt();
-  if (kind)
-    if (llvm::Expected<planner::PipelineSchedule> s =
-            planner::buildSchedule(*kind, stages.devices, micro, chunks)) {
-      for (int64_t d = 0; d < stages.devices; ++d)
-        stages.inFlight.push_back(s->microBatchesInFlight(d));
-      if (llvm::Expected<double> stretch = s->stretch())
-        stages.stretch = *stretch;
-      else
-        llvm::consumeError(stretch.takeError());
-    } else {
-      llvm::consumeError(s.takeError());
-    }
+  llvm::Expected<planner::PipelineSchedule> s = pipelineScheduleOf(grid);
+  if (!s) {
+    llvm::consumeError(s.takeError());
+    return stages;
+  }
+  for (int64_t d = 0; d < stages.devices; ++d)
+    stages.inFlight.push_back(s->microBatchesInFlight(d));
+  if (llvm::Expected<double> stretch = s->stretch())
+    stages.stretch = *stretch;
+  else
+    llvm::consumeError(stretch.takeError());
   return stages;
 }
 

@@ -48,6 +48,40 @@ PlanFigures mlir::loom::planFigures(const plan::Plan &plan,
   return f;
 }
 
+void mlir::loom::setPipelineFigures(PlanFigures &f, const plan::Plan &plan,
+                                     const PipelineStages &stages,
+                                     const std::vector<double> &deviceSeconds) {
+  f.schedule = stages.schedule;
+  f.pipelineStretch = stages.stretch;
+  for (auto [s, layers] : llvm::enumerate(stages.layers)) {
+    // A device's seconds shared among its stages (interleaved: its model
+    // chunks) as the stage partition predicted them.
+    int64_t device = static_cast<int64_t>(s) % stages.devices;
+    double planned = 0, ofDevice = 0;
+    for (auto [k, secs] : llvm::enumerate(stages.plannedSeconds))
+      if (static_cast<int64_t>(k) % stages.devices == device) {
+        ofDevice += secs;
+        if (k == s)
+          planned = secs;
+      }
+    PlanFigures::Stage st;
+    st.firstLayer = layers.first;
+    st.lastLayer = layers.second;
+    if (device < plan.programs_size()) {
+      const plan::Program &prog = plan.programs(static_cast<int>(device));
+      st.ranks.assign(prog.ranks().begin(), prog.ranks().end());
+      if (!st.ranks.empty())
+        st.peakBytes = f.peakBytesPerRank[st.ranks.front()];
+    }
+    if (device < static_cast<int64_t>(stages.inFlight.size()))
+      st.microBatchesInFlight = stages.inFlight[device];
+    if (device < static_cast<int64_t>(deviceSeconds.size()))
+      st.seconds = deviceSeconds[device] *
+                   (ofDevice > 0 ? planned / ofDevice : 1.0);
+    f.stages.push_back(std::move(st));
+  }
+}
+
 /// The name of mesh axis `index` of `plan`.
 static std::string axisName(const plan::Plan &plan, int64_t index) {
   return index >= 0 && index < plan.mesh_size()

@@ -3,6 +3,7 @@
 #ifndef LOOM_COMPILER_SUMMARY_H
 #define LOOM_COMPILER_SUMMARY_H
 
+#include "compiler/PlanCost.h"
 #include "emit/PlanEmitter.h"
 #include "passes/planner/Cluster.h"
 #include "passes/planner/CostModel.h"
@@ -51,6 +52,12 @@ struct PlanFigures {
 PlanFigures planFigures(const plan::Plan &plan, const MemoryBreakdown &emitted,
                         const planner::StepRequest &request,
                         planner::StepEstimate step);
+
+/// Fills `f`'s pipeline figures from the module's `stages` and the step
+/// seconds of each pp device's program (`deviceSeconds`, in pp order).
+void setPipelineFigures(PlanFigures &f, const plan::Plan &plan,
+                        const PipelineStages &stages,
+                        const std::vector<double> &deviceSeconds);
 
 /// The `--summary-json` object (docs/loomc.md).
 llvm::json::Object summaryJson(const plan::Plan &plan, const Cluster &cluster,

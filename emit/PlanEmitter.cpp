@@ -795,6 +795,8 @@ LogicalResult Emitter::run(plan::Program &prog) {
     return failure();
   for (Operation &op : func.getBody().front()) {
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      // The step's closing copies belong to no micro-batch.
+      current = nullptr;
       if (failed(emitReturn(ret)))
         return failure();
       continue;

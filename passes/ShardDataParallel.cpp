@@ -75,8 +75,7 @@ struct ShardDataParallelPass
       auto type = dyn_cast<RankedTensorType>(arg.getType());
       if (!type || type.getRank() == 0)
         continue;
-      bool data = func.getArgAttr(i, attr::kInput) ||
-                  func.getArgAttr(i, attr::kTarget);
+      bool data = isDataArgument(func, i);
       if (data &&
           (type.isDynamicDim(0) || type.getDimSize(0) % (dp * micro) != 0)) {
         InFlightDiagnostic diag = func.emitError("the batch of ");

@@ -53,15 +53,14 @@ namespace {
 constexpr int64_t kMaxTag = 32767;
 
 bool isDataArg(func::FuncOp func, BlockArgument arg) {
-  return func.getArgAttr(arg.getArgNumber(), attr::kInput) ||
-         func.getArgAttr(arg.getArgNumber(), attr::kTarget);
+  return isDataArgument(func, arg.getArgNumber());
 }
 
-/// Where an op runs: its device, the turn of that device's order (the
+/// When an op runs on its device: the turn of the device's order (the
 /// number of turns: after the last one) and, in the turn after the last,
 /// its depth in the chain of transfers that ends the step.
 struct Place {
-  int64_t device = 0, turn = 0, level = 0;
+  int64_t turn = 0, level = 0;
 };
 
 /// One run of the pass over one module.
@@ -80,25 +79,7 @@ private:
   /// The schedule `loom-partition-stages` chose, and its turns' times.
   LogicalResult readSchedule(shard::GridOp grid) {
     devices = grid.getShape()[kPipelineAxis];
-    auto pipeline = grid->getAttrOfType<DictionaryAttr>(
-        LoomDialect::PipelineAttrHelper::getNameStr());
-    auto kindName = pipeline ? pipeline.getAs<StringAttr>("schedule") : nullptr;
-    std::optional<planner::ScheduleKind> kind =
-        kindName ? planner::parseSchedule(kindName.getValue()) : std::nullopt;
-    if (!kind)
-      return grid.emitError("pp = ")
-             << devices
-             << " but the mesh has no loom.pipeline schedule (run "
-                "loom-partition-stages first)";
-    int64_t chunks = 1;
-    if (auto v = pipeline.getAs<IntegerAttr>("virtual_stages"))
-      chunks = v.getInt();
-    int64_t micro = 1;
-    if (auto m = grid->getAttrOfType<IntegerAttr>(
-            LoomDialect::NumMicroBatchesAttrHelper::getNameStr()))
-      micro = m.getInt();
-    llvm::Expected<planner::PipelineSchedule> built =
-        planner::buildSchedule(*kind, devices, micro, chunks);
+    llvm::Expected<planner::PipelineSchedule> built = pipelineScheduleOf(grid);
     if (!built)
       return grid.emitError(llvm::toString(built.takeError()));
     schedule = std::move(*built);
@@ -246,7 +227,7 @@ private:
       if (replicated.contains(op))
         continue;
       Place p;
-      p.device = opDevice[op];
+      int64_t device = opDevice[op];
       int64_t chunk = stage[op] / devices;
       auto mb = op->getAttrOfType<IntegerAttr>(
           LoomDialect::MicroBatchAttrHelper::getNameStr());
@@ -265,28 +246,29 @@ private:
                     !inputGrad.contains(op)
                 ? PipelineTask::WeightGrad
                 : PipelineTask::Backward;
-        auto it = turnOf.find({p.device, kind, *j, chunk});
+        auto it = turnOf.find({device, kind, *j, chunk});
         if (it == turnOf.end())
           return op->emitError("no turn of pp device ")
-                     << p.device << " runs micro-batch " << *j << " of stage "
+                     << device << " runs micro-batch " << *j << " of stage "
                      << stage[op],
                  failure();
         p.turn = it->second;
       }
-      int64_t after = static_cast<int64_t>(schedule.order[p.device].size());
+      int64_t after = static_cast<int64_t>(schedule.order[device].size());
       for (Value v : op->getOperands()) {
         Operation *def = v.getDefiningOp();
         if (!def || replicated.contains(def))
           continue;
         const Place &q = places[def];
-        if (q.device == p.device) {
+        int64_t from = opDevice[def];
+        if (from == device) {
           p.turn = std::max(p.turn, q.turn);
           continue;
         }
         // Strictly after the turn that made it on the other device.
-        int64_t made = timeOf(q.device, q.turn);
+        int64_t made = timeOf(from, q.turn);
         int64_t t = p.turn;
-        while (t < after && timeOf(p.device, t) <= made)
+        while (t < after && timeOf(device, t) <= made)
           ++t;
         p.turn = t;
       }
@@ -297,11 +279,9 @@ private:
           if (Operation *def = v.getDefiningOp();
               def && !replicated.contains(def)) {
             const Place &q = places[def];
-            int64_t qAfter =
-                static_cast<int64_t>(schedule.order[q.device].size());
-            if (q.turn == qAfter)
-              p.level =
-                  std::max(p.level, q.level + (q.device == p.device ? 0 : 1));
+            int64_t from = opDevice[def];
+            if (q.turn == static_cast<int64_t>(schedule.order[from].size()))
+              p.level = std::max(p.level, q.level + (from == device ? 0 : 1));
           }
       places[op] = p;
     }
@@ -342,7 +322,7 @@ private:
     for (Operation *op : ops) {
       if (replicated.contains(op))
         continue;
-      order[places[op].device].push_back(op);
+      order[opDevice[op]].push_back(op);
     }
     for (SmallVector<Operation *> &list : order)
       std::stable_sort(
@@ -396,13 +376,13 @@ private:
       // Arguments: this device's parameters and states, the data it reads.
       SmallVector<BlockArgument> args;
       for (BlockArgument arg : func.getArguments()) {
+        // (The return and constants are on no device of their own.)
+        auto readHere = [&](Operation *u) {
+          auto it = opDevice.find(u);
+          return it != opDevice.end() && it->second == d;
+        };
         bool mine = isDataArg(func, arg)
-                        ? llvm::any_of(arg.getUsers(),
-                                       [&](Operation *u) {
-                                         return !isa<func::ReturnOp>(u) &&
-                                                places.contains(u) &&
-                                                places[u].device == d;
-                                       })
+                        ? llvm::any_of(arg.getUsers(), readHere)
                         : argDevice[arg] == d;
         if (mine)
           args.push_back(arg);

@@ -107,8 +107,7 @@ struct UnrollMicroBatchesPass
   /// micro-batch after another.
   LogicalResult classify(func::FuncOp func) {
     for (BlockArgument arg : func.getArguments())
-      if (func.getArgAttr(arg.getArgNumber(), attr::kInput) ||
-          func.getArgAttr(arg.getArgNumber(), attr::kTarget))
+      if (isDataArgument(func, arg.getArgNumber()))
         perMicro.insert(arg);
     for (Operation &op : func.getBody().front().without_terminator()) {
       bool readsData = false, readsCombined = false;

@@ -303,9 +303,10 @@ int train(const RunOptions &opts, Communicator &world) {
         s = loss.status();
     }
     // Pipeline plans: every rank's micro-batches in flight and waits, for
-    // the root's metrics (a collective every rank reaches).
+    // the root's metrics (a collective every rank reaches; every rank has
+    // the same options, so all or none gather).
     std::vector<StageMetrics> stages;
-    if (in.plan.programs_size() > 1) {
+    if (in.plan.programs_size() > 1 && !opts.metricsPath.empty()) {
       const Executor &exec = session->executor();
       double mine[3] = {static_cast<double>(exec.microBatchesInFlight()),
                         exec.pipelineWaitSeconds(), seconds};
