@@ -15,6 +15,7 @@
 #include "ir/LoomOps.h"
 #include "passes/MeshUtils.h"
 #include "passes/Passes.h"
+#include "passes/RecomputePlan.h"
 #include "passes/planner/Cluster.h"
 #include "passes/planner/PipelineSchedule.h"
 #include "runtime/PlanFormat.h"
@@ -124,7 +125,7 @@ struct Options {
       cl::value_desc("REGEX"), cl::cat(cat)};
   cl::opt<std::string> force{"force", cl::init(""),
                              cl::desc("force plan choices: dp=N,tp=N,pp=N,micro=N,"
-                                      "zero=N,remat=none,schedule=gpipe|1f1b|"
+                                      "zero=N,remat=none|selective|full|auto,schedule=gpipe|1f1b|"
                                       "interleaved|zb-h1,virtual=N (tp: the "
                                       "mesh's tensor-parallel degree, "
                                       "loom-auto-shard splits the ops; pp: "
@@ -136,7 +137,10 @@ struct Options {
                                       "enough to keep the schedule's waits "
                                       "small); zero: the "
                                       "ZeRO stage 0-3, by default the lowest "
-                                      "that fits)"),
+                                      "that fits; remat: activation "
+                                      "recomputation, by default none unless "
+                                      "the plan does not fit, then auto: the "
+                                      "least recomputation that fits)"),
                              cl::cat(cat)};
   cl::opt<std::string> outputFile{"o", cl::desc("plan file to write"),
                                   cl::value_desc("PLAN"), cl::cat(cat)};
@@ -197,7 +201,7 @@ struct Options {
 struct Forced {
   int64_t dp = 0, tp = 1, pp = 1, micro = 0, zero = 0, virtualStages = 1;
   bool zeroGiven = false; // else the lowest stage that fits
-  std::string remat = "none", schedule = "1f1b";
+  std::string remat, schedule = "1f1b"; // remat "": none, auto when it must
 };
 
 int fail(const llvm::Twine &message) {
@@ -216,8 +220,8 @@ llvm::Expected<Forced> parseForce(llvm::StringRef text) {
                                      "bad --force item '" + item + "': " + why);
     };
     if (key == "remat") {
-      if (value != "none")
-        return bad("only remat=none is available yet");
+      if (!parseRematMode(value))
+        return bad("expected none, selective, full or auto");
       f.remat = value.str();
       continue;
     }
@@ -354,13 +358,21 @@ int64_t batchOf(ModuleOp module) {
   return 0;
 }
 
-/// Compiles `o` with ZeRO stage `zero` and `micro` micro-batches unless
-/// --force pins them; a plan that does not fit the device is compiled again
-/// with the next ZeRO stage, then with twice the micro-batches while that
-/// keeps shrinking the plan (`lastRequired`: the bytes the plan with half as
-/// many needed).
-int run(Options &o, int64_t zero = 0, plan::Plan *planOut = nullptr,
-        int64_t micro = 1, int64_t lastRequired = 0);
+/// The choices one compile of the model tries where --force does not pin
+/// them: a plan that does not fit the device is compiled again with the
+/// next ZeRO stage, then with twice the micro-batches while that keeps
+/// shrinking the plan, then with the recomputation that fits.
+struct Attempt {
+  int64_t zero = 0, micro = 1;
+  /// The bytes the plan with half as many micro-batches needed.
+  int64_t lastRequired = 0;
+  /// loom-choose-recompute's mode and budget (0: the device's memory).
+  std::string remat = "none";
+  double rematBudgetGib = 0;
+  int rematTries = 0;
+};
+
+int run(Options &o, Attempt attempt = {}, plan::Plan *planOut = nullptr);
 
 /// The one-device plan of the model `o` compiles (for --verify-plan).
 int compileReference(Options &o, plan::Plan &reference) {
@@ -370,7 +382,7 @@ int compileReference(Options &o, plan::Plan &reference) {
   o.force = "";
   o.microBatch = 0;
   o.verifyPlan = false;
-  int rc = run(o, 0, &reference);
+  int rc = run(o, Attempt{}, &reference);
   o.cluster = cluster;
   o.force = force;
   o.microBatch = microBatch;
@@ -447,11 +459,11 @@ int runBeside(const Options &o, const plan::Plan &plan,
   return 0;
 }
 
-/// Compiles the model once; `zero` >= 0 is the ZeRO stage to try when
-/// --force does not pin it (a plan that does not fit retries the next).
-/// With `planOut` the plan goes there and nothing is written or printed.
-int run(Options &o, int64_t zero, plan::Plan *planOut, int64_t micro,
-        int64_t lastRequired) {
+/// Compiles the model once with `attempt`'s choices (a plan that does not
+/// fit retries the next). With `planOut` the plan goes there and nothing is
+/// written or printed.
+int run(Options &o, Attempt attempt, plan::Plan *planOut) {
+  int64_t zero = attempt.zero, micro = attempt.micro;
   auto start = std::chrono::steady_clock::now();
   if (o.listOps) {
     llvm::outs() << listSupportedOnnxOps();
@@ -605,6 +617,8 @@ int run(Options &o, int64_t zero, plan::Plan *planOut, int64_t micro,
   pipeline.plan.cluster = o.cluster.getValue();
   pipeline.plan.zero = zero;
   pipeline.plan.localBatchNorm = o.localBatchNorm;
+  pipeline.plan.remat = forced->remat.empty() ? attempt.remat : forced->remat;
+  pipeline.plan.memoryBudgetGib = attempt.rematBudgetGib;
   if (o.commBuckets == "off") {
     pipeline.plan.bucketBytes = -1;
   } else if (o.commBuckets != "auto") {
@@ -724,37 +738,85 @@ int run(Options &o, int64_t zero, plan::Plan *planOut, int64_t micro,
   setPipelineFigures(figures, *plan, stages, deviceSeconds);
   figures.norms = norms;
   figures.sequenceParallelNorms = sequenceParallelNorms;
+  figures.remat = rematFiguresOf(*module);
+  figures.liveBytes = memory.liveBytes;
   std::string summary = summaryText(*plan, *cluster, figures);
   plan->set_summary(summary);
 
   planner::MemoryFit fit = planner::checkMemoryFit(
       figures.memory, static_cast<int64_t>(cluster->memoryBytes()));
   if (!fit.fits) {
+    bool rematAttempt = attempt.remat != "none";
     // The lowest ZeRO stage that fits, unless --force pins one.
-    if (training && !forced->zeroGiven && dp > 1 && zero < 3)
-      return run(o, zero + 1, planOut, micro, lastRequired);
+    if (training && !rematAttempt && !forced->zeroGiven && dp > 1 &&
+        zero < 3) {
+      Attempt next = attempt;
+      next.zero = zero + 1;
+      return run(o, next, planOut);
+    }
     // Then micro-batches, unless given: one micro-batch's activations at a
     // time (docs/auto-shard.md, "Micro-batches"), while doubling them takes
     // a tenth off the plan (the data and the state do not shrink).
     bool microFree = forced->micro == 0 && o.microBatch == 0 && !hasBatchNorm;
     int64_t share = dp > 0 ? globalBatch / dp : globalBatch;
-    if (training && microFree && share % (2 * numMicroBatches) == 0 &&
-        (lastRequired == 0 || fit.requiredBytes < 0.9 * lastRequired))
-      return run(o, forced->zeroGiven ? forced->zero : 0, planOut,
-                 2 * numMicroBatches, fit.requiredBytes);
+    if (training && !rematAttempt && microFree &&
+        share % (2 * numMicroBatches) == 0 &&
+        (attempt.lastRequired == 0 ||
+         fit.requiredBytes < 0.9 * attempt.lastRequired)) {
+      Attempt next = attempt;
+      next.zero = forced->zeroGiven ? forced->zero : 0;
+      next.micro = 2 * numMicroBatches;
+      next.lastRequired = fit.requiredBytes;
+      return run(o, next, planOut);
+    }
+    // Then recomputation, unless --force pins it: the cheapest that fits
+    // what the kernels' workspace leaves, and again with less by what
+    // the arena's placement took beyond the live bytes it planned for.
     constexpr double kGiB = 1024.0 * 1024 * 1024;
+    if (training && forced->remat.empty() && attempt.rematTries < 3) {
+      Attempt next = attempt;
+      next.remat = "auto";
+      double budget = rematAttempt ? attempt.rematBudgetGib * kGiB -
+                                         double(fit.shortfallBytes)
+                                   : fit.capacityBytes - figures.memory.workspace;
+      if (budget > 0) {
+        next.rematBudgetGib = budget / kGiB;
+        ++next.rematTries;
+        return run(o, next, planOut);
+      }
+    }
     std::string withZero =
         zero > 0 ? " even with ZeRO stage " + std::to_string(zero) : "";
+    auto also = [&](const std::string &what) {
+      withZero += (withZero.empty() ? " even with " : " and ") + what;
+    };
     if (numMicroBatches > 1)
-      withZero += (withZero.empty() ? " even with " : " and ") +
-                  std::to_string(numMicroBatches) + " micro-batches";
-    return fail(llvm::formatv("the plan needs {0:F2} GiB per device{4} but {1} "
-                              "has {2:F1} GiB ({3:F2} GiB short); use more "
-                              "devices or a smaller batch",
-                              fit.requiredBytes / kGiB, cluster->deviceName,
-                              cluster->memoryGiB, fit.shortfallBytes / kGiB,
-                              withZero)
-                    .str());
+      also(std::to_string(numMicroBatches) + " micro-batches");
+    if (figures.remat.fullLayers > 0 || figures.remat.selectiveLayers > 0)
+      also("recomputation (" + rematText(figures.remat) + ")");
+    const planner::DeviceMemory &m = figures.memory;
+    std::pair<int64_t, const char *> parts[] = {
+        {m.parameters, "parameters"},
+        {m.gradients, "gradients"},
+        {m.optimizerState, "optimizer state"},
+        {m.activations, "activations"},
+        {m.workspace, "kernel workspace"}};
+    auto largest = *std::max_element(
+        std::begin(parts), std::end(parts),
+        [](const auto &a, const auto &b) { return a.first < b.first; });
+    auto size = [&](double bytes) {
+      if (bytes < 1024.0 * 1024)
+        return llvm::formatv("{0:F1} KiB", bytes / 1024.0).str();
+      return bytes < kGiB
+                 ? llvm::formatv("{0:F2} MiB", bytes / (1024.0 * 1024)).str()
+                 : llvm::formatv("{0:F2} GiB", bytes / kGiB).str();
+    };
+    return fail("the plan needs " + size(fit.requiredBytes) + " per device" +
+                withZero + " but " + cluster->deviceName + " has " +
+                size(fit.capacityBytes) + " (" + size(fit.shortfallBytes) +
+                " short; the most is " + largest.second + ", " +
+                size(largest.first) +
+                "); use more devices or a smaller batch");
   }
 
   if (planOut) {

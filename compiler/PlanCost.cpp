@@ -56,6 +56,27 @@ planner::StepRequest mlir::loom::stepRequestOf(ModuleOp module,
   return request;
 }
 
+RematFigures mlir::loom::rematFiguresOf(ModuleOp module) {
+  RematFigures f;
+  for (func::FuncOp func : programFunctions(module)) {
+    auto remat = func->getAttrOfType<DictionaryAttr>(
+        LoomDialect::RematAttrHelper::getNameStr());
+    if (!remat)
+      continue;
+    auto count = [&](StringRef key) {
+      auto v = remat.getAs<IntegerAttr>(key);
+      return v ? v.getInt() : 0;
+    };
+    f.mode = remat.getAs<StringAttr>("mode").str();
+    f.layers += count("layers");
+    f.fullLayers += count("full_layers");
+    f.selectiveLayers += count("selective_layers");
+    if (auto s = remat.getAs<FloatAttr>("recompute_seconds"))
+      f.seconds = std::max(f.seconds, s.getValueAsDouble());
+  }
+  return f;
+}
+
 PipelineStages mlir::loom::pipelineStagesOf(ModuleOp module) {
   PipelineStages stages;
   shard::GridOp grid = lookupMesh(module);

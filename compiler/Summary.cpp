@@ -197,7 +197,12 @@ llvm::json::Object mlir::loom::summaryJson(const plan::Plan &plan,
       {"schedule", figures.schedule},
       {"stages", stagesJson(figures)},
       {"zero_stage", t.zero_stage()},
-      {"remat", "none"},
+      {"remat", figures.remat.mode},
+      {"recompute",
+       llvm::json::Object{{"layers", figures.remat.layers},
+                          {"full_layers", figures.remat.fullLayers},
+                          {"selective_layers", figures.remat.selectiveLayers},
+                          {"predicted_time_s", figures.remat.seconds}}},
       {"precision", isBf16(plan) ? "bf16" : "fp32"},
       {"predicted",
        llvm::json::Object{
@@ -205,6 +210,7 @@ llvm::json::Object mlir::loom::summaryJson(const plan::Plan &plan,
            {"communication_s", step.totalCommSeconds()},
            {"exposed_communication_s", step.exposedCommSeconds},
            {"peak_memory_bytes_per_device", std::move(peaks)},
+           {"live_set_bytes", figures.liveBytes},
            {"model_tflops_per_device", step.modelTflops},
            {"hardware_tflops_per_device", step.modelTflops},
            {"mfu", step.mfu},
@@ -276,6 +282,18 @@ static void printLayerShardings(llvm::raw_ostream &os,
   }
 }
 
+std::string mlir::loom::rematText(const RematFigures &remat) {
+  if (remat.fullLayers == 0 && remat.selectiveLayers == 0)
+    return "none of " + std::to_string(remat.layers) + " layers";
+  std::string s;
+  if (remat.fullLayers > 0)
+    s += "full on " + std::to_string(remat.fullLayers);
+  if (remat.selectiveLayers > 0)
+    s += (s.empty() ? "" : ", ") + std::string("selective on ") +
+         std::to_string(remat.selectiveLayers);
+  return s + " of " + std::to_string(remat.layers) + " layers";
+}
+
 static std::string mib(int64_t bytes) {
   std::string s;
   llvm::raw_string_ostream os(s);
@@ -333,7 +351,12 @@ std::string mlir::loom::summaryText(const plan::Plan &plan,
   if (plan.is_training())
     os << "  training    loss " << t.loss() << ", optimizer " << t.optimizer()
        << llvm::format(" (lr %g, weight decay %g", t.lr(), t.weight_decay())
-       << "), zero " << t.zero_stage() << ", remat none\n";
+       << "), zero " << t.zero_stage() << ", remat " << figures.remat.mode
+       << "\n";
+  if (figures.remat.mode != "none")
+    os << "  recompute   " << rematText(figures.remat)
+       << llvm::format(" (%.3g ms a step)", figures.remat.seconds * 1e3)
+       << "\n";
   if (isBf16(plan))
     os << "  precision   bf16 activations and activation gradients, f32 "
           "parameters, gradients and optimizer state\n";
@@ -354,6 +377,14 @@ std::string mlir::loom::summaryText(const plan::Plan &plan,
     os << ", kernel workspace " << mib(memory.workspace);
   os << "); device has " << llvm::format("%.1f GiB", cluster.memoryGiB)
      << "\n";
+  if (figures.liveBytes > 0) {
+    int64_t arena = memory.total() - memory.workspace;
+    os << "  arena       " << mib(arena) << ", live-set bound "
+       << mib(figures.liveBytes)
+       << llvm::format(" (placement +%.1f%%)",
+                       100.0 * (arena - figures.liveBytes) / figures.liveBytes)
+       << "\n";
+  }
   auto ms = [](double seconds) {
     return llvm::format("%.3g ms", seconds * 1e3);
   };

@@ -45,7 +45,15 @@ struct PlanFigures {
   std::string schedule = "none";
   double pipelineStretch = 1;
   std::vector<Stage> stages;
+  /// Activation recomputation (loom-choose-recompute).
+  RematFigures remat;
+  /// The busiest program's live-set bound: the most bytes its buffers hold
+  /// at once, which no placement of them in the arena can beat.
+  int64_t liveBytes = 0;
 };
+
+/// "full on 2, selective on 1 of 4 layers" (or "none").
+std::string rematText(const RematFigures &remat);
 
 /// The figures of `plan`: each program's arena by what it holds (from the
 /// emitter's accounting, plus its kernel workspace) and the step estimate.

@@ -12,6 +12,22 @@ static int64_t alignUp(int64_t v) {
   return (v + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
 }
 
+int64_t mlir::loom::liveSetBytes(const std::vector<LiveRange> &ranges) {
+  std::map<int64_t, int64_t> delta;
+  for (const LiveRange &r : ranges) {
+    if (r.size == 0)
+      continue;
+    delta[r.start] += alignUp(r.size);
+    delta[r.end + 1] -= alignUp(r.size); // persistent ends are far below 2^63
+  }
+  int64_t live = 0, most = 0;
+  for (auto [at, d] : delta) {
+    live += d;
+    most = std::max(most, live);
+  }
+  return most;
+}
+
 std::vector<int64_t>
 mlir::loom::assignArenaOffsets(const std::vector<LiveRange> &ranges,
                                int64_t &arenaBytes) {

@@ -23,6 +23,10 @@ inline constexpr int64_t kArenaAlignment = 64;
 std::vector<int64_t> assignArenaOffsets(const std::vector<LiveRange> &ranges,
                                         int64_t &arenaBytes);
 
+/// The most bytes of `ranges` (each rounded up to `kArenaAlignment`) live
+/// at one instruction: no placement takes fewer.
+int64_t liveSetBytes(const std::vector<LiveRange> &ranges);
+
 } // namespace mlir::loom
 
 #endif // LOOM_EMIT_ARENAASSIGNMENT_H

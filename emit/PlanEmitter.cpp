@@ -828,6 +828,7 @@ LogicalResult Emitter::run(plan::Program &prog) {
                                             aliasOffset[i]);
   program->set_arena_bytes(arena);
   memory.arena = arena;
+  memory.liveBytes = liveSetBytes(ranges);
   memory.activations = std::max<int64_t>(
       0, arena - memory.parameters - memory.optimizerState - memory.gradients);
   return success();

@@ -33,6 +33,9 @@ struct EmitOptions {
 struct MemoryBreakdown {
   int64_t parameters = 0, gradients = 0, optimizerState = 0, activations = 0,
           data = 0, arena = 0;
+  /// The live-set bound of the arena: the most bytes (each buffer rounded
+  /// up to the arena's alignment) live at one instruction.
+  int64_t liveBytes = 0;
   /// Device memory the kernels allocate besides the arena (largest program;
   /// set by the driver for GPU clusters, runtime/Workspace.h).
   int64_t workspace = 0;

@@ -175,7 +175,15 @@ LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
              << attr.getValue();
     return success();
   }
-  if (name == RecomputeAttrHelper::getNameStr() ||
+  if (name == RematAttrHelper::getNameStr()) {
+    auto remat = dyn_cast<DictionaryAttr>(attr.getValue());
+    if (!isa<func::FuncOp>(op) || !remat || !remat.getAs<StringAttr>("mode"))
+      return op->emitError("'")
+             << name << "' belongs on a func.func, as {mode, ...}, got "
+             << attr.getValue();
+    return success();
+  }
+  if (name == RecomputedAttrHelper::getNameStr() ||
       name == BackwardAttrHelper::getNameStr())
     return expectKind<UnitAttr>(op, attr, "a unit attribute");
   if (name == TagAttrHelper::getNameStr()) {
@@ -199,6 +207,7 @@ LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
   }
   if (name == OpsetAttrHelper::getNameStr() || name == StageAttrHelper::getNameStr() ||
       name == MicroBatchAttrHelper::getNameStr() ||
+      name == RecomputeAttrHelper::getNameStr() ||
       name == ZeroStageAttrHelper::getNameStr()) {
     auto value = dyn_cast<IntegerAttr>(attr.getValue());
     int64_t max = name == ZeroStageAttrHelper::getNameStr() ? 3 : INT64_MAX;

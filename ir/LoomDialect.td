@@ -35,8 +35,10 @@ def Loom_Dialect : Dialect {
     backward pass), `loom.micro_batch` (the micro-batch an op runs for, >= 0),
     `loom.tag` (on `shard.send` / `shard.recv`: the transfer's tag, 0 to
     32767), `loom.pipeline_device` (on a stage function: the pp coordinate of
-    the devices that run it), `loom.recompute` (recompute in the
-    backward), `loom.zero_stage` (0 to 3) and `loom.num_micro_batches`
+    the devices that run it), `loom.recompute = G` (on a
+    forward op: run it again in the backward, with the other ops of group
+    G), `loom.recomputed` (an op so run again), `loom.remat` (on a program
+    function: loom-choose-recompute's choice), `loom.zero_stage` (0 to 3) and `loom.num_micro_batches`
     (on the `shard.grid`: the micro-batches a step runs, >= 1) and
     `loom.pipeline` (on the `shard.grid`: the stages' layers and schedule,
     `loom-partition-stages`). The dialect verifies each
@@ -90,7 +92,12 @@ def Loom_Dialect : Dialect {
     "IntegerAttr":$micro_batch,
     "IntegerAttr":$tag,
     "IntegerAttr":$pipeline_device,
-    "UnitAttr":$recompute,
+    // A forward op that loom-recompute runs again in the backward (its
+    // group: loom-choose-recompute), a clone so made, and the choice on a
+    // program function.
+    "IntegerAttr":$recompute,
+    "UnitAttr":$recomputed,
+    "DictionaryAttr":$remat,
     "IntegerAttr":$zero_stage,
     "IntegerAttr":$num_micro_batches,
     "DictionaryAttr":$pipeline

@@ -15,6 +15,7 @@
 #include "ir/EntryFunction.h"
 #include "ir/LoomOps.h"
 #include "ir/NodeName.h"
+#include "passes/LayerKey.h"
 #include "passes/MeshUtils.h"
 #include "passes/OpCost.h"
 #include "passes/Passes.h"
@@ -119,19 +120,7 @@ struct PartitionStagesPass
       if (&op == lossOp)
         break;
     }
-    auto layerKey = [&](Operation *op) -> std::string {
-      std::string key = planner::splitLayerIndex(onnxNodeName(op->getLoc())).layer;
-      if (!key.empty())
-        return key;
-      for (Value v : op->getOperands())
-        if (auto arg = dyn_cast<BlockArgument>(v))
-          if (auto p = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
-                                                         attr::kParam))
-            if (std::string k = planner::splitLayerIndex(p.getValue()).layer;
-                !k.empty())
-              return k;
-      return "";
-    };
+    auto layerKey = [&](Operation *op) { return layerKeyOf(func, op); };
     // Layer index per forward op: -1 before the first layer (the
     // embedding), `layers` after the last (head, loss); an op without a
     // layer between two belongs to the one before it.

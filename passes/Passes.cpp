@@ -122,6 +122,16 @@ void mlir::loom::buildLoomPlanPipeline(OpPassManager &pm,
   // After CSE, which would merge the two gathers again.
   if (options.zero >= 3)
     pm.addNestedPass<func::FuncOp>(createLoomRegatherParametersPass());
+  // After CSE, which would merge the clones with their originals, and
+  // before the buckets, so that their places follow the clones.
+  if (options.remat != "none") {
+    LoomChooseRecomputePassOptions remat;
+    remat.mode = options.remat;
+    remat.cluster = options.cluster;
+    remat.memoryBudgetGib = options.memoryBudgetGib;
+    pm.addPass(createLoomChooseRecomputePass(remat));
+    pm.addNestedPass<func::FuncOp>(createLoomRecomputePass());
+  }
   // Last: buckets are placed among the ops as they will run.
   LoomBucketAllReducesPassOptions buckets;
   buckets.bucketBytes = options.bucketBytes;
@@ -160,6 +170,7 @@ void mlir::loom::buildLoomCompilerPipeline(
   plan.memoryBudgetGib = options.plan.memoryBudgetGib.getValue();
   plan.zero = options.plan.zero.getValue();
   plan.bucketBytes = options.plan.bucketBytes.getValue();
+  plan.remat = options.plan.remat.getValue();
   plan.localBatchNorm = options.plan.localBatchNorm;
   plan.lower = options.last == Phase::Lower;
   buildLoomPlanPipeline(pm, plan);

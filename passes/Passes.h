@@ -126,6 +126,12 @@ struct PlanPipelineOptions : public PassPipelineOptions<PlanPipelineOptions> {
       llvm::cl::desc("bytes per bucket of overlapped all-reduces (0: from "
                      "the cluster's link, -1: none; loom-bucket-all-reduces)"),
       llvm::cl::init(0)};
+  Option<std::string> remat{
+      *this, "remat",
+      llvm::cl::desc("activation recomputation: none, selective, full or "
+                     "auto (the cheapest that fits memory-budget-gib; "
+                     "loom-choose-recompute)"),
+      llvm::cl::init("none")};
   Option<bool> lower{*this, "lower",
                      llvm::cl::desc("partition into one rank's program "
                                     "(false: only annotate the plan)"),

@@ -696,6 +696,77 @@ def LoomSplitStagesPass : Pass<"loom-split-stages", "mlir::ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def LoomChooseRecomputePass : Pass<"loom-choose-recompute", "mlir::ModuleOp"> {
+  let summary = "Choose which layers' activations the backward pass recomputes";
+  let description = [{
+    Pre: lowered program functions (`@main`, or `@main_stage<d>` with
+    pipeline stages), one device's step in the order it runs. Each program
+    is planned on its own. A layer is a set of forward ops with one layer
+    key (the numbers in the ONNX node name, as loom-partition-stages reads
+    them) joined by the values they pass each other: one instance per
+    micro-batch. Per layer, `none` keeps what the backward reads; `selective`
+    recomputes the ops without a contraction (norms, activations, copies)
+    whose operands are kept anyway, so the backward keeps their inputs
+    instead of their results; `full` keeps only the layer's inputs and runs
+    the layer again in the backward. (Loom's attention never stores its
+    scores: their recomputation, Korthikanti et al.'s selective choice, is
+    built into `loom.attention_grad`.) A value another layer reads in the
+    forward pass is a checkpoint and never recomputed, nor are collectives,
+    transfers and constants. The clones of a layer instance run just before
+    the first backward op that reads one of them.
+
+    `mode = auto` takes, among the plans that recompute `full` on the first
+    F layers and `selective` on the next S, the one whose recomputed ops
+    cost the least time (roofline costs of the `cluster`'s device) whose
+    peak fits `memory-budget-gib`; none fits: the one of least peak. The
+    peak is the live bytes of the program as the plan emitter places its
+    buffers (RecomputePlan.h), so the choice sees the micro-batches in
+    flight of a pipeline schedule. `none` changes nothing.
+    Post: every op to recompute has `loom.recompute = G` (its group, one a
+    layer instance), and each program function `loom.remat = {mode,
+    full_layers, selective_layers, layers, peak_bytes, recompute_seconds}`.
+
+    ```mlir
+    func.func @main(...) attributes {loom.remat = {full_layers = 0 : i64, layers = 4 : i64, mode = "selective", ...}} {
+      %h = loom.layer_norm %x, %s, %b axis 2 {loom.recompute = 0 : i64} ... loc("/h.0/ln_2/...")
+    ```
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", "\"none\"",
+           "none, selective, full or auto">,
+    Option<"cluster", "cluster", "std::string", "\"cpu:1\"",
+           "the cluster whose device costs the recomputation (docs/cluster-spec.md)">,
+    Option<"memoryBudgetGib", "memory-budget-gib", "double", "0",
+           "bytes a device may hold, in GiB (0: the cluster's device memory)">,
+  ];
+}
+
+def LoomRecomputePass : Pass<"loom-recompute", "mlir::func::FuncOp"> {
+  let summary = "Clone the ops loom-choose-recompute marked into the backward pass";
+  let description = [{
+    Each group of ops marked `loom.recompute = G` is cloned, in order, just
+    before the first backward op that reads one of their results (the
+    losses' gradients, ops marked `loom.backward` and what reads them are
+    the backward pass); every use at or after that point reads the clone,
+    so the originals' buffers die with the forward pass. The clones carry
+    `loom.recomputed`; the marks are removed. CSE must not run after it.
+
+    ```mlir
+    // before
+    %a = loom.gelu %h {loom.recompute = 0 : i64} ...
+    %y = loom.linear %a, %w, %b ...
+    ...
+    %gw = loom.matmul %a, %gy {transpose_lhs} ...
+    // after
+    %a = loom.gelu %h ...
+    %y = loom.linear %a, %w, %b ...
+    ...
+    %a2 = loom.gelu %h {loom.recomputed} ...
+    %gw = loom.matmul %a2, %gy {transpose_lhs} ...
+    ```
+  }];
+}
+
 def LoomBucketAllReducesPass
     : Pass<"loom-bucket-all-reduces", "mlir::func::FuncOp"> {
   let summary = "Group sum all-reduces into buckets overlapped with the ops after them";

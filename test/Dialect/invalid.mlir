@@ -238,8 +238,35 @@ func.func @zero_stage_out_of_range(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // A loom attribute the dialect does not define is refused.
 func.func @unknown_mark(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{unknown attribute 'loom.remat'}}
-  %y = loom.relu %x {loom.remat} : tensor<4xf32>
+  // expected-error @+1 {{unknown attribute 'loom.rematerialize'}}
+  %y = loom.relu %x {loom.rematerialize} : tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+// A recompute group is an integer >= 0.
+func.func @recompute_group(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'loom.recompute' must be an integer in [0, inf], got unit}}
+  %y = loom.relu %x {loom.recompute} : tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+// The recomputation choice belongs on a program function.
+func.func @remat_on_op(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'loom.remat' belongs on a func.func, as {mode, ...}, got {full_layers = 1 : i64}}}
+  %y = loom.relu %x {loom.remat = {full_layers = 1}} : tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+// A clone that recomputation made is marked by a unit attribute.
+func.func @recomputed_unit(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'loom.recomputed' must be a unit attribute, got 1 : i64}}
+  %y = loom.relu %x {loom.recomputed = 1} : tensor<4xf32>
   return %y : tensor<4xf32>
 }
 

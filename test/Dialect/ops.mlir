@@ -81,10 +81,10 @@ func.func @bf16_round_trip(%x: tensor<2x8x16xf32>, %w: tensor<32x16xf32>,
 // The planner's marks and the mesh axes' names verify and print back.
 // CHECK: shard.grid @mesh(shape = 2x2x1) {loom.mesh_axes = ["pp", "dp", "tp"]}
 // CHECK-LABEL: func.func @planned_marks
-// CHECK: loom.relu %{{.*}} {loom.recompute, loom.stage = 1 : i64, loom.zero_stage = 2 : i64}
+// CHECK: loom.relu %{{.*}} {loom.recompute = 0 : i64, loom.stage = 1 : i64, loom.zero_stage = 2 : i64}
 shard.grid @mesh(shape = 2x2x1) {loom.mesh_axes = ["pp", "dp", "tp"]}
 func.func @planned_marks(%x: tensor<4xf32> {loom.input = "x"}) -> (tensor<4xf32> {loom.output = "y"}) {
-  %y = loom.relu %x {loom.stage = 1, loom.recompute, loom.zero_stage = 2} : tensor<4xf32>
+  %y = loom.relu %x {loom.stage = 1, loom.recompute = 0, loom.zero_stage = 2} : tensor<4xf32>
   return %y : tensor<4xf32>
 }
 

@@ -14,6 +14,17 @@ bool overlapInTime(const LiveRange &a, const LiveRange &b) {
   return a.start <= b.end && b.start <= a.end;
 }
 
+/// 40 buffers of up to 5000 bytes, each live for up to 10 of 40 steps.
+std::vector<LiveRange> randomRanges(std::mt19937 &rng) {
+  std::vector<LiveRange> ranges;
+  for (int i = 0; i < 40; ++i) {
+    int64_t start = rng() % 30;
+    ranges.push_back(
+        {1 + int64_t(rng() % 5000), start, start + int64_t(rng() % 10)});
+  }
+  return ranges;
+}
+
 TEST(ArenaAssignment, BuffersWithDisjointLifetimesShareBytes) {
   std::vector<LiveRange> ranges{{1000, 0, 1}, {1000, 2, 3}, {1000, 4, 5}};
   int64_t arena = 0;
@@ -38,12 +49,7 @@ TEST(ArenaAssignment, SimultaneousBuffersDoNotOverlapAndAreAligned) {
 TEST(ArenaAssignment, RandomRangesNeverCollide) {
   std::mt19937 rng(7);
   for (int trial = 0; trial < 50; ++trial) {
-    std::vector<LiveRange> ranges;
-    for (int i = 0; i < 40; ++i) {
-      int64_t start = rng() % 30;
-      ranges.push_back({1 + int64_t(rng() % 5000), start,
-                        start + int64_t(rng() % 10)});
-    }
+    std::vector<LiveRange> ranges = randomRanges(rng);
     int64_t arena = 0;
     std::vector<int64_t> off = assignArenaOffsets(ranges, arena);
     for (size_t i = 0; i < ranges.size(); ++i)
@@ -52,6 +58,24 @@ TEST(ArenaAssignment, RandomRangesNeverCollide) {
           EXPECT_TRUE(off[i] + ranges[i].size <= off[j] ||
                       off[j] + ranges[j].size <= off[i])
               << "buffers " << i << " and " << j << " collide";
+  }
+}
+
+TEST(ArenaAssignment, LiveSetBoundIsTheMostBytesLiveAtOnce) {
+  // 128 + 64 at instruction 1 and 128 + 64 + 64 at 2, each rounded up to
+  // 64 bytes; the view (size 0) counts nothing.
+  std::vector<LiveRange> ranges{{100, 0, 5}, {10, 1, 2}, {64, 2, 4}, {0, 0, 9}};
+  EXPECT_EQ(liveSetBytes(ranges), 128 + 64 + 64);
+  EXPECT_EQ(liveSetBytes({}), 0);
+}
+
+TEST(ArenaAssignment, ArenaIsNeverBelowTheLiveSetBound) {
+  std::mt19937 rng(11);
+  for (int trial = 0; trial < 50; ++trial) {
+    std::vector<LiveRange> ranges = randomRanges(rng);
+    int64_t arena = 0;
+    assignArenaOffsets(ranges, arena);
+    EXPECT_GE(arena, liveSetBytes(ranges));
   }
 }
 

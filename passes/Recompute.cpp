@@ -1,0 +1,68 @@
+//===- Recompute.cpp - Run marked forward ops again in the backward -------===//
+//
+// The lowering of loom-choose-recompute's marks: each group is cloned where
+// placeGroup (RecomputePlan.h) puts it, the same place the choice's peak
+// was simulated with, and the backward reads the clones.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/LoomOps.h"
+#include "passes/Passes.h"
+#include "passes/RecomputePlan.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+
+#include <map>
+
+namespace mlir::loom {
+#define GEN_PASS_DEF_LOOMRECOMPUTEPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::loom
+
+using namespace mlir;
+using namespace mlir::loom;
+
+namespace {
+
+struct RecomputePass : public loom::impl::LoomRecomputePassBase<RecomputePass> {
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (!func.getBody().hasOneBlock())
+      return;
+    StringRef mark = LoomDialect::RecomputeAttrHelper::getNameStr();
+    std::map<int64_t, SmallVector<Operation *>> groups;
+    func.walk([&](Operation *op) {
+      if (auto g = op->getAttrOfType<IntegerAttr>(mark)) {
+        groups[g.getInt()].push_back(op);
+        op->removeAttr(mark);
+      }
+    });
+    if (groups.empty())
+      return;
+    DenseSet<Operation *> backward = backwardOps(func);
+    OpBuilder b(func.getContext());
+    for (auto &[id, ops] : groups) {
+      Operation *at = placeGroup(ops, backward);
+      if (!at)
+        continue;
+      b.setInsertionPoint(at);
+      IRMapping map;
+      SmallVector<Operation *> clones;
+      for (Operation *op : ops) {
+        Operation *clone = b.clone(*op, map);
+        clone->setAttr(LoomDialect::RecomputedAttrHelper::getNameStr(),
+                       b.getUnitAttr());
+        clones.push_back(clone);
+      }
+      for (auto [op, clone] : llvm::zip(ops, clones))
+        for (auto [from, to] : llvm::zip(op->getResults(), clone->getResults()))
+          from.replaceUsesWithIf(to, [&](OpOperand &use) {
+            Operation *user = use.getOwner();
+            return user == at || at->isBeforeInBlock(user);
+          });
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,372 @@
+//===- RecomputePlan.cpp - What recomputation runs again, and its peak ----===//
+
+#include "passes/RecomputePlan.h"
+
+#include "ir/LoomOps.h"
+#include "passes/LayerKey.h"
+#include "passes/MeshUtils.h"
+#include "passes/OpCost.h"
+
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/EquivalenceClasses.h"
+#include "llvm/ADT/STLExtras.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+
+using namespace mlir;
+using namespace mlir::loom;
+
+std::optional<std::optional<RematMode>>
+mlir::loom::parseRematMode(StringRef text) {
+  if (text == "none")
+    return std::optional<RematMode>(RematMode::None);
+  if (text == "selective")
+    return std::optional<RematMode>(RematMode::Selective);
+  if (text == "full")
+    return std::optional<RematMode>(RematMode::Full);
+  if (text == "auto")
+    return std::optional<RematMode>();
+  return std::nullopt;
+}
+
+StringRef mlir::loom::stringifyRematMode(RematMode mode) {
+  switch (mode) {
+  case RematMode::None:
+    return "none";
+  case RematMode::Selective:
+    return "selective";
+  case RematMode::Full:
+    return "full";
+  }
+  return "none";
+}
+
+DenseSet<Operation *> mlir::loom::backwardOps(func::FuncOp func) {
+  DenseSet<Operation *> backward;
+  for (Operation &op : func.getBody().front().without_terminator()) {
+    bool isBackward =
+        isa<CrossEntropyGradOp, MseGradOp>(op) ||
+        op.hasAttr(LoomDialect::BackwardAttrHelper::getNameStr()) ||
+        llvm::any_of(op.getOperands(), [&](Value v) {
+          Operation *def = v.getDefiningOp();
+          return def && backward.contains(def);
+        });
+    if (isBackward)
+      backward.insert(&op);
+  }
+  return backward;
+}
+
+/// Whether a clone of `op` computes what `op` did, later: no effects, no
+/// communication, no regions, something to compute from.
+static bool canRecompute(Operation *op) {
+  return op->getNumRegions() == 0 && op->getNumOperands() > 0 &&
+         isMemoryEffectFree(op) && !isa<ConstantOp>(op) &&
+         !isa<shard::ShardDialect, tensor::TensorDialect>(op->getDialect());
+}
+
+ProgramLayers mlir::loom::findLayers(func::FuncOp func) {
+  ProgramLayers layers;
+  layers.backward = backwardOps(func);
+  Block &body = func.getBody().front();
+  // Ops computed from parameters and constants alone are shared by every
+  // micro-batch: they join no layer.
+  DenseSet<Operation *> fixed;
+  auto isFixed = [&](Value v) {
+    if (auto arg = dyn_cast<BlockArgument>(v))
+      return !isDataArgument(func, arg.getArgNumber());
+    Operation *def = v.getDefiningOp();
+    return isa<ConstantOp>(def) || fixed.contains(def);
+  };
+  SmallVector<Operation *> keyed;
+  DenseMap<Operation *, std::string> keyOf;
+  for (Operation &op : body.without_terminator()) {
+    if (layers.backward.contains(&op))
+      continue;
+    // A receive brings another device's value, whatever its operand.
+    if (op.getNumOperands() > 0 && !isa<shard::RecvOp>(op) &&
+        llvm::all_of(op.getOperands(), isFixed)) {
+      fixed.insert(&op);
+      continue;
+    }
+    std::string key = layerKeyOf(func, &op);
+    if (key.empty())
+      continue;
+    keyOf[&op] = key;
+    keyed.push_back(&op);
+  }
+  llvm::EquivalenceClasses<Operation *> joined;
+  for (Operation *op : keyed) {
+    joined.insert(op);
+    for (Value v : op->getOperands())
+      if (Operation *def = v.getDefiningOp();
+          def && keyOf.count(def) && keyOf[def] == keyOf[op])
+        joined.unionSets(def, op);
+  }
+  std::map<std::string, int64_t> index;
+  DenseMap<Operation *, size_t> instanceOf; // by the class's leader
+  for (Operation *op : keyed) {
+    Operation *leader = joined.getLeaderValue(op);
+    auto [it, added] = instanceOf.try_emplace(leader, layers.instances.size());
+    if (added) {
+      auto [k, fresh] = index.try_emplace(keyOf[op], layers.keys.size());
+      if (fresh)
+        layers.keys.push_back(keyOf[op]);
+      layers.instances.push_back({k->second, {}});
+    }
+    layers.instances[it->second].ops.push_back(op);
+  }
+  return layers;
+}
+
+SmallVector<Operation *>
+mlir::loom::recomputedOps(const LayerInstance &instance, RematMode mode,
+                          const DenseSet<Operation *> &backward) {
+  if (mode == RematMode::None)
+    return {};
+  DenseSet<Operation *> inInstance(instance.ops.begin(), instance.ops.end());
+  auto readByBackward = [&](Value v) {
+    return llvm::any_of(v.getUsers(),
+                        [&](Operation *u) { return backward.contains(u); });
+  };
+  // A value another layer (or the head) reads in the forward pass is that
+  // layer's input: kept, as the checkpoint it starts from.
+  auto isOutput = [&](Operation *op) {
+    for (Value r : op->getResults())
+      for (Operation *u : r.getUsers())
+        if (!backward.contains(u) && !inInstance.contains(u))
+          return true;
+    return false;
+  };
+  DenseSet<Operation *> chosen;
+  if (mode == RematMode::Full) {
+    SmallVector<Operation *> work;
+    for (Operation *op : instance.ops)
+      if (canRecompute(op) && !isOutput(op) &&
+          llvm::any_of(op->getResults(), readByBackward))
+        work.push_back(op);
+    while (!work.empty()) {
+      Operation *op = work.pop_back_val();
+      if (!chosen.insert(op).second)
+        continue;
+      for (Value v : op->getOperands())
+        if (Operation *def = v.getDefiningOp();
+            def && inInstance.contains(def) && canRecompute(def) &&
+            !isOutput(def))
+          work.push_back(def);
+    }
+  } else {
+    for (Operation *op : instance.ops) {
+      if (!canRecompute(op) || contractionFlops(op) > 0 || isOutput(op) ||
+          !llvm::any_of(op->getResults(), readByBackward))
+        continue;
+      std::optional<unsigned> like = shapeOnlyOperand(op);
+      bool available = true;
+      for (auto [i, v] : llvm::enumerate(op->getOperands())) {
+        Operation *def = v.getDefiningOp();
+        if ((like && i == *like) || !def || isa<ConstantOp>(def) ||
+            chosen.contains(def) || readByBackward(v))
+          continue;
+        available = false;
+      }
+      if (available)
+        chosen.insert(op);
+    }
+  }
+  SmallVector<Operation *> ops;
+  for (Operation *op : instance.ops)
+    if (chosen.contains(op))
+      ops.push_back(op);
+  return ops;
+}
+
+Operation *mlir::loom::placeGroup(SmallVectorImpl<Operation *> &ops,
+                                  const DenseSet<Operation *> &backward) {
+  DenseSet<Operation *> group(ops.begin(), ops.end());
+  Operation *first = nullptr;
+  for (Operation *op : ops)
+    for (Value r : op->getResults())
+      for (Operation *u : r.getUsers())
+        if (backward.contains(u) && !group.contains(u) &&
+            (!first || u->isBeforeInBlock(first)))
+          first = u;
+  if (!first)
+    return ops.clear(), nullptr;
+  llvm::erase_if(ops,
+                 [&](Operation *op) { return !op->isBeforeInBlock(first); });
+  return ops.empty() ? nullptr : first;
+}
+
+namespace {
+
+constexpr int64_t kAlign = 64;
+
+int64_t alignedBytes(Value v) {
+  auto bytes = static_cast<int64_t>(bytesOf(v));
+  return (bytes + kAlign - 1) / kAlign * kAlign;
+}
+
+/// The buffers of one program as the plan emitter makes them: which value
+/// shares which buffer, and when each buffer is first and last used.
+class LiveBytes {
+public:
+  explicit LiveBytes(func::FuncOp func) : func(func) {}
+
+  int64_t peak(ArrayRef<RecomputeGroup> groups) {
+    Block &body = func.getBody().front();
+    for (BlockArgument arg : func.getArguments()) {
+      unsigned i = arg.getArgNumber();
+      bool held = func.getArgAttr(i, attr::kParam) ||
+                  func.getArgAttr(i, attr::kRunningMean) ||
+                  func.getArgAttr(i, attr::kRunningVar);
+      if (held)
+        base += alignedBytes(arg);
+      else
+        original[arg] = newBuffer(alignedBytes(arg), 0);
+    }
+    // Each group's clones, by the op they go before.
+    DenseMap<Operation *, SmallVector<size_t>> before;
+    for (auto [g, group] : llvm::enumerate(groups))
+      if (group.insertBefore)
+        before[group.insertBefore].push_back(g);
+    SmallVector<DenseMap<Value, int>> cloneOf(groups.size());
+    // The groups whose clones a value has, and whether an op reads them:
+    // those at or after the group's place do.
+    DenseMap<Value, size_t> groupOf;
+    for (auto [g, group] : llvm::enumerate(groups))
+      for (Operation *op : group.ops)
+        for (Value r : op->getResults())
+          groupOf[r] = g;
+    DenseSet<size_t> placed;
+
+    for (Operation &op : body) {
+      if (auto it = before.find(&op); it != before.end())
+        for (size_t g : it->second) {
+          for (Operation *c : groups[g].ops) {
+            ++now;
+            define(
+                c,
+                [&](Value v) {
+                  auto clone = cloneOf[g].find(v);
+                  return clone != cloneOf[g].end() ? clone->second
+                                                   : bufferOf(v);
+                },
+                &cloneOf[g]);
+          }
+          placed.insert(g);
+        }
+      ++now;
+      auto read = [&](Value v) {
+        auto g = groupOf.find(v);
+        if (g != groupOf.end() && placed.contains(g->second))
+          return cloneOf[g->second].lookup(v);
+        return bufferOf(v);
+      };
+      if (isa<func::ReturnOp>(op)) {
+        for (Value v : op.getOperands())
+          extend(read(v), kEnd);
+        continue;
+      }
+      define(&op, read, &original);
+    }
+    // A sweep over the buffers' first and last uses.
+    std::map<int64_t, int64_t> delta;
+    for (const Buffer &b : buffers) {
+      if (b.first > b.last)
+        continue;
+      delta[b.first] += b.bytes;
+      delta[b.last == kEnd ? kEnd : b.last + 1] -= b.bytes;
+    }
+    int64_t live = 0, most = 0;
+    for (auto [t, d] : delta) {
+      live += d;
+      most = std::max(most, live);
+    }
+    return base + most;
+  }
+
+private:
+  static constexpr int64_t kEnd = std::numeric_limits<int64_t>::max() / 2;
+  struct Buffer {
+    int64_t bytes, first, last;
+  };
+
+  int newBuffer(int64_t bytes, int64_t at) {
+    buffers.push_back({bytes, at, at});
+    return static_cast<int>(buffers.size()) - 1;
+  }
+  int bufferOf(Value v) {
+    auto it = original.find(v);
+    return it == original.end() ? -1 : it->second;
+  }
+  void extend(int id, int64_t at) {
+    if (id < 0)
+      return;
+    buffers[id].first = std::min(buffers[id].first, at);
+    buffers[id].last = std::max(buffers[id].last, at);
+  }
+
+  /// Reads `op`'s operands (through `read`) and gives its results their
+  /// buffers in `into`.
+  template <typename Read>
+  void define(Operation *op, Read read, DenseMap<Value, int> *into) {
+    std::optional<unsigned> like = shapeOnlyOperand(op);
+    for (auto [i, v] : llvm::enumerate(op->getOperands()))
+      if (!like || i != *like)
+        extend(read(v), isa<shard::SendOp>(op) ? kEnd : now);
+    auto alias = [&](Value result, Value of) {
+      (*into)[result] = read(of);
+      extend((*into)[result], now);
+    };
+    if (isa<ConstantOp>(op)) {
+      base += alignedBytes(op->getResult(0));
+      return;
+    }
+    if (isa<tensor::EmptyOp>(op))
+      return;
+    if (auto reshape = dyn_cast<ReshapeOp>(op))
+      return alias(reshape.getResult(), reshape.getInput());
+    if (auto mb = dyn_cast<MicroBatchOp>(op)) {
+      auto type = cast<RankedTensorType>(mb.getInput().getType());
+      if (llvm::all_of(type.getShape().take_front(mb.getAxis()),
+                       [](int64_t d) { return d == 1; }))
+        return alias(mb.getResult(), mb.getInput());
+    }
+    if (auto adamw = dyn_cast<AdamwOp>(op)) {
+      Value of[] = {adamw.getParam(), adamw.getExpAvg(), adamw.getExpAvgSq()};
+      for (auto [r, v] : llvm::zip(op->getResults(), of))
+        alias(r, v);
+      return;
+    }
+    if (auto sgd = dyn_cast<SgdOp>(op)) {
+      alias(sgd->getResult(0), sgd.getParam());
+      if (sgd.getMomentumBuffer())
+        alias(sgd->getResult(1), sgd.getMomentumBuffer());
+      return;
+    }
+    if (isa<AllReduceStartOp, AllReduceWaitOp>(op)) {
+      for (auto [r, v] : llvm::zip(op->getResults(), op->getOperands()))
+        alias(r, v);
+      return;
+    }
+    for (Value r : op->getResults())
+      (*into)[r] = newBuffer(alignedBytes(r), now);
+  }
+
+  func::FuncOp func;
+  std::vector<Buffer> buffers;
+  DenseMap<Value, int> original;
+  int64_t base = 0, now = 0;
+};
+
+} // namespace
+
+int64_t mlir::loom::simulatePeakBytes(func::FuncOp func,
+                                      ArrayRef<RecomputeGroup> groups) {
+  return LiveBytes(func).peak(groups);
+}
