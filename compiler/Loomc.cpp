@@ -744,7 +744,7 @@ int run(Options &o, Attempt attempt, plan::Plan *planOut) {
   plan->set_summary(summary);
 
   planner::MemoryFit fit = planner::checkMemoryFit(
-      figures.memory, static_cast<int64_t>(cluster->memoryBytes()));
+      figures.memory, static_cast<int64_t>(cluster->usableMemoryBytes()));
   if (!fit.fits) {
     bool rematAttempt = attempt.remat != "none";
     // The lowest ZeRO stage that fits, unless --force pins one.
@@ -813,7 +813,9 @@ int run(Options &o, Attempt attempt, plan::Plan *planOut) {
     };
     return fail("the plan needs " + size(fit.requiredBytes) + " per device" +
                 withZero + " but " + cluster->deviceName + " has " +
-                size(fit.capacityBytes) + " (" + size(fit.shortfallBytes) +
+                size(fit.capacityBytes) +
+                (cluster->reserveGiB > 0 ? " usable" : "") + " (" +
+                size(fit.shortfallBytes) +
                 " short; the most is " + largest.second + ", " +
                 size(largest.first) +
                 "); use more devices or a smaller batch");

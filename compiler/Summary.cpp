@@ -234,6 +234,7 @@ llvm::json::Object mlir::loom::summaryJson(const plan::Plan &plan,
       {"world_size", plan.world_size()},
       {"cluster", cluster.spec},
       {"device_memory_bytes", cluster.memoryBytes()},
+      {"device_usable_memory_bytes", cluster.usableMemoryBytes()},
   };
 }
 
@@ -375,8 +376,11 @@ std::string mlir::loom::summaryText(const plan::Plan &plan,
      << mib(memory.activations);
   if (memory.workspace)
     os << ", kernel workspace " << mib(memory.workspace);
-  os << "); device has " << llvm::format("%.1f GiB", cluster.memoryGiB)
-     << "\n";
+  os << "); device has " << llvm::format("%.1f GiB", cluster.memoryGiB);
+  if (cluster.reserveGiB > 0)
+    os << llvm::format(" (%.1f GiB usable)",
+                       cluster.memoryGiB - cluster.reserveGiB);
+  os << "\n";
   if (figures.liveBytes > 0) {
     int64_t arena = memory.total() - memory.workspace;
     os << "  arena       " << mib(arena) << ", live-set bound "

@@ -690,7 +690,7 @@ struct AutoShardPass
     }
     double budgetGib = memoryBudgetGib;
     double budget = budgetGib > 0 ? budgetGib * 1024.0 * 1024.0 * 1024.0
-                                  : parsed->memoryBytes();
+                                  : parsed->usableMemoryBytes();
     if (budget <= 0)
       budget = kForbidden;
     AutoSharder sharder(func, grid, *parsed);

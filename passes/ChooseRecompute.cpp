@@ -174,7 +174,7 @@ struct ChooseRecomputePass
     }
     double budget = memoryBudgetGib > 0
                         ? memoryBudgetGib * 1024.0 * 1024.0 * 1024.0
-                        : device->memoryBytes();
+                        : device->usableMemoryBytes();
     int64_t nextGroup = 0;
     for (func::FuncOp func : programFunctions(module)) {
       if (!func.getBody().hasOneBlock())

@@ -225,7 +225,7 @@ struct PartitionStagesPass
     for (int64_t s = 0; s < stages; ++s)
       request.inFlight.push_back(order.inFlight(s % order.devices));
     double budget = memoryBudgetGib > 0 ? memoryBudgetGib * (1ull << 30)
-                                        : cluster.memoryBytes();
+                                        : cluster.usableMemoryBytes();
     request.budgetBytes = budget;
     llvm::Expected<planner::StageSplit> split =
         planner::partitionStages(request);

@@ -2,6 +2,8 @@
 
 #include "runtime/Arena.h"
 
+#include "runtime/support/MemoryLedger.h"
+
 #include <cstring>
 
 namespace loom::runtime {
@@ -18,10 +20,17 @@ StatusOr<Arena> Arena::allocate(int64_t bytes) {
     return makeError("cannot allocate an arena of %lld bytes",
                      (long long)bytes);
   std::memset(p, 0, static_cast<size_t>(rounded));
+  MemoryLedger::host().add(rounded);
   Arena arena;
-  arena.storage.reset(static_cast<uint8_t *>(p));
+  arena.storage = std::unique_ptr<uint8_t, Free>(static_cast<uint8_t *>(p),
+                                                 Free{rounded});
   arena.bytes = bytes;
   return arena;
+}
+
+void Arena::Free::operator()(uint8_t *p) const {
+  std::free(p);
+  MemoryLedger::host().remove(bytes);
 }
 
 } // namespace loom::runtime

@@ -21,7 +21,8 @@ class Arena {
 public:
   static constexpr int64_t kAlignment = 64;
 
-  /// Allocates `bytes` zeroed bytes aligned to `kAlignment`.
+  /// Allocates `bytes` zeroed bytes aligned to `kAlignment`, recorded in the
+  /// host ledger (runtime/support/MemoryLedger.h).
   static StatusOr<Arena> allocate(int64_t bytes);
 
   uint8_t *data() { return storage.get(); }
@@ -29,8 +30,10 @@ public:
   int64_t size() const { return bytes; }
 
 private:
+  /// Frees the block and takes its bytes off the host ledger.
   struct Free {
-    void operator()(uint8_t *p) const { std::free(p); }
+    int64_t bytes;
+    void operator()(uint8_t *p) const;
   };
   std::unique_ptr<uint8_t, Free> storage;
   int64_t bytes = 0;

@@ -61,6 +61,10 @@ public:
   /// counts the large ones, runtime/Workspace.h; small per-instruction
   /// partial sums are extra).
   virtual int64_t workspaceBytes() const = 0;
+
+  /// The device memory in use now, by every process and library on the
+  /// device (negative when the device cannot say).
+  virtual int64_t usedMemoryBytes() const { return -1; }
 };
 
 } // namespace loom::runtime

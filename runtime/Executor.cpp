@@ -39,6 +39,15 @@ public:
     return it == exec.axisComms.end() ? nullptr : it->second.get();
   }
   InFlightBuckets *inFlightBuckets() override { return &exec.inFlight; }
+  std::shared_ptr<CountedVector<uint8_t>> sharedScratch(int slot,
+                                                        int64_t bytes) override {
+    std::shared_ptr<CountedVector<uint8_t>> &s = exec.scratch[slot & 1];
+    if (!s)
+      s = std::make_shared<CountedVector<uint8_t>>();
+    if (static_cast<int64_t>(s->size()) < bytes)
+      s->resize(static_cast<size_t>(bytes));
+    return s;
+  }
 
 private:
   Executor &exec;

@@ -165,6 +165,8 @@ private:
   Arena arena;
   /// fp32 copies of the operands of host instructions on BF16 buffers.
   cpu::Bf16Scratch bf16Scratch;
+  /// The kernels' scratch for one call, shared (Binder::sharedScratch).
+  std::shared_ptr<CountedVector<uint8_t>> scratch[2];
   Device *theDevice = nullptr;
   /// The device copy of the arena (null without a device).
   uint8_t *deviceArena = nullptr;

@@ -42,6 +42,12 @@ std::string formatMetrics(const StepMetrics &m) {
          ",\"tokens_per_s\":" + number(m.tokensPerS, "%.6g") +
          ",\"samples_per_s\":" + number(m.samplesPerS, "%.6g") +
          ",\"peak_memory_bytes\":" + std::to_string(m.peakMemoryBytes) +
+         ",\"arena_bytes\":" + std::to_string(m.arenaBytes) +
+         ",\"workspace_bytes\":" + std::to_string(m.workspaceBytes) +
+         (m.deviceMemoryUsedBytes >= 0
+              ? ",\"device_memory_used_bytes\":" +
+                    std::to_string(m.deviceMemoryUsedBytes)
+              : std::string()) +
          (m.commExposedS >= 0
               ? ",\"comm_exposed_s\":" + number(m.commExposedS, "%.6g")
               : std::string()) +

@@ -27,7 +27,14 @@ struct StepMetrics {
   double stepTimeS = 0;
   double tokensPerS = 0;
   double samplesPerS = 0;
-  int64_t peakMemoryBytes = 0;
+  /// The most tensor bytes the rank held at once in its steps so far (its
+  /// ledger's high-water mark, runtime/support/MemoryLedger.h: measured), its
+  /// program's arena (planned) and what its kernels hold besides it
+  /// (measured after binding).
+  int64_t peakMemoryBytes = 0, arenaBytes = 0, workspaceBytes = 0;
+  /// GPUs: the device memory in use after the step (`cudaMemGetInfo`: the
+  /// whole device, CUDA context and libraries included); negative: none.
+  int64_t deviceMemoryUsedBytes = -1;
   /// Seconds the step waited on communication; negative: not measured.
   double commExposedS = -1;
   /// Pipeline plans: per stage (empty without stages).

@@ -145,6 +145,9 @@ for prec_tol in fp32:1e-4 bf16:2e-2; do
   else
     record "GPT-2 small $prec cpu vs cuda (rtol $tol)" "FAIL (gpu-logs:gpt2s_${prec}_*.log)"
   fi
+  # The device ledger's high-water mark against the arena and the kernels'
+  # workspace, and what cudaMemGetInfo saw in use (docs/runtime.md).
+  record "GPT-2 small $prec cuda memory" "$(python3 -c "import json,sys; m=[json.loads(l) for l in open(sys.argv[1])][-1]; print('peak %d = arena %d + workspace %d: %s; device in use %.1f MiB' % (m['peak_memory_bytes'], m['arena_bytes'], m['workspace_bytes'], 'as planned' if m['peak_memory_bytes'] == m['arena_bytes'] + m['workspace_bytes'] else 'MORE', m.get('device_memory_used_bytes', -1) / 2**20))" "$OUTDIR/gpt2s_${prec}_cuda.jsonl" 2>&1)"
 done
 
 echo "== 6. GPT-2 124M: Loom vs PyTorch"

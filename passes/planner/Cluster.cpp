@@ -18,6 +18,11 @@ static llvm::Error specError(StringRef spec, const llvm::Twine &why) {
           "h200:NODESxGPUS or a JSON file (see docs/cluster-spec.md)");
 }
 
+/// What a GPU keeps that no plan places: the CUDA context (about 0.5 GiB
+/// with cuBLAS loaded), NCCL's channel buffers (4 MiB a channel and peer,
+/// 0.25 GiB at 8 GPUs) and cudaMalloc's 2 MiB rounding of each allocation.
+constexpr double kGpuReserveGiB = 1.0;
+
 /// A preset device and its links; see docs/cluster-spec.md for the sources.
 static bool presetDevice(StringRef name, Cluster &c) {
   if (name == "cpu") {
@@ -30,6 +35,7 @@ static bool presetDevice(StringRef name, Cluster &c) {
   } else if (name == "a100-80g") {
     c.deviceName = "A100-SXM4-80GB";
     c.memoryGiB = 80;
+    c.reserveGiB = kGpuReserveGiB;
     c.peakTflopsFp32 = 19.5;
     c.peakTflopsBf16 = 312;
     c.hbmGBps = 2039;
@@ -38,6 +44,7 @@ static bool presetDevice(StringRef name, Cluster &c) {
   } else if (name == "h100") {
     c.deviceName = "H100-SXM5-80GB";
     c.memoryGiB = 80;
+    c.reserveGiB = kGpuReserveGiB;
     c.peakTflopsFp32 = 67;
     c.peakTflopsBf16 = 989;
     c.hbmGBps = 3350;
@@ -46,6 +53,7 @@ static bool presetDevice(StringRef name, Cluster &c) {
   } else if (name == "h200") {
     c.deviceName = "H200-SXM5-141GB";
     c.memoryGiB = 139;
+    c.reserveGiB = kGpuReserveGiB;
     c.peakTflopsFp32 = 67;
     c.peakTflopsBf16 = 989;
     c.hbmGBps = 4800;
@@ -97,6 +105,15 @@ static llvm::Expected<Cluster> parseJsonCluster(StringRef spec) {
     c.deviceName = name->str();
   if (auto e = need(device, "memory_gib", c.memoryGiB))
     return std::move(e);
+  // A GPU's reserve unless given; a CPU or a device of under 4 GiB (a test's
+  // stand-in) keeps none.
+  c.reserveGiB = c.deviceName == "cpu" || c.memoryGiB < 4 ? 0 : kGpuReserveGiB;
+  if (std::optional<double> r = device->getNumber("reserve_gib")) {
+    if (!(*r >= 0) || *r >= c.memoryGiB)
+      return specError(spec, "'reserve_gib' must be at least 0 and below "
+                             "'memory_gib'");
+    c.reserveGiB = *r;
+  }
   const llvm::json::Object *peak = device->getObject("peak_tflops");
   if (auto e = need(peak, "fp32", c.peakTflopsFp32))
     return std::move(e);

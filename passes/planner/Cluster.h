@@ -27,12 +27,19 @@ struct Cluster {
   int64_t nodes = 1, devicesPerNode = 1;
   std::string deviceName;
   double memoryGiB = 0;
+  /// Of it, what the runtime cannot plan: on a GPU the CUDA context, NCCL's
+  /// buffers and cudaMalloc's rounding (docs/cluster-spec.md).
+  double reserveGiB = 0;
   double peakTflopsFp32 = 0, peakTflopsBf16 = 0;
   double hbmGBps = 0;
   Link intraNode, interNode;
 
   int64_t numDevices() const { return nodes * devicesPerNode; }
   double memoryBytes() const { return memoryGiB * 1024.0 * 1024.0 * 1024.0; }
+  /// What a plan may hold: the memory less the reserve.
+  double usableMemoryBytes() const {
+    return (memoryGiB - reserveGiB) * 1024.0 * 1024.0 * 1024.0;
+  }
   /// The link of `level`.
   const Link &link(LinkLevel level) const {
     return level == LinkLevel::IntraNode ? intraNode : interNode;

@@ -4,6 +4,7 @@
 
 #include "runtime/cuda/CudaBackend.h"
 #include "runtime/cuda/CudaDevice.h"
+#include "runtime/support/MemoryLedger.h"
 
 #include <vector>
 
@@ -14,6 +15,7 @@ HostStagedCommunicator::~HostStagedCommunicator() {
     // The last copy out of staging may still be in flight.
     cudaStreamSynchronize(stream);
     cudaFreeHost(staging);
+    MemoryLedger::host().remove(capacity);
   }
 }
 
@@ -25,6 +27,7 @@ Status HostStagedCommunicator::reserve(int64_t bytes) {
   if (staging) {
     LOOM_RETURN_IF_ERROR(
         cudaCheck(cudaFreeHost(staging), "cudaFreeHost (host staging)"));
+    MemoryLedger::host().remove(capacity);
     staging = nullptr;
     capacity = 0;
   }
@@ -33,6 +36,7 @@ Status HostStagedCommunicator::reserve(int64_t bytes) {
                                  "cudaMallocHost (host staging)"));
   staging = static_cast<char *>(p);
   capacity = bytes;
+  MemoryLedger::host().add(bytes);
   return Status::ok();
 }
 

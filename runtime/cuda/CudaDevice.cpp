@@ -3,6 +3,7 @@
 
 #include "runtime/cuda/CudaDevice.h"
 #include "runtime/cuda/CudaBackend.h"
+#include "runtime/support/MemoryLedger.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -79,10 +80,12 @@ StatusOr<std::unique_ptr<CudaDevice>> CudaDevice::create(int ordinal) {
       cublasCheck(cublasLtCreate(&d->ltHandle), "cublasLtCreate"));
   LOOM_RETURN_IF_ERROR(cudaCheck(cudaMalloc(&d->workspace, kGemmWorkspaceBytes),
                                  "cudaMalloc (GEMM workspace)"));
+  MemoryLedger::device().add(kGemmWorkspaceBytes);
   LOOM_RETURN_IF_ERROR(
       cudaCheck(cudaMalloc(reinterpret_cast<void **>(&d->record),
                            sizeof(DataCheckRecord)),
                 "cudaMalloc (check record)"));
+  MemoryLedger::device().add(sizeof(DataCheckRecord));
   // Everything touching the record goes through the stream: it does not
   // synchronise with the legacy default stream.
   LOOM_RETURN_IF_ERROR(cudaCheck(
@@ -97,14 +100,20 @@ CudaDevice::~CudaDevice() {
   // Errors cannot be reported from here; a failed teardown only leaks.
   if (theStream)
     cudaStreamSynchronize(theStream);
-  if (record)
+  MemoryLedger &ledger = MemoryLedger::device();
+  if (record) {
     cudaFree(record);
-  if (workspace)
+    ledger.remove(sizeof(DataCheckRecord));
+  }
+  if (workspace) {
     cudaFree(workspace);
-  if (attn.p)
-    cudaFree(attn.p);
-  if (gemmPad.p)
-    cudaFree(gemmPad.p);
+    ledger.remove(kGemmWorkspaceBytes);
+  }
+  for (SharedWorkspace *w : {&attn, &gemmPad})
+    if (w->p) {
+      cudaFree(w->p);
+      ledger.remove(w->bytes);
+    }
   if (ltHandle)
     cublasLtDestroy(ltHandle);
   if (theStream)
@@ -124,6 +133,11 @@ StatusOr<uint8_t *> CudaDevice::allocateArena(int64_t bytes) {
   if (Status s = cudaCheck(cudaMalloc(&p, n), "cudaMalloc"); !s)
     return makeError("cannot allocate an arena of %lld bytes on %s: %s",
                      (long long)bytes, deviceName.c_str(), s.message().c_str());
+  MemoryLedger::device().add(static_cast<int64_t>(n));
+  {
+    std::lock_guard<std::mutex> lock(arenasMutex);
+    arenas.push_back({static_cast<uint8_t *>(p), static_cast<int64_t>(n)});
+  }
   LOOM_RETURN_IF_ERROR(
       cudaCheck(cudaMemsetAsync(p, 0, n, theStream), "cudaMemsetAsync"));
   LOOM_RETURN_IF_ERROR(
@@ -134,6 +148,13 @@ StatusOr<uint8_t *> CudaDevice::allocateArena(int64_t bytes) {
 void CudaDevice::freeArena(uint8_t *arena) {
   cudaStreamSynchronize(theStream);
   cudaFree(arena);
+  std::lock_guard<std::mutex> lock(arenasMutex);
+  for (auto it = arenas.begin(); it != arenas.end(); ++it)
+    if (it->first == arena) {
+      MemoryLedger::device().remove(it->second);
+      arenas.erase(it);
+      break;
+    }
 }
 
 Status CudaDevice::upload(uint8_t *deviceDst, const uint8_t *hostSrc,
@@ -194,13 +215,24 @@ StatusOr<DeviceBuffer> CudaDevice::allocateWorkspace(int64_t bytes) {
   LOOM_RETURN_IF_ERROR(cudaCheck(cudaMalloc(&p, static_cast<size_t>(n)),
                                  "cudaMalloc (kernel workspace)"));
   scratchBytes += n;
+  MemoryLedger::device().add(n);
   cudaStream_t s = theStream;
   // Drop it only after queued kernels that may use it have finished.
   return DeviceBuffer(p, [this, s, n](void *q) {
     cudaStreamSynchronize(s);
     cudaFree(q);
     scratchBytes -= n;
+    MemoryLedger::device().remove(n);
   });
+}
+
+int64_t CudaDevice::usedMemoryBytes() const {
+  size_t free = 0, total = 0;
+  if (cudaMemGetInfo(&free, &total) != cudaSuccess) {
+    cudaGetLastError();
+    return -1;
+  }
+  return static_cast<int64_t>(total - free);
 }
 
 int64_t CudaDevice::workspaceBytes() const {
@@ -227,12 +259,14 @@ Status CudaDevice::reserve(SharedWorkspace &w, int64_t bytes,
     LOOM_RETURN_IF_ERROR(
         cudaCheck(cudaStreamSynchronize(theStream), "cudaStreamSynchronize"));
     cudaFree(w.p);
+    MemoryLedger::device().remove(w.bytes);
     w.p = nullptr;
     w.bytes = 0;
   }
   Status s = cudaCheck(cudaMalloc(&w.p, bytes), "cudaMalloc (workspace)");
   if (s.isOk()) {
     w.bytes = bytes;
+    MemoryLedger::device().add(bytes);
     return Status::ok();
   }
   // An allocation failure is not sticky: clear it, so that the next
@@ -240,9 +274,10 @@ Status CudaDevice::reserve(SharedWorkspace &w, int64_t bytes,
   // before their workspace back (they check its size when they run).
   cudaGetLastError();
   w.p = nullptr;
-  if (had > 0 && cudaMalloc(&w.p, had) == cudaSuccess)
+  if (had > 0 && cudaMalloc(&w.p, had) == cudaSuccess) {
     w.bytes = had;
-  else
+    MemoryLedger::device().add(had);
+  } else
     cudaGetLastError();
   return makeError("cannot allocate the %s workspace of %lld MiB on %s: %s",
                    what, (long long)(bytes >> 20), deviceName.c_str(),

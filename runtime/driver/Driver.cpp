@@ -19,6 +19,7 @@
 #include "runtime/driver/Agreement.h"
 #include "runtime/driver/Collectives.h"
 #include "runtime/driver/Verify.h"
+#include "runtime/support/MemoryLedger.h"
 #include "runtime/support/Threads.h"
 
 #if LOOM_HAVE_CUDA
@@ -264,6 +265,12 @@ int train(const RunOptions &opts, Communicator &world) {
   // What a device's kernels took at bind besides the arena (loomc's memory
   // proof counts it as kernel workspace).
   int64_t workspace = device ? device->workspaceBytes() : 0;
+  // The rank's tensor bytes as its ledger counts them: the device's on a
+  // GPU, the host's on CPU ranks.
+  MemoryLedger &ledger = device ? MemoryLedger::device() : MemoryLedger::host();
+  int64_t heldAtStart = ledger.current();
+  // The steps' high-water mark: binding's growing buffers are start-up.
+  ledger.resetPeak();
 
   if (root && !opts.quiet) {
     std::string extra;
@@ -331,7 +338,11 @@ int train(const RunOptions &opts, Communicator &world) {
       m.stepTimeS = seconds;
       m.samplesPerS = seconds > 0 ? training.global_batch() / seconds : 0;
       m.tokensPerS = m.samplesPerS * tokensPerSample;
-      m.peakMemoryBytes = ownArena + workspace;
+      m.peakMemoryBytes = ledger.peak();
+      m.arenaBytes = ownArena;
+      m.workspaceBytes = heldAtStart - ownArena;
+      if (device)
+        m.deviceMemoryUsedBytes = device->usedMemoryBytes();
       m.commExposedS = session->executor().exposedCommSeconds();
       s = in.metrics->write(m);
     }

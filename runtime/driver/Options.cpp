@@ -44,8 +44,11 @@ training options:
                           random without one; data is not shuffled
   --metrics FILE.jsonl    rank 0 writes one JSON object per step: step, loss,
                           step_time_s, tokens_per_s, samples_per_s,
-                          peak_memory_bytes (the arena, plus the kernels'
-                          workspace on a GPU), and on CPU ranks
+                          peak_memory_bytes (measured: the most tensor
+                          bytes the rank held, arena and kernel workspace),
+                          arena_bytes (planned), workspace_bytes (measured
+                          after binding), on a GPU device_memory_used_bytes
+                          (cudaMemGetInfo), and on CPU ranks
                           comm_exposed_s (the time the step waited on
                           collectives, what overlap did not hide)
   --export-onnx FILE      rank 0 writes the plan's ONNX model with the trained

@@ -14,6 +14,7 @@
 
 #include "runtime/OpView.h"
 #include "runtime/plan.pb.h"
+#include "runtime/support/MemoryLedger.h"
 #include "runtime/support/Status.h"
 
 #include <functional>
@@ -49,6 +50,16 @@ public:
   /// Where `all_reduce_start` leaves its bucket's collective for
   /// `all_reduce_wait` (null: the program cannot overlap collectives).
   virtual InFlightBuckets *inFlightBuckets() { return nullptr; }
+  /// Host scratch for what a kernel keeps only during one call (a
+  /// collective's packed blocks, attention's probabilities, im2col
+  /// columns), shared by the program's instructions, as they run one at a
+  /// time: `slot` 0 or 1 (two at once in one call), grown here to at least
+  /// `bytes`. A kernel reads its `data()` when it runs, since a later bind
+  /// may grow it. By default, one of its own.
+  virtual std::shared_ptr<CountedVector<uint8_t>> sharedScratch(int slot,
+                                                                int64_t bytes) {
+    return std::make_shared<CountedVector<uint8_t>>(static_cast<size_t>(bytes));
+  }
 
   /// Where buffer `b`'s bytes are: in the arena at its offset, unless a
   /// wrapper rebinds the buffer elsewhere (the CPU backend runs kernels of

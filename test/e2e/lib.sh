@@ -30,6 +30,30 @@ expect_error() {
   echo "ok: $(cat err.txt)"
 }
 
+# memory_as_planned METRICS SUMMARY_JSON : on every step the root rank's
+# measured high-water mark of tensor bytes (its memory ledger) is its planned
+# arena (loomc's per-rank peak, CPU ranks: no kernel workspace planned)
+# plus what its kernels took at bind, measured: nothing is allocated for
+# tensors after start-up. And the busiest program's arena is within 5% of
+# its live-set bound (what its first-fit placement adds).
+memory_as_planned() {
+  $PY - "$1" "$2" <<'PY' || fail "memory of $1 against $2"
+import json, sys
+summary = json.load(open(sys.argv[2]))['predicted']
+planned = summary['peak_memory_bytes_per_device'][0]
+busiest = (max(summary['peak_memory_bytes_per_device'])
+           - summary['memory_breakdown_bytes_per_device']['workspace'])
+live = summary['live_set_bytes']
+assert live <= busiest <= 1.05 * live, ('arena', busiest, 'live set', live)
+for line in open(sys.argv[1]):
+    m = json.loads(line)
+    assert m['arena_bytes'] == planned, ('step', m['step'], m['arena_bytes'], planned)
+    assert m['peak_memory_bytes'] == m['arena_bytes'] + m['workspace_bytes'], m
+print('memory as planned: arena %d + kernel workspace %d bytes' %
+      (m['arena_bytes'], m['workspace_bytes']))
+PY
+}
+
 # perturbed DIR FILE... : copies of the files in DIR with every floating-point
 # value moved by one rounding error (perturb.py, 1e-7 relative). A reference
 # re-run on them measures the sensitivity that compare.py --sensitivity checks

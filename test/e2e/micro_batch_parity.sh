@@ -47,6 +47,7 @@ sys.exit(0 if got == want else 'summary %s, expected %s' % (got, want))" ||
       --dump-plan --plan-only | grep -c 'binding: "input_ids"' || true)
     [ "$inputs" -eq "$micro" ] || fail "$m --force $force: $inputs input_ids buffers, expected $micro"
     loom_run_np $n mb.loomplan "${run[@]}" --metrics mmb.jsonl --export-onnx tmb.onnx </dev/null
+    memory_as_planned mmb.jsonl mb.json
     $PY "$MODELS/compare.py" --metrics mmb.jsonl --metrics2 m1.jsonl --rtol 1e-5 \
       --sensitivity pert/m1.jsonl --sensitivity m1-threads2.jsonl
     $PY "$MODELS/compare.py" --onnx tmb.onnx --reference-weights t1.onnx --initial model.onnx \

@@ -35,6 +35,7 @@ for spec in "pp=2,micro=4:2" "pp=4,micro=4:4" "pp=2,dp=2,micro=2:4" "pp=2,tp=2,m
     --dump-plan --plan-only | grep -c '^programs {' || true)
   [ "$programs" -eq "$pp" ] || fail "--force $force: $programs programs, expected $pp"
   loom_run_np $n pp.loomplan "${run[@]}" --metrics mpp.jsonl --export-onnx tpp.onnx </dev/null
+  memory_as_planned mpp.jsonl pp.json
   # The micro-batches each stage held at once, as the runtime counted them,
   # are its schedule's (the summary's): p - d on device d for 1F1B, m for
   # GPipe; and the measured waits are a share of the step.

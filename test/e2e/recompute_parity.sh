@@ -11,7 +11,9 @@
 #   bit for bit like the plan without;
 # - under dp=2 and as pipeline stages (pp=2, 1F1B, each stage choosing for
 #   its own program), recomputed plans match the 1-rank run within 1e-5
-#   (the sensitivity of the reference is measured as in pipeline_parity.sh).
+#   (the sensitivity of the reference is measured as in pipeline_parity.sh);
+# - every run's measured memory is its planned arena plus its kernels'
+#   workspace, taken at start-up (memory_as_planned, lib.sh).
 source "$(dirname "$0")/lib.sh"
 
 $PY "$MODELS/hf_models.py" --model gpt2 --out . --batch 8 --layers 4 > /dev/null
@@ -23,6 +25,7 @@ for mode in none selective full; do
   loomc model.onnx --cluster cpu:1 "${opts[@]}" --force remat=$mode \
     -o $mode.loomplan --summary-json $mode.json --quiet
   loom_run $mode.loomplan "${run[@]}" --metrics m-$mode.jsonl
+  memory_as_planned m-$mode.jsonl $mode.json
 done
 $PY - <<'PY' || fail "recomputation's memory figures"
 import json
@@ -57,6 +60,7 @@ PY
 loomc model.onnx --cluster cluster.json "${opts[@]}" --force micro=1 \
   -o auto.loomplan --summary-json auto.json --quiet
 loom_run auto.loomplan "${run[@]}" --metrics m-auto.jsonl
+memory_as_planned m-auto.jsonl auto.json
 $PY - <<'PY' || fail "the recomputation chosen for a device between the peaks"
 import json
 auto, full = json.load(open('auto.json')), json.load(open('full.json'))
@@ -81,6 +85,7 @@ for spec in "dp=2,remat=selective:2" "pp=2,micro=4,remat=full:2"; do
 sys.exit(0 if r['full_layers'] + r['selective_layers'] > 0 else 1)" \
     || fail "--force $force recomputed nothing"
   loom_run_np $n r.loomplan "${run[@]}" --metrics mr.jsonl </dev/null
+  memory_as_planned mr.jsonl r.json
   $PY "$MODELS/compare.py" --metrics mr.jsonl --metrics2 m1.jsonl --rtol 1e-5 \
     --sensitivity pert/m1.jsonl --sensitivity m1-threads2.jsonl
 done

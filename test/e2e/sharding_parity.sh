@@ -84,6 +84,7 @@ sys.exit(0 if n == {'norms': 5, 'split': 5} else 'summary: %s' % n)" ||
         fail "$m --force $force: sequence_parallel_norms"
     fi
     loom_run_np $n tp.loomplan "${run[@]}" --metrics mtp.jsonl --export-onnx ttp.onnx
+    memory_as_planned mtp.jsonl tp.json
     # --verify-plan ran the plan beside the one-device program (2 steps, on
     # synthetic data); without stored weights both start from the init
     # rules, which must not depend on the split (a layer norm's scale split

@@ -51,7 +51,7 @@ StatusOr<CollectivePlan> allGatherPlan(const OpView &op, BindContext &ctx) {
 
 StatusOr<KernelFn> bindAllGather(const OpView &op, BindContext &ctx) {
   LOOM_ASSIGN_OR_RETURN(CollectivePlan plan, allGatherPlan(op, ctx));
-  return hostCollective(plan);
+  return hostCollective(plan, ctx);
 }
 
 } // namespace loom::runtime::cpu

@@ -74,7 +74,7 @@ StatusOr<CollectivePlan> allToAllPlan(const OpView &op, BindContext &ctx) {
 
 StatusOr<KernelFn> bindAllToAll(const OpView &op, BindContext &ctx) {
   LOOM_ASSIGN_OR_RETURN(CollectivePlan plan, allToAllPlan(op, ctx));
-  return hostCollective(plan);
+  return hostCollective(plan, ctx);
 }
 
 } // namespace loom::runtime::cpu

@@ -76,16 +76,16 @@ void probabilities(const AttnGeom &g, const float *q, const float *k,
 struct AttnPlan {
   int slots;
   bool parallel;
-  Workspace scratch; // slots x blocks x Sq x Sk
+  CallScratch scratch; // slots x blocks x Sq x Sk
 };
 
-AttnPlan planAttention(const AttnGeom &g, int blocks) {
+AttnPlan planAttention(const AttnGeom &g, int blocks, BindContext &ctx) {
   int threads = maxThreads();
   AttnPlan p;
   p.parallel = threads > 1 && g.batch > 1 && !bigGemm(g.sq, g.sk, g.d);
   p.slots = p.parallel ? static_cast<int>(std::min<int64_t>(threads, g.batch))
                        : 1;
-  p.scratch = makeWorkspace(int64_t(p.slots) * blocks * g.sq * g.sk);
+  p.scratch = CallScratch(ctx, 0, int64_t(p.slots) * blocks * g.sq * g.sk);
   return p;
 }
 
@@ -116,12 +116,12 @@ StatusOr<KernelFn> bindAttention(const OpView &op, BindContext &ctx) {
   const float *q = ctx.f32(op.inputs[0]), *k = ctx.f32(op.inputs[1]),
               *v = ctx.f32(op.inputs[2]);
   float *o = ctx.f32(op.outputs[0]);
-  AttnPlan plan = planAttention(g, 1);
+  AttnPlan plan = planAttention(g, 1, ctx);
   if (g.batch * g.sq * g.dv == 0)
     return noopKernel();
   return KernelFn([=](const StepContext &) {
     forEachSlot(g.batch, plan.slots, plan.parallel, [&](int64_t b, int slot) {
-      float *p = plan.scratch->data() + slot * g.sq * g.sk;
+      float *p = plan.scratch.floats() + slot * g.sq * g.sk;
       probabilities(g, q + b * g.sq * g.d, k + b * g.sk * g.d, p);
       sgemm(false, false, g.sq, g.dv, g.sk, 1.0f, p, g.sk, v + b * g.sk * g.dv,
             g.dv, 0.0f, o + b * g.sq * g.dv, g.dv);
@@ -137,10 +137,10 @@ StatusOr<KernelFn> bindAttentionGrad(const OpView &op, BindContext &ctx) {
               *k = ctx.f32(op.inputs[2]), *v = ctx.f32(op.inputs[3]);
   float *dq = ctx.f32(op.outputs[0]), *dk = ctx.f32(op.outputs[1]),
         *dv = ctx.f32(op.outputs[2]);
-  AttnPlan plan = planAttention(g, 2);
+  AttnPlan plan = planAttention(g, 2, ctx);
   return KernelFn([=](const StepContext &) {
     forEachSlot(g.batch, plan.slots, plan.parallel, [&](int64_t b, int slot) {
-      float *p = plan.scratch->data() + slot * 2 * g.sq * g.sk;
+      float *p = plan.scratch.floats() + slot * 2 * g.sq * g.sk;
       float *dp = p + g.sq * g.sk;
       const float *qb = q + b * g.sq * g.d, *kb = k + b * g.sk * g.d,
                   *vb = v + b * g.sk * g.dv, *dob = dO + b * g.sq * g.dv;

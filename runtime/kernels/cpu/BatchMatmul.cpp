@@ -112,8 +112,11 @@ StatusOr<KernelFn> bindBatchMatmul(const OpView &op, BindContext &ctx) {
             0.0f, c, g.n);
       return Status::ok();
     });
-  std::vector<int64_t> aOff = batchOffsets(g.aBatch, g.outBatch);
-  std::vector<int64_t> bOff = batchOffsets(g.bBatch, g.outBatch);
+  // Kernel workspace, on the ledger.
+  std::vector<int64_t> aOffsets = batchOffsets(g.aBatch, g.outBatch),
+                       bOffsets = batchOffsets(g.bBatch, g.outBatch);
+  CountedVector<int64_t> aOff(aOffsets.begin(), aOffsets.end()),
+      bOff(bOffsets.begin(), bOffsets.end());
   int slots = maxThreads();
   bool parallel =
       !bigGemm(g.m, g.n, g.k) &&

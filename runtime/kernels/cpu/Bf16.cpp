@@ -104,6 +104,10 @@ public:
     return outer.commForAxes(axes);
   }
   Device *device() override { return outer.device(); }
+  std::shared_ptr<CountedVector<uint8_t>> sharedScratch(int slot,
+                                                        int64_t bytes) override {
+    return outer.sharedScratch(slot, bytes);
+  }
   uint8_t *bytes(const plan::Buffer *b) override {
     for (const WidenedOp::Slot &slot : op.slots)
       if (slot.copy == b)

@@ -15,6 +15,7 @@
 #define LOOM_RUNTIME_KERNELS_CPU_BF16_H
 
 #include "runtime/kernels/Kernel.h"
+#include "runtime/support/MemoryLedger.h"
 
 #include <cstdint>
 #include <cstring>
@@ -66,7 +67,7 @@ public:
   int64_t size() const { return static_cast<int64_t>(storage.size()); }
 
 private:
-  std::vector<float> storage;
+  CountedVector<float> storage;
 };
 
 /// Checks `op` for the CPU backend: BF16 buffers only where the op allows

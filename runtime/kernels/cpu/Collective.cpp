@@ -5,6 +5,7 @@
 #include "runtime/PlanFormat.h"
 #include "runtime/comm/Communicator.h"
 #include "runtime/support/HostTensor.h"
+#include "runtime/support/MemoryLedger.h"
 
 #include <cstring>
 #include <memory>
@@ -116,13 +117,12 @@ Status exchange(const CollectivePlan &plan, const uint8_t *send,
   return makeError("unknown collective");
 }
 
-KernelFn hostCollective(const CollectivePlan &plan) {
-  // Staging for the packed blocks, allocated once here at bind and owned by
-  // the call; a tensor that is its own packed form needs none.
-  auto send = std::make_shared<std::vector<uint8_t>>(
-      static_cast<size_t>(plan.sendStagingBytes()));
-  auto recv = std::make_shared<std::vector<uint8_t>>(
-      static_cast<size_t>(plan.recvStagingBytes()));
+KernelFn hostCollective(const CollectivePlan &plan, BindContext &ctx) {
+  // Staging for the packed blocks, shared by the program's collectives
+  // (they run one at a time, and block); a tensor that is its own packed
+  // form needs none.
+  auto send = ctx.sharedScratch(0, plan.sendStagingBytes());
+  auto recv = ctx.sharedScratch(1, plan.recvStagingBytes());
   std::vector<PitchedCopy> pack, unpack;
   if (!plan.in.packed())
     pack = blockCopies(plan.in, true);

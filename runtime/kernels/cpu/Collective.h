@@ -109,7 +109,7 @@ Status exchange(const CollectivePlan &plan, const uint8_t *send, uint8_t *recv);
 
 /// The plan run on the host: pack, exchange, unpack. Its staging is
 /// allocated here, once, and owned by the returned call.
-KernelFn hostCollective(const CollectivePlan &plan);
+KernelFn hostCollective(const CollectivePlan &plan, BindContext &ctx);
 
 } // namespace loom::runtime::cpu
 

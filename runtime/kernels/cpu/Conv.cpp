@@ -159,11 +159,12 @@ struct ConvPlan {
   int slots;
   bool parallel;     // images on threads
   bool innerThreads; // im2col / col2im on threads (images in order)
-  Workspace cols;    // slots x K x P, empty for direct convolutions
+  CallScratch cols;  // slots x K x P, empty for direct convolutions
 };
 
 /// `m, n, k`: the per-image GEMM.
-ConvPlan planConv(const ConvGeom &g, int64_t m, int64_t n, int64_t k) {
+ConvPlan planConv(const ConvGeom &g, int64_t m, int64_t n, int64_t k,
+                  BindContext &ctx) {
   int threads = maxThreads();
   ConvPlan p;
   p.parallel = threads > 1 && g.n > 1 && !bigGemm(m, n, k) &&
@@ -171,7 +172,7 @@ ConvPlan planConv(const ConvGeom &g, int64_t m, int64_t n, int64_t k) {
   p.slots = p.parallel ? static_cast<int>(std::min<int64_t>(threads, g.n)) : 1;
   p.innerThreads =
       !p.parallel && threads > 1 && g.k * g.p >= kParallelThreshold;
-  p.cols = makeWorkspace(g.direct() ? 0 : p.slots * g.k * g.p);
+  p.cols = CallScratch(ctx, 0, g.direct() ? 0 : p.slots * g.k * g.p);
   return p;
 }
 
@@ -193,12 +194,12 @@ StatusOr<KernelFn> bindConv2d(const OpView &op, BindContext &ctx) {
       ConvGeom g, convGeom(op, op.inShape(0), op.inShape(1), op.outShape(0)));
   const float *x = ctx.f32(op.inputs[0]), *w = ctx.f32(op.inputs[1]);
   float *y = ctx.f32(op.outputs[0]);
-  ConvPlan plan = planConv(g, g.og, g.p, g.k);
+  ConvPlan plan = planConv(g, g.og, g.p, g.k, ctx);
   if (g.n * g.o * g.p == 0)
     return noopKernel();
   return KernelFn([=](const StepContext &) {
     forEachSlot(g.n, plan.slots, plan.parallel, [&](int64_t n, int slot) {
-      float *col = plan.cols->data() + slot * g.k * g.p;
+      float *col = plan.cols.floats() + slot * g.k * g.p;
       for (int64_t gr = 0; gr < g.groups; ++gr) {
         const float *xg = x + (n * g.c + gr * g.cg) * g.h * g.w;
         if (!g.direct())
@@ -217,11 +218,11 @@ StatusOr<KernelFn> bindConv2dGradInput(const OpView &op, BindContext &ctx) {
       ConvGeom g, convGeom(op, op.outShape(0), op.inShape(1), op.inShape(0)));
   const float *dy = ctx.f32(op.inputs[0]), *w = ctx.f32(op.inputs[1]);
   float *dx = ctx.f32(op.outputs[0]);
-  ConvPlan plan = planConv(g, g.k, g.p, g.og);
+  ConvPlan plan = planConv(g, g.k, g.p, g.og, ctx);
   int64_t image = g.c * g.h * g.w;
   return KernelFn([=](const StepContext &) {
     forEachSlot(g.n, plan.slots, plan.parallel, [&](int64_t n, int slot) {
-      float *col = plan.cols->data() + slot * g.k * g.p;
+      float *col = plan.cols.floats() + slot * g.k * g.p;
       if (!g.direct())
         std::memset(dx + n * image, 0, image * sizeof(float));
       for (int64_t gr = 0; gr < g.groups; ++gr) {
@@ -242,7 +243,7 @@ StatusOr<KernelFn> bindConv2dGradFilter(const OpView &op, BindContext &ctx) {
       ConvGeom g, convGeom(op, op.inShape(1), op.outShape(0), op.inShape(0)));
   const float *dy = ctx.f32(op.inputs[0]), *x = ctx.f32(op.inputs[1]);
   float *dw = ctx.f32(op.outputs[0]);
-  ConvPlan plan = planConv(g, g.og, g.k, g.p);
+  ConvPlan plan = planConv(g, g.og, g.k, g.p, ctx);
   int64_t wSize = g.o * g.k;
   // Each thread slot but the first sums its images into its own copy of
   // the filter gradient; the copies are added up at the end.
@@ -252,7 +253,7 @@ StatusOr<KernelFn> bindConv2dGradFilter(const OpView &op, BindContext &ctx) {
     if (plan.slots > 1)
       std::memset(partial->data(), 0, partial->size() * sizeof(float));
     forEachSlot(g.n, plan.slots, plan.parallel, [&](int64_t n, int slot) {
-      float *col = plan.cols->data() + slot * g.k * g.p;
+      float *col = plan.cols.floats() + slot * g.k * g.p;
       float *acc = slot == 0 ? dw : partial->data() + (slot - 1) * wSize;
       for (int64_t gr = 0; gr < g.groups; ++gr) {
         const float *xg = x + (n * g.c + gr * g.cg) * g.h * g.w;

@@ -70,7 +70,7 @@ Status resolveIndices(const int64_t *idx, int64_t count, int64_t dim,
   return Status::ok();
 }
 
-using IndexWorkspace = std::shared_ptr<std::vector<int64_t>>;
+using IndexWorkspace = std::shared_ptr<CountedVector<int64_t>>;
 
 } // namespace
 
@@ -85,7 +85,7 @@ StatusOr<KernelFn> bindGather(const OpView &op, BindContext &ctx) {
   const float *data = ctx.f32(op.inputs[0]);
   const int64_t *idx = ctx.i64(op.inputs[1]);
   float *y = ctx.f32(op.outputs[0]);
-  IndexWorkspace rows = std::make_shared<std::vector<int64_t>>(g.count);
+  IndexWorkspace rows = std::make_shared<CountedVector<int64_t>>(g.count);
   int64_t n = g.pre * g.count * g.post;
   return KernelFn([=](const StepContext &) {
     int64_t *r = rows->data();
@@ -113,7 +113,7 @@ StatusOr<KernelFn> bindGatherGrad(const OpView &op, BindContext &ctx) {
   const float *dy = ctx.f32(op.inputs[0]);
   const int64_t *idx = ctx.i64(op.inputs[1]);
   float *dx = ctx.f32(op.outputs[0]);
-  IndexWorkspace rows = std::make_shared<std::vector<int64_t>>(g.count);
+  IndexWorkspace rows = std::make_shared<CountedVector<int64_t>>(g.count);
   int64_t nx = g.pre * g.dim * g.post, ny = g.pre * g.count * g.post;
   // Tasks own disjoint (pre, column block) strips of dx, so duplicate
   // indices accumulate without races.

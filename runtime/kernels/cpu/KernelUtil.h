@@ -13,6 +13,7 @@
 
 #include "runtime/kernels/Kernel.h"
 #include "runtime/support/HostTensor.h"
+#include "runtime/support/MemoryLedger.h"
 
 #include <omp.h>
 
@@ -34,12 +35,28 @@ Status expectOutShape(const OpView &op, size_t i,
 KernelFn noopKernel();
 
 /// Kernel workspace: float scratch allocated once at bind time and owned by
-/// the prepared call (docs/runtime.md, "Kernel workspace").
-using Workspace = std::shared_ptr<std::vector<float>>;
+/// the prepared call (docs/runtime.md, "Kernel workspace"), counted in the
+/// host ledger.
+using Workspace = std::shared_ptr<CountedVector<float>>;
 inline Workspace makeWorkspace(int64_t floats) {
-  return std::make_shared<std::vector<float>>(
+  return std::make_shared<CountedVector<float>>(
       static_cast<size_t>(std::max<int64_t>(floats, 0)));
 }
+
+/// Float scratch a kernel uses only inside one call, shared by the
+/// program's instructions (BindContext::sharedScratch): read `floats()` when
+/// the kernel runs, not at bind.
+class CallScratch {
+public:
+  CallScratch() = default;
+  CallScratch(BindContext &ctx, int slot, int64_t floats)
+      : bytes(ctx.sharedScratch(
+            slot, std::max<int64_t>(floats, 0) * int64_t(sizeof(float)))) {}
+  float *floats() const { return reinterpret_cast<float *>(bytes->data()); }
+
+private:
+  std::shared_ptr<CountedVector<uint8_t>> bytes;
+};
 
 /// OpenMP threads a kernel may use (LOOM_NUM_THREADS, read at bind time).
 int maxThreads();

@@ -10,6 +10,7 @@
 #include "runtime/kernels/cpu/CpuKernels.h"
 #include "runtime/kernels/cpu/FastMath.h"
 #include "runtime/support/HostTensor.h"
+#include "runtime/support/MemoryLedger.h"
 
 #include <algorithm>
 #include <cmath>
@@ -112,7 +113,7 @@ StatusOr<KernelFn> bindCrossEntropy(const OpView &op, BindContext &ctx) {
   LOOM_ASSIGN_OR_RETURN(int64_t count, meanCount(op, rows));
   // Each row's loss (kernel workspace), summed in row order afterwards: the
   // same bits for any thread count.
-  auto rowLoss = std::make_shared<std::vector<double>>(rows);
+  auto rowLoss = std::make_shared<CountedVector<double>>(rows);
   return KernelFn([=](const StepContext &) {
     for (int64_t r = 0; r < rows; ++r)
       if (target[r] < 0 || target[r] >= classes)

@@ -63,7 +63,7 @@ StatusOr<CollectivePlan> reduceScatterPlan(const OpView &op, BindContext &ctx) {
 
 StatusOr<KernelFn> bindReduceScatter(const OpView &op, BindContext &ctx) {
   LOOM_ASSIGN_OR_RETURN(CollectivePlan plan, reduceScatterPlan(op, ctx));
-  return hostCollective(plan);
+  return hostCollective(plan, ctx);
 }
 
 } // namespace loom::runtime::cpu

@@ -27,6 +27,11 @@ TEST(Cluster, Presets) {
   EXPECT_EQ(h200->nodes, 2);
   EXPECT_EQ(h200->numDevices(), 16);
   EXPECT_GT(h200->memoryGiB, 100);
+  // GPUs keep a reserve no plan places; CPU ranks none.
+  EXPECT_DOUBLE_EQ(h200->reserveGiB, 1);
+  EXPECT_DOUBLE_EQ(h200->usableMemoryBytes(),
+                   h200->memoryBytes() - 1024.0 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(cpu->usableMemoryBytes(), cpu->memoryBytes());
 }
 
 TEST(Cluster, BadSpecsSayWhy) {
@@ -54,6 +59,27 @@ TEST(Cluster, JsonFile) {
   EXPECT_EQ(c->numDevices(), 8);
   EXPECT_DOUBLE_EQ(c->interNode.bandwidthGBps, 10);
   EXPECT_EQ(c->deviceName, "X");
+  // A GPU-sized device keeps the GPU reserve unless the file gives one.
+  EXPECT_DOUBLE_EQ(c->reserveGiB, 1);
+
+  for (auto [reserve, want] : {std::pair{"0", ""}, {"40", "'reserve_gib'"},
+                               {"-1", "'reserve_gib'"}}) {
+    {
+      std::error_code ec;
+      llvm::raw_fd_ostream os(path, ec);
+      os << R"({"nodes":1,"devices_per_node":1,"device":{"memory_gib":40,"reserve_gib":)"
+         << reserve << R"(,"peak_tflops":{"fp32":10,"bf16":100}},
+        "intra_node":{"bandwidth_gbps":100}})";
+    }
+    std::string err = errorOf(path);
+    if (*want == 0) {
+      auto r = parseCluster(path);
+      ASSERT_TRUE(static_cast<bool>(r));
+      EXPECT_DOUBLE_EQ(r->usableMemoryBytes(), r->memoryBytes());
+    } else {
+      EXPECT_NE(err.find(want), std::string::npos) << reserve << ": " << err;
+    }
+  }
 
   {
     std::error_code ec;

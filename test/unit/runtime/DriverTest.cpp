@@ -152,10 +152,18 @@ TEST(MetricsTest, Format) {
   m.samplesPerS = 64;
   m.tokensPerS = 128;
   m.peakMemoryBytes = 4096;
+  m.arenaBytes = 4000;
+  m.workspaceBytes = 96;
   EXPECT_EQ(formatMetrics(m),
             "{\"step\":3,\"loss\":0.100000001,\"step_time_s\":0.5,"
             "\"tokens_per_s\":128,\"samples_per_s\":64,"
-            "\"peak_memory_bytes\":4096}");
+            "\"peak_memory_bytes\":4096,\"arena_bytes\":4000,"
+            "\"workspace_bytes\":96}");
+  // On a GPU, the device's memory in use too.
+  m.deviceMemoryUsedBytes = 1 << 20;
+  EXPECT_NE(formatMetrics(m).find(",\"device_memory_used_bytes\":1048576"),
+            std::string::npos);
+  m.deviceMemoryUsedBytes = -1;
   m.loss = NAN;
   EXPECT_NE(formatMetrics(m).find("\"loss\":null"), std::string::npos);
   // Pipeline plans: one object a stage.
@@ -164,7 +172,8 @@ TEST(MetricsTest, Format) {
   EXPECT_EQ(formatMetrics(m),
             "{\"step\":3,\"loss\":0.100000001,\"step_time_s\":0.5,"
             "\"tokens_per_s\":128,\"samples_per_s\":64,"
-            "\"peak_memory_bytes\":4096,\"stages\":["
+            "\"peak_memory_bytes\":4096,\"arena_bytes\":4000,"
+            "\"workspace_bytes\":96,\"stages\":["
             "{\"micro_batches_in_flight\":2,\"pipeline_wait_s\":0.125,"
             "\"bubble_fraction\":0.25},{\"micro_batches_in_flight\":1,"
             "\"pipeline_wait_s\":0,\"bubble_fraction\":0}]}");
