@@ -204,8 +204,13 @@ struct Forced {
   std::string remat, schedule = "1f1b"; // remat "": none, auto when it must
 };
 
+/// Whether errors are kept quiet: while loomc tries a plan only to compare
+/// it with another.
+bool probing = false;
+
 int fail(const llvm::Twine &message) {
-  llvm::errs() << "loomc: error: " << message << "\n";
+  if (!probing)
+    llvm::errs() << "loomc: error: " << message << "\n";
   return 1;
 }
 
@@ -370,9 +375,29 @@ struct Attempt {
   std::string remat = "none";
   double rematBudgetGib = 0;
   int rematTries = 0;
+  /// Micro-batches and recomputation were weighed already: keep to the
+  /// order.
+  bool weighed = false;
+  /// Where a plan compiled into `planOut` leaves its predicted step time.
+  double *stepSeconds = nullptr;
 };
 
+/// The predicted step time of the plan `attempt` compiles, when it fits
+/// (infinity otherwise); nothing is written or printed.
+double probe(Options &o, Attempt attempt);
+
 int run(Options &o, Attempt attempt = {}, plan::Plan *planOut = nullptr);
+
+double probe(Options &o, Attempt attempt) {
+  double seconds = std::numeric_limits<double>::infinity();
+  attempt.stepSeconds = &seconds;
+  plan::Plan plan;
+  bool wasProbing = probing;
+  probing = true;
+  int rc = run(o, attempt, &plan);
+  probing = wasProbing;
+  return rc == 0 ? seconds : std::numeric_limits<double>::infinity();
+}
 
 /// The one-device plan of the model `o` compiles (for --verify-plan).
 int compileReference(Options &o, plan::Plan &reference) {
@@ -767,6 +792,20 @@ int run(Options &o, Attempt attempt, plan::Plan *planOut) {
       next.zero = forced->zeroGiven ? forced->zero : 0;
       next.micro = 2 * numMicroBatches;
       next.lastRequired = fit.requiredBytes;
+      next.weighed = true;
+      // Unless --force pins recomputation: the faster (by the predicted
+      // step) of more micro-batches and the recomputation that fits now.
+      if (forced->remat.empty() && !attempt.weighed &&
+          fit.capacityBytes > figures.memory.workspace) {
+        Attempt remat = attempt;
+        remat.remat = "auto";
+        remat.rematBudgetGib =
+            (fit.capacityBytes - figures.memory.workspace) / (1024.0 * 1024 * 1024);
+        remat.rematTries = 1;
+        remat.weighed = true;
+        if (probe(o, remat) < probe(o, next))
+          return run(o, remat, planOut);
+      }
       return run(o, next, planOut);
     }
     // Then recomputation, unless --force pins it: the cheapest that fits
@@ -822,6 +861,8 @@ int run(Options &o, Attempt attempt, plan::Plan *planOut) {
   }
 
   if (planOut) {
+    if (attempt.stepSeconds)
+      *attempt.stepSeconds = figures.step.stepSeconds;
     *planOut = std::move(*plan);
     return 0;
   }

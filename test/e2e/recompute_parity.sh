@@ -9,6 +9,7 @@
 #   micro-batches, must make it fit), loomc chooses by itself: the plan fits
 #   that memory, recomputes less time than full recomputation, and trains
 #   bit for bit like the plan without;
+# - with micro-batches free too, loomc keeps the faster of the two ways;
 # - under dp=2 and as pipeline stages (pp=2, 1F1B, each stage choosing for
 #   its own program), recomputed plans match the 1-rank run within 1e-5
 #   (the sensitivity of the reference is measured as in pipeline_parity.sh);
@@ -71,6 +72,30 @@ assert r['predicted_time_s'] <= full['recompute']['predicted_time_s'], (r, full[
 print('auto:', r)
 PY
 $PY "$MODELS/compare.py" --metrics m-auto.jsonl --metrics2 m-none.jsonl --rtol 0
+
+# A device just below the peak without recomputation, micro-batches free:
+# loomc weighs 2 micro-batches against recomputing, and keeps the plan of
+# shorter predicted step.
+$PY - <<'PY' > cluster2.json
+import json
+c = json.load(open('cluster.json'))
+c['device']['memory_gib'] = json.load(open('none.json'))['predicted']['peak_memory_bytes_per_device'][0] * 0.97 / 2**30
+print(json.dumps(c))
+PY
+loomc model.onnx --cluster cluster2.json "${opts[@]}" --plan-only --summary-json w.json --quiet
+loomc model.onnx --cluster cluster2.json "${opts[@]}" --force micro=2 --plan-only \
+  --summary-json w-micro.json --quiet
+loomc model.onnx --cluster cluster2.json "${opts[@]}" --force micro=1,remat=auto --plan-only \
+  --summary-json w-remat.json --quiet
+$PY - <<'PY' || fail "micro-batches weighed against recomputation"
+import json
+w, m, r = (json.load(open(f + '.json')) for f in ('w', 'w-micro', 'w-remat'))
+t = lambda s: s['predicted']['step_time_s']
+best = min((m, r), key=t)
+assert (w['num_micro_batches'], w['remat']) == (best['num_micro_batches'], best['remat']), (w, best)
+print('weighed: %d micro-batch(es), remat %s, %.4g s (micro-batches %.4g s, recomputation %.4g s)'
+      % (w['num_micro_batches'], w['remat'], t(w), t(m), t(r)))
+PY
 
 # Every plan shape: data parallel with selective, pipeline stages with full
 # (each pp device recomputes its own layers), against the 1-rank reference.
