@@ -15,6 +15,7 @@
 #include "llvm/ADT/STLExtras.h"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <map>
 
@@ -161,6 +162,22 @@ mlir::loom::recomputedOps(const LayerInstance &instance, RematMode mode,
           work.push_back(def);
     }
   } else {
+    // Values computed from parameters and constants alone (a weight's bf16
+    // copy) are parameter-sized: reading them later holds no activation.
+    func::FuncOp func = instance.ops.front()->getParentOfType<func::FuncOp>();
+    DenseMap<Value, bool> fromParameters;
+    std::function<bool(Value)> parameterLike = [&](Value v) {
+      if (auto arg = dyn_cast<BlockArgument>(v))
+        return !isDataArgument(func, arg.getArgNumber());
+      auto [it, added] = fromParameters.try_emplace(v, false);
+      if (!added)
+        return it->second;
+      Operation *def = v.getDefiningOp();
+      bool like = isa<ConstantOp>(def) ||
+                  (def->getNumOperands() > 0 && !isa<shard::RecvOp>(def) &&
+                   llvm::all_of(def->getOperands(), parameterLike));
+      return fromParameters[v] = like;
+    };
     for (Operation *op : instance.ops) {
       if (!canRecompute(op) || contractionFlops(op) > 0 || isOutput(op) ||
           !llvm::any_of(op->getResults(), readByBackward))
@@ -170,7 +187,8 @@ mlir::loom::recomputedOps(const LayerInstance &instance, RematMode mode,
       for (auto [i, v] : llvm::enumerate(op->getOperands())) {
         Operation *def = v.getDefiningOp();
         if ((like && i == *like) || !def || isa<ConstantOp>(def) ||
-            chosen.contains(def) || readByBackward(v))
+            chosen.contains(def) || readByBackward(v) ||
+            (!inInstance.contains(def) && parameterLike(v)))
           continue;
         available = false;
       }
@@ -200,6 +218,39 @@ Operation *mlir::loom::placeGroup(SmallVectorImpl<Operation *> &ops,
   llvm::erase_if(ops,
                  [&](Operation *op) { return !op->isBeforeInBlock(first); });
   return ops.empty() ? nullptr : first;
+}
+
+int64_t mlir::loom::keptActivationBytes(const LayerInstance &instance,
+                                        RematMode mode,
+                                        const DenseSet<Operation *> &backward) {
+  SmallVector<Operation *> recomputed = recomputedOps(instance, mode, backward);
+  placeGroup(recomputed, backward);
+  DenseSet<Operation *> again(recomputed.begin(), recomputed.end());
+  // A view's bytes are the buffer it views.
+  auto root = [](Value v) {
+    while (auto reshape = v.getDefiningOp<ReshapeOp>())
+      v = reshape.getInput();
+    return v;
+  };
+  DenseSet<Operation *> inInstance(instance.ops.begin(), instance.ops.end());
+  DenseSet<Value> kept;
+  for (Operation *op : instance.ops) {
+    if (again.contains(op))
+      continue;
+    for (Value r : op->getResults()) {
+      Value buffer = root(r);
+      Operation *def = buffer.getDefiningOp();
+      if (!def || !inInstance.contains(def) || again.contains(def))
+        continue;
+      if (llvm::any_of(r.getUsers(),
+                       [&](Operation *u) { return backward.contains(u); }))
+        kept.insert(buffer);
+    }
+  }
+  int64_t bytes = 0;
+  for (Value v : kept)
+    bytes += static_cast<int64_t>(bytesOf(v));
+  return bytes;
 }
 
 namespace {

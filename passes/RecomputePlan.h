@@ -89,6 +89,14 @@ struct RecomputeGroup {
 /// at least.
 int64_t simulatePeakBytes(func::FuncOp func, ArrayRef<RecomputeGroup> groups);
 
+/// The activation bytes `instance` keeps for the backward under `mode`:
+/// its results the backward reads (each buffer once, a view counted as the
+/// buffer it views), less those `mode` recomputes. Its inputs are another
+/// layer's (or data), counted there; its output, which the next layer's
+/// backward reads, is counted here.
+int64_t keptActivationBytes(const LayerInstance &instance, RematMode mode,
+                            const llvm::DenseSet<Operation *> &backward);
+
 } // namespace mlir::loom
 
 #endif // LOOM_PASSES_RECOMPUTEPLAN_H

@@ -43,6 +43,115 @@ func.func @main(%x: tensor<512x32xf32> {loom.input = "x"},
 }
 )";
 
+/// GPT-2 layers as loom ops after raising (batch `b`, sequence `s`, width
+/// `h`, `heads` heads), each op named by its layer: the shape whose
+/// activations Korthikanti et al. count.
+std::string gptLayers(int64_t b, int64_t s, int64_t h, int64_t heads,
+                      int layers) {
+  int64_t e = h / heads, f = 4 * h;
+  auto t = [](std::initializer_list<int64_t> dims) {
+    std::string r = "tensor<";
+    for (int64_t d : dims)
+      r += std::to_string(d) + "x";
+    return r + "f32>";
+  };
+  std::string t3 = t({b, s, h}), t4 = t({b, s, heads, e}),
+              th = t({b, heads, s, e}),
+              v = "tensor<" + std::to_string(h) + "xf32>";
+  std::string args = "%x: " + t3 + " {loom.input = \"x\"}", body;
+  std::string x = "%x";
+  for (int l = 0; l < layers; ++l) {
+    std::string n = std::to_string(l);
+    auto param = [&](const std::string &name, const std::string &type,
+                     const std::string &onnx) {
+      args += ", %" + name + n + ": " + type + " {loom.param = \"h." + n + "." +
+              onnx + "\"}";
+    };
+    param("g1", v, "ln_1.weight");
+    param("c1", v, "ln_1.bias");
+    param("wqkv",
+          "tensor<" + std::to_string(h) + "x" + std::to_string(3 * h) + "xf32>",
+          "attn.c_attn.weight");
+    param("bqkv", "tensor<" + std::to_string(3 * h) + "xf32>",
+          "attn.c_attn.bias");
+    param("wo",
+          "tensor<" + std::to_string(h) + "x" + std::to_string(h) + "xf32>",
+          "attn.c_proj.weight");
+    param("bo", v, "attn.c_proj.bias");
+    param("g2", v, "ln_2.weight");
+    param("c2", v, "ln_2.bias");
+    param("w1",
+          "tensor<" + std::to_string(h) + "x" + std::to_string(f) + "xf32>",
+          "mlp.c_fc.weight");
+    param("b1", "tensor<" + std::to_string(f) + "xf32>", "mlp.c_fc.bias");
+    param("w2",
+          "tensor<" + std::to_string(f) + "x" + std::to_string(h) + "xf32>",
+          "mlp.c_proj.weight");
+    param("b2", v, "mlp.c_proj.bias");
+    auto loc = [&](const std::string &what) {
+      return " loc(\"/h." + n + "/" + what + "\")\n";
+    };
+    auto ln = [&](const std::string &out, const std::string &in,
+                  const std::string &g, const std::string &c) {
+      body += "  " + out + " = loom.layer_norm " + in + ", " + g + ", " + c +
+              " axis 2 {epsilon = 1.0E-5 : f64} : (" + t3 + ", " + v + ", " +
+              v + ") -> " + t3 + loc(out.substr(1));
+    };
+    auto linear = [&](const std::string &out, const std::string &in,
+                      const std::string &w, const std::string &bias,
+                      const std::string &tin, const std::string &wt,
+                      const std::string &bt, const std::string &tout) {
+      body += "  " + out + " = loom.linear " + in + ", " + w + ", " + bias +
+              " : (" + tin + ", " + wt + ", " + bt + ") -> " + tout +
+              loc(out.substr(1));
+    };
+    std::string tqkv = t({b, s, 3 * h}), tf = t({b, s, f});
+    ln("%n1_" + n, x, "%g1" + n, "%c1" + n);
+    linear("%qkv" + n, "%n1_" + n, "%wqkv" + n, "%bqkv" + n, t3,
+           "tensor<" + std::to_string(h) + "x" + std::to_string(3 * h) +
+               "xf32>",
+           "tensor<" + std::to_string(3 * h) + "xf32>", tqkv);
+    const char *names[] = {"q", "k", "v"};
+    for (int i = 0; i < 3; ++i) {
+      std::string q = std::string(names[i]) + n;
+      body += "  %" + q + "s = loom.slice %qkv" + n + " axes [2] starts [" +
+              std::to_string(i * h) + "] ends [" + std::to_string((i + 1) * h) +
+              "] steps [1] : " + tqkv + " -> " + t3 + loc(q + "s");
+      body += "  %" + q + "r = loom.reshape %" + q + "s [0, 0, -1, " +
+              std::to_string(e) + "] : " + t3 + " -> " + t4 + loc(q + "r");
+      body += "  %" + q + " = loom.transpose %" + q + "r [0, 2, 1, 3] : " + t4 +
+              " -> " + th + loc(q);
+    }
+    body += "  %a" + n + " = loom.attention %q" + n + ", %k" + n + ", %v" + n +
+            " {causal, scale = 0.125 : f64} : (" + th + ", " + th + ", " + th +
+            ") -> " + th + loc("a");
+    body += "  %at" + n + " = loom.transpose %a" + n + " [0, 2, 1, 3] : " + th +
+            " -> " + t4 + loc("at");
+    body += "  %ar" + n + " = loom.reshape %at" + n + " [0, 0, -1] : " + t4 +
+            " -> " + t3 + loc("ar");
+    linear("%o" + n, "%ar" + n, "%wo" + n, "%bo" + n, t3,
+           "tensor<" + std::to_string(h) + "x" + std::to_string(h) + "xf32>", v,
+           t3);
+    body += "  %r" + n + " = loom.add %o" + n + ", " + x + " : (" + t3 + ", " +
+            t3 + ") -> " + t3 + loc("r");
+    ln("%n2_" + n, "%r" + n, "%g2" + n, "%c2" + n);
+    linear("%fc" + n, "%n2_" + n, "%w1" + n, "%b1" + n, t3,
+           "tensor<" + std::to_string(h) + "x" + std::to_string(f) + "xf32>",
+           "tensor<" + std::to_string(f) + "xf32>", tf);
+    body += "  %ge" + n + " = loom.gelu %fc" + n + " {approximate} : " + tf +
+            loc("ge");
+    linear("%m" + n, "%ge" + n, "%w2" + n, "%b2" + n, tf,
+           "tensor<" + std::to_string(f) + "x" + std::to_string(h) + "xf32>", v,
+           t3);
+    body += "  %y" + n + " = loom.add %r" + n + ", %m" + n + " : (" + t3 +
+            ", " + t3 + ") -> " + t3 + loc("y");
+    x = "%y" + n;
+  }
+  return "func.func @main(" + args + ") -> (" + t3 +
+         " {loom.output = \"y\"}) {\n" + body + "  return " + x + " : " + t3 +
+         "\n}\n";
+}
+
 class RecomputePlanTest : public ::testing::Test {
 protected:
   RecomputePlanTest() {
@@ -52,21 +161,32 @@ protected:
     ctx.loadAllAvailableDialects();
   }
 
-  /// The lowered step on `devices` CPU ranks with `remat`.
+  /// The lowered step of `kLayers` on `devices` CPU ranks with `remat`.
   OwningOpRef<ModuleOp> lower(llvm::StringRef remat, int64_t devices = 1,
                               int64_t pp = 1, int64_t micro = 1) {
-    OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(kLayers, &ctx);
+    return lowerText(kLayers, remat, devices, pp, micro);
+  }
+
+  OwningOpRef<ModuleOp> lowerText(llvm::StringRef text, llvm::StringRef remat,
+                                  int64_t devices = 1, int64_t pp = 1,
+                                  int64_t micro = 1, int64_t tp = 1,
+                                  Precision precision = Precision::Fp32,
+                                  double budgetGib = 0) {
+    OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, &ctx);
     if (!module)
       return nullptr;
     PassManager pm(&ctx);
     TrainPipelineOptions train;
+    train.precision = precision;
     buildLoomTrainPipeline(pm, train);
     PlanPipelineOptions plan;
     plan.devices = devices;
     plan.pp = pp;
     plan.micro = micro;
+    plan.tp = tp;
     plan.cluster = "cpu:" + std::to_string(devices);
     plan.remat = remat.str();
+    plan.memoryBudgetGib = budgetGib;
     buildLoomPlanPipeline(pm, plan);
     if (failed(pm.run(*module)))
       return nullptr;
@@ -149,6 +269,43 @@ TEST_F(RecomputePlanTest, EveryPipelineDeviceAndMicroBatchRecomputes) {
     f.walk([&](Operation *op) { clones += op->hasAttr("loom.recomputed"); });
     EXPECT_EQ(clones, 2 * 2) << f.getSymName().str(); // linear + gelu, 2 mbs
     EXPECT_EQ(predictedPeak(f), bytes) << f.getSymName().str();
+  }
+}
+
+TEST_F(RecomputePlanTest, KeptActivationsFollowKorthikantisFormula) {
+  // Korthikanti et al. count a GPT layer's activations at sbh(34 + 5as/h)
+  // bytes in 16-bit storage: 4 for the two layer-norm inputs, 2 + 6 for
+  // the q/k/v input and q, k, v, 2 for the output projection's input, 2 + 8
+  // + 8 for the MLP's input, GELU input and output, 2 for the two dropout
+  // masks, and 5as/h for the attention scores, their softmax and dropout.
+  // Loom's layers have no dropout and its attention keeps no scores (its
+  // gradient recomputes them): 32 sbh in bf16, 64 in fp32. Selective
+  // recomputation drops the norms' outputs and the GELU's (12), full
+  // keeps the layer's input (2, counted as the previous layer's output).
+  // With Megatron's tensor-parallel split over t, 8 + 24/t: the norms'
+  // inputs and outputs whole, the rest split (here at t = 4, fp32).
+  const int64_t s = 32, b = 4, h = 64, sbh = s * b * h;
+  struct Case {
+    Precision precision;
+    int64_t tp;
+    RematMode mode;
+    int64_t bytes;
+  } cases[] = {{Precision::Fp32, 1, RematMode::None, 64 * sbh},
+               {Precision::Bf16, 1, RematMode::None, 32 * sbh},
+               {Precision::Bf16, 1, RematMode::Selective, 20 * sbh},
+               {Precision::Bf16, 1, RematMode::Full, 2 * sbh},
+               {Precision::Fp32, 4, RematMode::None, 2 * (8 + 24 / 4) * sbh}};
+  for (const Case &c : cases) {
+    OwningOpRef<ModuleOp> module = lowerText(gptLayers(b, s, h, 4, 2), "none",
+                                             c.tp, 1, 1, c.tp, c.precision);
+    ASSERT_TRUE(module);
+    func::FuncOp f = programFunctions(*module)[0];
+    ProgramLayers layers = findLayers(f);
+    ASSERT_EQ(layers.keys.size(), 2u);
+    EXPECT_EQ(keptActivationBytes(layers.instances[0], c.mode, layers.backward),
+              c.bytes)
+        << "tp " << c.tp << ", " << stringifyRematMode(c.mode).str()
+        << (c.precision == Precision::Bf16 ? ", bf16" : ", fp32");
   }
 }
 
