@@ -50,7 +50,7 @@ public:
       for (auto [mode, group, seconds] :
            {std::tuple{RematMode::Selective, &o.selective, &o.selectiveSeconds},
             {RematMode::Full, &o.full, &o.fullSeconds}}) {
-        group->ops = recomputedOps(instance, mode, layers.backward);
+        group->ops = recomputedOps(instance, mode, layers);
         group->insertBefore = placeGroup(group->ops, layers.backward);
         for (Operation *op : group->ops)
           *seconds += planner::rooflineSeconds(opRecordOf(op), cluster);

@@ -15,7 +15,6 @@
 #include "llvm/ADT/STLExtras.h"
 
 #include <algorithm>
-#include <functional>
 #include <limits>
 #include <map>
 
@@ -77,7 +76,7 @@ ProgramLayers mlir::loom::findLayers(func::FuncOp func) {
   Block &body = func.getBody().front();
   // Ops computed from parameters and constants alone are shared by every
   // micro-batch: they join no layer.
-  DenseSet<Operation *> fixed;
+  DenseSet<Operation *> &fixed = layers.fixed;
   auto isFixed = [&](Value v) {
     if (auto arg = dyn_cast<BlockArgument>(v))
       return !isDataArgument(func, arg.getArgNumber());
@@ -127,9 +126,10 @@ ProgramLayers mlir::loom::findLayers(func::FuncOp func) {
 
 SmallVector<Operation *>
 mlir::loom::recomputedOps(const LayerInstance &instance, RematMode mode,
-                          const DenseSet<Operation *> &backward) {
+                          const ProgramLayers &layers) {
   if (mode == RematMode::None)
     return {};
+  const DenseSet<Operation *> &backward = layers.backward;
   DenseSet<Operation *> inInstance(instance.ops.begin(), instance.ops.end());
   auto readByBackward = [&](Value v) {
     return llvm::any_of(v.getUsers(),
@@ -162,22 +162,8 @@ mlir::loom::recomputedOps(const LayerInstance &instance, RematMode mode,
           work.push_back(def);
     }
   } else {
-    // Values computed from parameters and constants alone (a weight's bf16
-    // copy) are parameter-sized: reading them later holds no activation.
-    func::FuncOp func = instance.ops.front()->getParentOfType<func::FuncOp>();
-    DenseMap<Value, bool> fromParameters;
-    std::function<bool(Value)> parameterLike = [&](Value v) {
-      if (auto arg = dyn_cast<BlockArgument>(v))
-        return !isDataArgument(func, arg.getArgNumber());
-      auto [it, added] = fromParameters.try_emplace(v, false);
-      if (!added)
-        return it->second;
-      Operation *def = v.getDefiningOp();
-      bool like = isa<ConstantOp>(def) ||
-                  (def->getNumOperands() > 0 && !isa<shard::RecvOp>(def) &&
-                   llvm::all_of(def->getOperands(), parameterLike));
-      return fromParameters[v] = like;
-    };
+    // Values computed from parameters alone (a weight's bf16 copy) are
+    // parameter-sized: reading them later holds no activation.
     for (Operation *op : instance.ops) {
       if (!canRecompute(op) || contractionFlops(op) > 0 || isOutput(op) ||
           !llvm::any_of(op->getResults(), readByBackward))
@@ -188,7 +174,7 @@ mlir::loom::recomputedOps(const LayerInstance &instance, RematMode mode,
         Operation *def = v.getDefiningOp();
         if ((like && i == *like) || !def || isa<ConstantOp>(def) ||
             chosen.contains(def) || readByBackward(v) ||
-            (!inInstance.contains(def) && parameterLike(v)))
+            layers.fixed.contains(def))
           continue;
         available = false;
       }
@@ -222,8 +208,9 @@ Operation *mlir::loom::placeGroup(SmallVectorImpl<Operation *> &ops,
 
 int64_t mlir::loom::keptActivationBytes(const LayerInstance &instance,
                                         RematMode mode,
-                                        const DenseSet<Operation *> &backward) {
-  SmallVector<Operation *> recomputed = recomputedOps(instance, mode, backward);
+                                        const ProgramLayers &layers) {
+  const DenseSet<Operation *> &backward = layers.backward;
+  SmallVector<Operation *> recomputed = recomputedOps(instance, mode, layers);
   placeGroup(recomputed, backward);
   DenseSet<Operation *> again(recomputed.begin(), recomputed.end());
   // A view's bytes are the buffer it views.

@@ -56,18 +56,21 @@ struct ProgramLayers {
   SmallVector<std::string> keys;
   SmallVector<LayerInstance> instances;
   llvm::DenseSet<Operation *> backward;
+  /// The forward ops computed from parameters and constants alone.
+  llvm::DenseSet<Operation *> fixed;
 };
 
 ProgramLayers findLayers(func::FuncOp func);
 
-/// The ops of `instance` that `mode` runs again, in block order: for
-/// `Full`, every op it can recompute (pure, no collective or transfer) that
-/// leads to a value its backward reads; for `Selective`, those without a
-/// contraction whose result the backward reads and whose operands are kept
-/// anyway (or are recomputed themselves).
-SmallVector<Operation *>
-recomputedOps(const LayerInstance &instance, RematMode mode,
-              const llvm::DenseSet<Operation *> &backward);
+/// The ops of `instance` (of `layers`) that `mode` runs again, in block
+/// order: for `Full`, every op it can recompute (pure, no collective or
+/// transfer) that leads to a value its backward reads; for `Selective`,
+/// those without a contraction whose result the backward reads and whose
+/// operands are kept anyway, recomputed themselves, or computed from
+/// parameters alone.
+SmallVector<Operation *> recomputedOps(const LayerInstance &instance,
+                                       RematMode mode,
+                                       const ProgramLayers &layers);
 
 /// Where a group's clones go: just before the first backward op that reads
 /// one of its results (nullptr: none does, nothing to recompute). Ops of
@@ -95,7 +98,7 @@ int64_t simulatePeakBytes(func::FuncOp func, ArrayRef<RecomputeGroup> groups);
 /// layer's (or data), counted there; its output, which the next layer's
 /// backward reads, is counted here.
 int64_t keptActivationBytes(const LayerInstance &instance, RematMode mode,
-                            const llvm::DenseSet<Operation *> &backward);
+                            const ProgramLayers &layers);
 
 } // namespace mlir::loom
 

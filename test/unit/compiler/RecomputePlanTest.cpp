@@ -302,7 +302,7 @@ TEST_F(RecomputePlanTest, KeptActivationsFollowKorthikantisFormula) {
     func::FuncOp f = programFunctions(*module)[0];
     ProgramLayers layers = findLayers(f);
     ASSERT_EQ(layers.keys.size(), 2u);
-    EXPECT_EQ(keptActivationBytes(layers.instances[0], c.mode, layers.backward),
+    EXPECT_EQ(keptActivationBytes(layers.instances[0], c.mode, layers),
               c.bytes)
         << "tp " << c.tp << ", " << stringifyRematMode(c.mode).str()
         << (c.precision == Precision::Bf16 ? ", bf16" : ", fp32");
