@@ -59,6 +59,8 @@ PY
 run_opts=(--data input_ids=input_ids.npy --data target=target.npy --steps 10 --quiet)
 loom_run fp32.loomplan "${run_opts[@]}" --metrics m32.jsonl
 loom_run bf16.loomplan "${run_opts[@]}" --metrics m16.jsonl
+memory_as_planned m32.jsonl fp32.json
+memory_as_planned m16.jsonl bf16.json
 # The references' sensitivities: each run again on 1e-7-perturbed weights and
 # on 2 threads (compare.py --sensitivity).
 perturbed pert model.onnx config.json input_ids.npy target.npy

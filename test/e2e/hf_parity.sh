@@ -73,9 +73,11 @@ done
 # on perturbed inputs moves by <= 2e-7, on 2 threads by 0).
 for m in gpt2 bert llama; do
   cd $m
-  loomc model.onnx --cluster cpu:2 --global-batch 8 --optimizer adamw --lr 1e-3 -o p2.loomplan --quiet
+  loomc model.onnx --cluster cpu:2 --global-batch 8 --optimizer adamw --lr 1e-3 -o p2.loomplan \
+    --summary-json s2.json --quiet
   run=(--data target=target.npy --steps 10 --quiet)
   loom_run_np 2 p2.loomplan --data input_ids=input_ids.npy "${run[@]}" --metrics m2.jsonl
+  memory_as_planned m2.jsonl s2.json
   loom_run p1.loomplan --model pert/model.onnx --data input_ids=input_ids.npy "${run[@]}" \
     --metrics pert/m1.jsonl
   LOOM_NUM_THREADS=2 loom_run p1.loomplan --data input_ids=input_ids.npy "${run[@]}" \

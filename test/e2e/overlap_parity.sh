@@ -24,6 +24,7 @@ for buckets in auto 0.0625 off; do
     --summary-json s-$buckets.json -o p4-$buckets.loomplan
   loom_run_np 4 p4-$buckets.loomplan "${run[@]}" --metrics m4-$buckets.jsonl </dev/null
   echo "--comm-buckets=$buckets:"
+  memory_as_planned m4-$buckets.jsonl s-$buckets.json
   $PY "$MODELS/compare.py" --metrics m4-$buckets.jsonl --metrics2 m1.jsonl --rtol 1e-5 \
     --sensitivity pert-m1.jsonl --sensitivity m1-threads2.jsonl
 done

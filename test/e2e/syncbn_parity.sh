@@ -36,7 +36,7 @@ $PY "$MODELS/hf_models.py" --model resnet18 --out . --batch 8 --image-size 32 \
 perturbed pert model.onnx config.json images.npy target.npy
 opts=(--global-batch 8 --optimizer adamw --lr 3e-6 --quiet)
 loomc model.onnx --cluster cpu:1 "${opts[@]}" --verify-plan -o p1.loomplan
-loomc model.onnx --cluster cpu:2 "${opts[@]}" --verify-plan -o p2.loomplan
+loomc model.onnx --cluster cpu:2 "${opts[@]}" --verify-plan -o p2.loomplan --summary-json s2.json
 loomc model.onnx --cluster cpu:2 "${opts[@]}" --local-batchnorm -o p2-local.loomplan
 loomc model.onnx --cluster cpu:1 --global-batch 8 --optimizer adamw --lr 0 --quiet -o still.loomplan
 run=(--data target=target.npy --steps 5 --quiet)
@@ -46,6 +46,7 @@ loom_run p1.loomplan --model pert/model.onnx --data images=pert/images.npy "${ru
 LOOM_NUM_THREADS=2 loom_run p1.loomplan --data images=images.npy "${run[@]}" --metrics m1-threads2.jsonl
 loom_run still.loomplan --data images=images.npy "${run[@]}" --metrics still.jsonl
 loom_run_np 2 p2.loomplan --data images=images.npy "${run[@]}" --metrics m2.jsonl --export-onnx t2.onnx
+memory_as_planned m2.jsonl s2.json
 loom_run_np 2 p2-local.loomplan --data images=images.npy "${run[@]}" --metrics m2-local.jsonl \
   --export-onnx t2-local.onnx
 echo "resnet18, 2 ranks against 1:"
