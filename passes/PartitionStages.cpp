@@ -113,7 +113,7 @@ struct PartitionStagesPass
       return func.emitError("the loss is an argument of the step"), failure();
 
     // The forward ops (up to the loss) in order, each with its layer key:
-    // the numbers in its node name, or in the parameter it reads.
+    // its outermost numbered module (passes/LayerKey.h).
     SmallVector<Operation *> forward;
     for (Operation &op : body.without_terminator()) {
       forward.push_back(&op);

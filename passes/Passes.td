@@ -220,8 +220,10 @@ def LoomPartitionStagesPass : Pass<"loom-partition-stages", "mlir::ModuleOp"> {
     nothing.
     Post, with `pp > 1`: every op of `@main` has `loom.stage = S`, the ops of
     the backward pass also `loom.backward`, and the grid has `loom.pipeline = {schedule, virtual_stages, layers,
-    stage_seconds, order}`. A forward op's layer is the number in its ONNX
-    node name (`/h.3/attn/Add` is layer 3; an op without one belongs to the
+    stage_seconds, order}`. A forward op's layer is the outermost numbered
+    module in its ONNX node name or in a parameter it reads (`/h.3/attn/Add`
+    is layer `h.3`, `/layer2/layer2.0/conv1/Conv` layer `layer2.0`,
+    passes/LayerKey.h; an op without one belongs to the
     layer before it, ops before the first layer to the first stage, the
     head and the loss after the last to the last stage); a backward op has
     the stage of the forward op whose location it has, an optimizer update
@@ -702,7 +704,7 @@ def LoomChooseRecomputePass : Pass<"loom-choose-recompute", "mlir::ModuleOp"> {
     Pre: lowered program functions (`@main`, or `@main_stage<d>` with
     pipeline stages), one device's step in the order it runs. Each program
     is planned on its own. A layer is a set of forward ops with one layer
-    key (the numbers in the ONNX node name, as loom-partition-stages reads
+    key (the outermost numbered module of the ONNX node name, as loom-partition-stages reads
     them) joined by the values they pass each other: one instance per
     micro-batch. Per layer, `none` keeps what the backward reads; `selective`
     recomputes the ops without a contraction (norms, activations, copies)

@@ -22,6 +22,10 @@ struct LayerName {
   std::string kind;
   /// Those components, joined by `.` (empty: the name has none).
   std::string layer;
+  /// The outermost numbered module: the first all-digit component with the
+  /// one before it (`h.3`, `layer1.0`, `features.3`, `block.0`), the same in
+  /// a node name and a parameter name; empty without one.
+  std::string block;
 };
 
 LayerName splitLayerIndex(llvm::StringRef name);
