@@ -10,9 +10,11 @@
 #   that memory, recomputes less time than full recomputation, and trains
 #   bit for bit like the plan without;
 # - with micro-batches free too, loomc keeps the faster of the two ways;
-# - under dp=2 and as pipeline stages (pp=2, 1F1B, each stage choosing for
-#   its own program), recomputed plans match the 1-rank run within 1e-5
+# - under dp=2, tp=2, dp=2 with ZeRO-3 and as pipeline stages (pp=2, 1F1B,
+#   each stage choosing for its own program), recomputed plans match the
+#   1-rank run within 1e-5
 #   (the sensitivity of the reference is measured as in pipeline_parity.sh);
+# - LLaMA's recomputed plans train bit for bit like its plan without;
 # - every run's measured memory is its planned arena plus its kernels'
 #   workspace, taken at start-up (memory_as_planned, lib.sh).
 source "$(dirname "$0")/lib.sh"
@@ -101,7 +103,8 @@ PY
 # (each pp device recomputes its own layers), against the 1-rank reference.
 loomc model.onnx --cluster cpu:1 "${opts[@]}" -o p1.loomplan --quiet
 reference_runs p1.loomplan "${run[@]}"
-for spec in "dp=2,remat=selective:2" "pp=2,micro=4,remat=full:2"; do
+for spec in "dp=2,remat=selective:2" "tp=2,remat=full:2" "dp=2,zero=3,remat=full:2" \
+            "pp=2,micro=4,remat=full:2"; do
   force=${spec%:*} n=${spec#*:}
   echo "gpt2 --force $force:"
   loomc model.onnx --cluster cpu:$n --force $force "${opts[@]}" --verify-plan \
@@ -114,4 +117,25 @@ sys.exit(0 if r['full_layers'] + r['selective_layers'] > 0 else 1)" \
   $PY "$MODELS/compare.py" --metrics mr.jsonl --metrics2 m1.jsonl --rtol 1e-5 \
     --sensitivity pert/m1.jsonl --sensitivity m1-threads2.jsonl
 done
+# LLaMA (RMS norms, rotary positions, SwiGLU): both modes train bit for bit
+# like its plan without recomputation.
+mkdir -p llama && cd llama
+$PY "$MODELS/hf_models.py" --model llama --out . --batch 8 > /dev/null
+for mode in none selective full; do
+  loomc model.onnx --cluster cpu:1 "${opts[@]}" --force remat=$mode -o $mode.loomplan \
+    --summary-json $mode.json --quiet
+  loom_run $mode.loomplan "${run[@]}" --metrics m-$mode.jsonl
+  memory_as_planned m-$mode.jsonl $mode.json
+done
+$PY - <<'PY' || fail "LLaMA's recomputation"
+import json
+peak = {m: json.load(open(m + '.json'))['predicted']['peak_memory_bytes_per_device'][0]
+        for m in ('none', 'selective', 'full')}
+assert peak['full'] < peak['selective'] < peak['none'], peak
+print('llama peaks:', peak)
+PY
+for mode in selective full; do
+  $PY "$MODELS/compare.py" --metrics m-$mode.jsonl --metrics2 m-none.jsonl --rtol 0
+done
+cd ..
 echo "recompute parity: ok"
