@@ -772,6 +772,8 @@ int run(Options &o, Attempt attempt, plan::Plan *planOut) {
       figures.memory, static_cast<int64_t>(cluster->usableMemoryBytes()));
   if (!fit.fits) {
     bool rematAttempt = attempt.remat != "none";
+    // Recomputation's budget: what the kernels' workspace leaves.
+    double rematBudget = fit.capacityBytes - figures.memory.workspace;
     // The lowest ZeRO stage that fits, unless --force pins one.
     if (training && !rematAttempt && !forced->zeroGiven && dp > 1 &&
         zero < 3) {
@@ -795,12 +797,10 @@ int run(Options &o, Attempt attempt, plan::Plan *planOut) {
       next.weighed = true;
       // Unless --force pins recomputation: the faster (by the predicted
       // step) of more micro-batches and the recomputation that fits now.
-      if (forced->remat.empty() && !attempt.weighed &&
-          fit.capacityBytes > figures.memory.workspace) {
+      if (forced->remat.empty() && !attempt.weighed && rematBudget > 0) {
         Attempt remat = attempt;
         remat.remat = "auto";
-        remat.rematBudgetGib =
-            (fit.capacityBytes - figures.memory.workspace) / (1024.0 * 1024 * 1024);
+        remat.rematBudgetGib = rematBudget / (1024.0 * 1024 * 1024);
         remat.rematTries = 1;
         remat.weighed = true;
         if (probe(o, remat) < probe(o, next))
@@ -817,7 +817,7 @@ int run(Options &o, Attempt attempt, plan::Plan *planOut) {
       next.remat = "auto";
       double budget = rematAttempt ? attempt.rematBudgetGib * kGiB -
                                          double(fit.shortfallBytes)
-                                   : fit.capacityBytes - figures.memory.workspace;
+                                   : rematBudget;
       if (budget > 0) {
         next.rematBudgetGib = budget / kGiB;
         ++next.rematTries;

@@ -56,12 +56,6 @@ public:
   /// targets outside the class range) as an error.
   virtual Status synchronize() = 0;
 
-  /// Bytes of device memory the kernels hold besides the arenas: the
-  /// workspaces and scratch buffers they take at bind (loomc's memory proof
-  /// counts the large ones, runtime/Workspace.h; small per-instruction
-  /// partial sums are extra).
-  virtual int64_t workspaceBytes() const = 0;
-
   /// The device memory in use now, by every process and library on the
   /// device (negative when the device cannot say).
   virtual int64_t usedMemoryBytes() const { return -1; }

@@ -214,14 +214,12 @@ StatusOr<DeviceBuffer> CudaDevice::allocateWorkspace(int64_t bytes) {
   int64_t n = bytes > 0 ? bytes : 1;
   LOOM_RETURN_IF_ERROR(cudaCheck(cudaMalloc(&p, static_cast<size_t>(n)),
                                  "cudaMalloc (kernel workspace)"));
-  scratchBytes += n;
   MemoryLedger::device().add(n);
   cudaStream_t s = theStream;
   // Drop it only after queued kernels that may use it have finished.
-  return DeviceBuffer(p, [this, s, n](void *q) {
+  return DeviceBuffer(p, [s, n](void *q) {
     cudaStreamSynchronize(s);
     cudaFree(q);
-    scratchBytes -= n;
     MemoryLedger::device().remove(n);
   });
 }
@@ -233,11 +231,6 @@ int64_t CudaDevice::usedMemoryBytes() const {
     return -1;
   }
   return static_cast<int64_t>(total - free);
-}
-
-int64_t CudaDevice::workspaceBytes() const {
-  return static_cast<int64_t>(kGemmWorkspaceBytes) + attn.bytes +
-         gemmPad.bytes + scratchBytes.load();
 }
 
 Status CudaDevice::reserveAttentionWorkspace(int64_t bytes) {

@@ -49,7 +49,6 @@ public:
   Status download(uint8_t *hostDst, const uint8_t *deviceSrc,
                   int64_t bytes) override;
   Status synchronize() override;
-  int64_t workspaceBytes() const override;
   int64_t usedMemoryBytes() const override;
 
   int ordinal() const { return theOrdinal; }
@@ -104,7 +103,6 @@ private:
   };
   Status reserve(SharedWorkspace &w, int64_t bytes, const char *what);
   SharedWorkspace attn, gemmPad;
-  std::atomic<int64_t> scratchBytes{0}; // held by allocateWorkspace's buffers
   /// The arenas' sizes, taken off the device ledger when they are freed.
   std::mutex arenasMutex;
   std::vector<std::pair<uint8_t *, int64_t>> arenas;

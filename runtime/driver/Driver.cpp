@@ -262,13 +262,13 @@ int train(const RunOptions &opts, Communicator &world) {
   }
   in.data.clear();
   session->setCheckNumerics(opts.checkNumerics);
-  // What a device's kernels took at bind besides the arena (loomc's memory
-  // proof counts it as kernel workspace).
-  int64_t workspace = device ? device->workspaceBytes() : 0;
   // The rank's tensor bytes as its ledger counts them: the device's on a
-  // GPU, the host's on CPU ranks.
+  // GPU, the host's on CPU ranks; what the kernels took at bind besides
+  // the arena is their workspace (on a GPU, loomc's memory proof counts
+  // the large parts).
   MemoryLedger &ledger = device ? MemoryLedger::device() : MemoryLedger::host();
-  int64_t heldAtStart = ledger.current();
+  int64_t ownArena = session->executor().arenaBytes();
+  int64_t workspace = ledger.current() - ownArena;
   // The steps' high-water mark: binding's growing buffers are start-up.
   ledger.resetPeak();
 
@@ -293,7 +293,6 @@ int train(const RunOptions &opts, Communicator &world) {
 
   int64_t tokensPerSample =
       training.tokens_per_sample() > 0 ? training.tokens_per_sample() : 1;
-  int64_t ownArena = session->executor().arenaBytes();
   double total = 0;
   float lastLoss = NAN;
   for (int64_t step = 0; step < opts.steps; ++step) {
@@ -340,7 +339,7 @@ int train(const RunOptions &opts, Communicator &world) {
       m.tokensPerS = m.samplesPerS * tokensPerSample;
       m.peakMemoryBytes = ledger.peak();
       m.arenaBytes = ownArena;
-      m.workspaceBytes = heldAtStart - ownArena;
+      m.workspaceBytes = workspace;
       if (device)
         m.deviceMemoryUsedBytes = device->usedMemoryBytes();
       m.commExposedS = session->executor().exposedCommSeconds();
