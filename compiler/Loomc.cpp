@@ -13,6 +13,7 @@
 #include "ir/EntryFunction.h"
 #include "ir/LoomDialect.h"
 #include "ir/LoomOps.h"
+#include "passes/MemoryEstimate.h"
 #include "passes/MeshUtils.h"
 #include "passes/Passes.h"
 #include "passes/RecomputePlan.h"
@@ -353,6 +354,31 @@ private:
   int64_t &norms, &split;
 };
 
+/// Estimates the planned step's memory (MemoryEstimate.h) just before the
+/// lowering starts, once.
+class MemoryEstimateProbe : public PassInstrumentation {
+public:
+  MemoryEstimateProbe(MemoryEstimateOptions options,
+                      std::optional<MemoryEstimate> &out)
+      : options(std::move(options)), out(out) {}
+
+  void runBeforePass(Pass *pass, Operation *op) override {
+    if (out || pass->getArgument() != "loom-verify-sharding")
+      return;
+    auto module = op->getParentOfType<ModuleOp>();
+    llvm::Expected<MemoryEstimate> e = estimateMemory(module, options);
+    if (!e) {
+      llvm::consumeError(e.takeError());
+      return;
+    }
+    out = std::move(*e);
+  }
+
+private:
+  MemoryEstimateOptions options;
+  std::optional<MemoryEstimate> &out;
+};
+
 int64_t batchOf(ModuleOp module) {
   auto func = lookupEntryFunction(module);
   for (BlockArgument arg : func.getArguments())
@@ -658,6 +684,21 @@ int run(Options &o, Attempt attempt, plan::Plan *planOut) {
   int64_t norms = 0, sequenceParallelNorms = 0;
   pm.addInstrumentation(
       std::make_unique<SequenceParallelProbe>(norms, sequenceParallelNorms));
+  std::optional<MemoryEstimate> estimate;
+  {
+    // Under remat=auto the choice is made on the lowered programs: no
+    // estimate.
+    MemoryEstimateOptions e;
+    std::optional<std::optional<RematMode>> mode =
+        parseRematMode(pipeline.plan.remat.getValue());
+    e.cluster = pipeline.plan.cluster.getValue();
+    e.bucketBytes = pipeline.plan.bucketBytes.getValue();
+    if (mode && *mode) {
+      e.remat = **mode;
+      pm.addInstrumentation(
+          std::make_unique<MemoryEstimateProbe>(std::move(e), estimate));
+    }
+  }
   buildLoomCompilerPipeline(pm, pipeline);
   if (failed(pm.run(*module)))
     return 1;
@@ -765,6 +806,8 @@ int run(Options &o, Attempt attempt, plan::Plan *planOut) {
   figures.sequenceParallelNorms = sequenceParallelNorms;
   figures.remat = rematFiguresOf(*module);
   figures.liveBytes = memory.liveBytes;
+  if (estimate)
+    figures.estimatedBytes = estimate->peakBytes();
   std::string summary = summaryText(*plan, *cluster, figures);
   plan->set_summary(summary);
 

@@ -211,6 +211,7 @@ llvm::json::Object mlir::loom::summaryJson(const plan::Plan &plan,
            {"exposed_communication_s", step.exposedCommSeconds},
            {"peak_memory_bytes_per_device", std::move(peaks)},
            {"live_set_bytes", figures.liveBytes},
+           {"estimated_peak_bytes", figures.estimatedBytes},
            {"model_tflops_per_device", step.modelTflops},
            {"hardware_tflops_per_device", step.modelTflops},
            {"mfu", step.mfu},
@@ -387,6 +388,14 @@ std::string mlir::loom::summaryText(const plan::Plan &plan,
        << mib(figures.liveBytes)
        << llvm::format(" (placement +%.1f%%)",
                        100.0 * (arena - figures.liveBytes) / figures.liveBytes)
+       << "\n";
+  }
+  if (figures.estimatedBytes > 0) {
+    int64_t arena = memory.total() - memory.workspace;
+    os << "  estimate    " << mib(figures.estimatedBytes)
+       << " before lowering"
+       << llvm::format(" (%+.1f%% of the arena)",
+                       100.0 * (figures.estimatedBytes - arena) / arena)
        << "\n";
   }
   auto ms = [](double seconds) {

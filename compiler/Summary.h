@@ -50,6 +50,9 @@ struct PlanFigures {
   /// The busiest program's live-set bound: the most bytes its buffers hold
   /// at once, which no placement of them in the arena can beat.
   int64_t liveBytes = 0;
+  /// The busiest device's arena as estimated from the planned step, before
+  /// lowering (passes/MemoryEstimate.h); 0 when there is none.
+  int64_t estimatedBytes = 0;
 };
 
 /// "full on 2, selective on 1 of 4 layers" (or "none").

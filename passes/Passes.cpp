@@ -98,27 +98,14 @@ void mlir::loom::buildLoomPlanPipeline(OpPassManager &pm,
   }
   if (!options.lower)
     return;
-  pm.addNestedPass<func::FuncOp>(createLoomVerifyShardingPass());
-  pm.addNestedPass<func::FuncOp>(createLoomRecordArgShardingsPass());
-  pm.addNestedPass<func::FuncOp>(createLoomStepReshardsPass());
-  pm.addNestedPass<func::FuncOp>(shard::createPartition());
+  buildLoomPartitionPipeline(pm);
   // First after partition: the passes after it see one rank's whole step.
   pm.addPass(createLoomUnrollMicroBatchesPass());
   // Then one function per pipeline device: the passes after it see one
   // device's ops in the order they run.
   if (options.pp > 1)
     pm.addPass(createLoomSplitStagesPass());
-  // Sums first: two that meet in an addition become one before a slice of
-  // the addition is moved up to its operands.
-  pm.addNestedPass<func::FuncOp>(createLoomSinkAllReducesPass());
-  pm.addNestedPass<func::FuncOp>(createLoomFoldAllSlicesPass());
-  if (options.zero >= 2 || options.tp > 1) {
-    LoomFuseReduceScatterPassOptions fuse;
-    fuse.dataParallel = options.zero >= 2;
-    pm.addNestedPass<func::FuncOp>(createLoomFuseReduceScatterPass(fuse));
-  }
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
+  buildLoomPartitionCleanupPipeline(pm, options.zero, options.tp);
   // After CSE, which would merge the two gathers again.
   if (options.zero >= 3)
     pm.addNestedPass<func::FuncOp>(createLoomRegatherParametersPass());
@@ -137,6 +124,28 @@ void mlir::loom::buildLoomPlanPipeline(OpPassManager &pm,
   buckets.bucketBytes = options.bucketBytes;
   buckets.cluster = options.cluster;
   pm.addNestedPass<func::FuncOp>(createLoomBucketAllReducesPass(buckets));
+}
+
+void mlir::loom::buildLoomPartitionPipeline(OpPassManager &pm) {
+  pm.addNestedPass<func::FuncOp>(createLoomVerifyShardingPass());
+  pm.addNestedPass<func::FuncOp>(createLoomRecordArgShardingsPass());
+  pm.addNestedPass<func::FuncOp>(createLoomStepReshardsPass());
+  pm.addNestedPass<func::FuncOp>(shard::createPartition());
+}
+
+void mlir::loom::buildLoomPartitionCleanupPipeline(OpPassManager &pm,
+                                                   int64_t zero, int64_t tp) {
+  // Sums first: two that meet in an addition become one before a slice of
+  // the addition is moved up to its operands.
+  pm.addNestedPass<func::FuncOp>(createLoomSinkAllReducesPass());
+  pm.addNestedPass<func::FuncOp>(createLoomFoldAllSlicesPass());
+  if (zero >= 2 || tp > 1) {
+    LoomFuseReduceScatterPassOptions fuse;
+    fuse.dataParallel = zero >= 2;
+    pm.addNestedPass<func::FuncOp>(createLoomFuseReduceScatterPass(fuse));
+  }
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
 }
 
 void mlir::loom::buildLoomCompilerPipeline(

@@ -144,6 +144,16 @@ struct PlanPipelineOptions : public PassPipelineOptions<PlanPipelineOptions> {
 void buildLoomPlanPipeline(OpPassManager &pm,
                            const PlanPipelineOptions &options);
 
+/// The lowering's first passes: the planned step as one rank's step for one
+/// micro-batch (local shapes, the collectives of the shardings).
+void buildLoomPartitionPipeline(OpPassManager &pm);
+
+/// The clean-ups of a partitioned step: sums sunk and merged, slices folded
+/// into what they slice, (with ZeRO >= 2 or tp > 1) sums and slices fused
+/// into reduce-scatters, canonicalisation and CSE.
+void buildLoomPartitionCleanupPipeline(OpPassManager &pm, int64_t zero,
+                                       int64_t tp);
+
 /// The compiler's phases after import, in order (`loomc --emit=mlir-raised`,
 /// `mlir-train`, `mlir-planned`, `mlir-lowered` stop after each).
 enum class Phase { Raise, Train, Plan, Lower };

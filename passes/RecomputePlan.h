@@ -13,6 +13,8 @@
 #ifndef LOOM_PASSES_RECOMPUTEPLAN_H
 #define LOOM_PASSES_RECOMPUTEPLAN_H
 
+#include "passes/LiveBytes.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -77,12 +79,6 @@ SmallVector<Operation *> recomputedOps(const LayerInstance &instance,
 /// `ops` that do not come before that point are dropped from it.
 Operation *placeGroup(SmallVectorImpl<Operation *> &ops,
                       const llvm::DenseSet<Operation *> &backward);
-
-/// A group of ops cloned together before `insertBefore`.
-struct RecomputeGroup {
-  SmallVector<Operation *> ops;
-  Operation *insertBefore = nullptr;
-};
 
 /// The peak of the bytes `func`'s buffers hold at once, placed as the plan
 /// emitter places them (reshapes are views, updates are in place,

@@ -1,0 +1,235 @@
+//===- LiveBytes.cpp - The bytes a step's buffers hold at once --*- C++ -*-===//
+
+#include "passes/LiveBytes.h"
+
+#include "ir/LoomOps.h"
+#include "passes/MeshUtils.h"
+#include "passes/OpCost.h"
+
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+#include <limits>
+#include <map>
+
+using namespace mlir;
+using namespace mlir::loom;
+
+namespace {
+
+/// One simulation: which value shares which buffer, and when each buffer
+/// is first and last used.
+class Simulation {
+public:
+  Simulation(func::FuncOp func, const LiveBytesOptions &options)
+      : func(func), options(options) {}
+
+  LiveBytes run(ArrayRef<RecomputeGroup> groups) {
+    Block &body = func.getBody().front();
+    for (BlockArgument arg : func.getArguments()) {
+      unsigned i = arg.getArgNumber();
+      bool held = func.getArgAttr(i, attr::kParam) ||
+                  func.getArgAttr(i, attr::kRunningMean) ||
+                  func.getArgAttr(i, attr::kRunningVar);
+      if (options.runs && llvm::none_of(arg.getUsers(), options.runs))
+        continue; // another device's
+      if (held)
+        base += alignedBytes(arg);
+      else
+        original[arg] = newBuffer(arg, 0);
+    }
+    // Each group's clones, by the op they go before.
+    DenseMap<Operation *, SmallVector<size_t>> before;
+    for (auto [g, group] : llvm::enumerate(groups))
+      if (group.insertBefore)
+        before[group.insertBefore].push_back(g);
+    SmallVector<DenseMap<Value, int>> cloneOf(groups.size());
+    // The groups whose clones a value has, and whether an op reads them:
+    // those at or after the group's place do.
+    DenseMap<Value, size_t> groupOf;
+    for (auto [g, group] : llvm::enumerate(groups))
+      for (Operation *op : group.ops)
+        for (Value r : op->getResults())
+          groupOf[r] = g;
+    DenseSet<size_t> placed;
+
+    for (Operation &op : body) {
+      if (options.runs && !isa<func::ReturnOp>(op) && !options.runs(&op)) {
+        // What it reads from this device is sent: held to the end.
+        for (Value v : op.getOperands())
+          if (auto it = original.find(v); it != original.end())
+            extend(it->second, kEnd);
+        continue;
+      }
+      if (auto it = before.find(&op); it != before.end())
+        for (size_t g : it->second) {
+          for (Operation *c : groups[g].ops) {
+            ++now;
+            define(
+                c,
+                [&](Value v) {
+                  auto clone = cloneOf[g].find(v);
+                  return clone != cloneOf[g].end() ? clone->second
+                                                   : bufferOf(v);
+                },
+                &cloneOf[g]);
+          }
+          placed.insert(g);
+        }
+      ++now;
+      if (&op == options.markBefore)
+        markAt = now;
+      auto read = [&](Value v) {
+        auto g = groupOf.find(v);
+        if (g != groupOf.end() && placed.contains(g->second))
+          return cloneOf[g->second].lookup(v);
+        return bufferOf(v);
+      };
+      if (isa<func::ReturnOp>(op)) {
+        // Results another device makes are returned there.
+        for (Value v : op.getOperands())
+          if (!options.runs || original.count(v))
+            extend(read(v), kEnd);
+        continue;
+      }
+      define(&op, read, &original);
+    }
+    for (ArrayRef<int> bucket : buckets)
+      for (int id : bucket)
+        for (int other : bucket) {
+          extend(id, buffers[other].first);
+          extend(id, buffers[other].last);
+        }
+    // A sweep over the buffers' first and last uses.
+    std::map<int64_t, int64_t> delta;
+    LiveBytes result;
+    result.held = base;
+    for (const Buffer &b : buffers) {
+      if (b.first > b.last)
+        continue;
+      delta[b.first] += b.bytes;
+      delta[b.last == kEnd ? kEnd : b.last + 1] -= b.bytes;
+      if (markAt >= 0 && b.first <= markAt && markAt <= b.last &&
+          (!options.countAtMark || options.countAtMark(b.value)))
+        result.atMark += b.bytes;
+    }
+    int64_t live = 0, most = 0;
+    for (auto [t, d] : delta) {
+      live += d;
+      most = std::max(most, live);
+    }
+    result.peak = base + most;
+    return result;
+  }
+
+private:
+  static constexpr int64_t kEnd = std::numeric_limits<int64_t>::max() / 2;
+  struct Buffer {
+    int64_t bytes, first, last;
+    Value value; // the value it was made for
+  };
+
+  int64_t alignedBytes(Value v) const {
+    int64_t bytes =
+        options.bytes ? options.bytes(v) : static_cast<int64_t>(bytesOf(v));
+    return (bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
+  }
+  int newBuffer(Value value, int64_t at) {
+    buffers.push_back({alignedBytes(value), at, at, value});
+    return static_cast<int>(buffers.size()) - 1;
+  }
+  int bufferOf(Value v) {
+    auto it = original.find(v);
+    if (it != original.end())
+      return it->second;
+    // Made on another device: received where it is first read.
+    Operation *def = v.getDefiningOp();
+    if (options.runs && def && !options.runs(def) &&
+        isa<TensorType>(v.getType()))
+      return original[v] = newBuffer(v, now);
+    return -1;
+  }
+  void extend(int id, int64_t at) {
+    if (id < 0)
+      return;
+    buffers[id].first = std::min(buffers[id].first, at);
+    buffers[id].last = std::max(buffers[id].last, at);
+  }
+
+  /// Reads `op`'s operands (through `read`) and gives its results their
+  /// buffers in `into`.
+  template <typename Read>
+  void define(Operation *op, Read read, DenseMap<Value, int> *into) {
+    std::optional<unsigned> like = shapeOnlyOperand(op);
+    for (auto [i, v] : llvm::enumerate(op->getOperands()))
+      if (!like || i != *like)
+        extend(read(v), isa<shard::SendOp>(op) ? kEnd : now);
+    auto alias = [&](Value result, Value of) {
+      (*into)[result] = read(of);
+      extend((*into)[result], now);
+    };
+    if (isa<ConstantOp>(op)) {
+      base += alignedBytes(op->getResult(0));
+      return;
+    }
+    if (isa<tensor::EmptyOp, shard::ShardingOp>(op))
+      return;
+    if (options.isView && op->getNumOperands() > 0 &&
+        op->getNumResults() == 1 && options.isView(op))
+      return alias(op->getResult(0), op->getOperand(0));
+    if (auto reshape = dyn_cast<ReshapeOp>(op))
+      return alias(reshape.getResult(), reshape.getInput());
+    if (auto mb = dyn_cast<MicroBatchOp>(op)) {
+      auto type = cast<RankedTensorType>(mb.getInput().getType());
+      if (llvm::all_of(type.getShape().take_front(mb.getAxis()),
+                       [](int64_t d) { return d == 1; }))
+        return alias(mb.getResult(), mb.getInput());
+    }
+    if (auto adamw = dyn_cast<AdamwOp>(op)) {
+      Value of[] = {adamw.getParam(), adamw.getExpAvg(), adamw.getExpAvgSq()};
+      for (auto [r, v] : llvm::zip(op->getResults(), of))
+        alias(r, v);
+      return;
+    }
+    if (auto sgd = dyn_cast<SgdOp>(op)) {
+      alias(sgd->getResult(0), sgd.getParam());
+      if (sgd.getMomentumBuffer())
+        alias(sgd->getResult(1), sgd.getMomentumBuffer());
+      return;
+    }
+    if (isa<AllReduceStartOp>(op)) {
+      // A bucket's tensors are one arena range, live as one.
+      SmallVector<int> bucket;
+      for (Value v : op->getOperands())
+        if (int id = read(v); id >= 0)
+          bucket.push_back(id);
+      buckets.push_back(std::move(bucket));
+    }
+    if (isa<AllReduceStartOp, AllReduceWaitOp>(op)) {
+      for (auto [r, v] : llvm::zip(op->getResults(), op->getOperands()))
+        alias(r, v);
+      return;
+    }
+    for (Value r : op->getResults()) {
+      (*into)[r] = newBuffer(r, now);
+      // The sum so far, held from the step's start, is read here.
+      if (options.heldFromStart.contains(r))
+        extend(newBuffer(r, 0), now);
+    }
+  }
+
+  func::FuncOp func;
+  const LiveBytesOptions &options;
+  std::vector<Buffer> buffers;
+  std::vector<SmallVector<int>> buckets;
+  DenseMap<Value, int> original;
+  int64_t base = 0, now = 0, markAt = -1;
+};
+
+} // namespace
+
+LiveBytes mlir::loom::simulateLiveBytes(func::FuncOp func,
+                                        ArrayRef<RecomputeGroup> groups,
+                                        const LiveBytesOptions &options) {
+  return Simulation(func, options).run(groups);
+}
