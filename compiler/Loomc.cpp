@@ -687,13 +687,14 @@ int run(Options &o, Attempt attempt, plan::Plan *planOut) {
   std::optional<MemoryEstimate> estimate;
   {
     // Under remat=auto the choice is made on the lowered programs: no
-    // estimate.
+    // estimate; nor for a plan compiled only to be compared or checked
+    // against (`planOut`), which prints no summary.
     MemoryEstimateOptions e;
     std::optional<std::optional<RematMode>> mode =
         parseRematMode(pipeline.plan.remat.getValue());
     e.cluster = pipeline.plan.cluster.getValue();
     e.bucketBytes = pipeline.plan.bucketBytes.getValue();
-    if (mode && *mode) {
+    if (mode && *mode && !planOut) {
       e.remat = **mode;
       pm.addInstrumentation(
           std::make_unique<MemoryEstimateProbe>(std::move(e), estimate));
