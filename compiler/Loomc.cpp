@@ -685,20 +685,16 @@ int run(Options &o, Attempt attempt, plan::Plan *planOut) {
   pm.addInstrumentation(
       std::make_unique<SequenceParallelProbe>(norms, sequenceParallelNorms));
   std::optional<MemoryEstimate> estimate;
-  {
-    // Under remat=auto the choice is made on the lowered programs: no
-    // estimate; nor for a plan compiled only to be compared or checked
-    // against (`planOut`), which prints no summary.
+  // Not for a plan compiled only to be compared or checked against
+  // (`planOut`), which prints no summary.
+  if (!planOut) {
     MemoryEstimateOptions e;
-    std::optional<std::optional<RematMode>> mode =
-        parseRematMode(pipeline.plan.remat.getValue());
+    e.remat = pipeline.plan.remat.getValue();
     e.cluster = pipeline.plan.cluster.getValue();
+    e.memoryBudgetGib = pipeline.plan.memoryBudgetGib.getValue();
     e.bucketBytes = pipeline.plan.bucketBytes.getValue();
-    if (mode && *mode && !planOut) {
-      e.remat = **mode;
-      pm.addInstrumentation(
-          std::make_unique<MemoryEstimateProbe>(std::move(e), estimate));
-    }
+    pm.addInstrumentation(
+        std::make_unique<MemoryEstimateProbe>(std::move(e), estimate));
   }
   buildLoomCompilerPipeline(pm, pipeline);
   if (failed(pm.run(*module)))

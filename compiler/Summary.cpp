@@ -393,7 +393,7 @@ std::string mlir::loom::summaryText(const plan::Plan &plan,
   if (figures.estimatedBytes > 0) {
     int64_t arena = memory.total() - memory.workspace;
     os << "  estimate    " << mib(figures.estimatedBytes)
-       << " before lowering"
+       << " from the planned step"
        << llvm::format(" (%+.1f%% of the arena)",
                        100.0 * (figures.estimatedBytes - arena) / arena)
        << "\n";

@@ -889,10 +889,11 @@ FailureOr<plan::Plan> mlir::loom::emitPlan(ModuleOp module,
   // Data-parallel and tensor-parallel ranks run the same code on their own
   // samples and shards: one program for all the ranks of a pipeline stage
   // (its pp coordinate, the outermost mesh axis), each rank's slice following
-  // from its coordinates. The memory figures are the largest program's.
+  // from its coordinates. The memory figures are the largest program's, but
+  // for the live-set bound: the most of any program, the bound of the peak.
   int64_t perStage = meshShape[1] * meshShape[2];
   MemoryBreakdown busiest;
-  int64_t numParameters = 0; // each stage holds its own
+  int64_t numParameters = 0, liveBytes = 0; // each stage holds its own
   for (auto [d, func] : llvm::enumerate(funcs)) {
     MemoryBreakdown memory;
     plan::Program *p = plan.add_programs();
@@ -902,10 +903,12 @@ FailureOr<plan::Plan> mlir::loom::emitPlan(ModuleOp module,
     for (int64_t r = 0; r < perStage; ++r)
       p->add_ranks(static_cast<int>(d * perStage + r));
     numParameters += memory.numParameters;
+    liveBytes = std::max(liveBytes, memory.liveBytes);
     if (d == 0 || memory.arena > busiest.arena)
       busiest = memory;
   }
   busiest.numParameters = numParameters;
+  busiest.liveBytes = liveBytes;
   plan.set_is_training(plan.programs(0).loss_buffer() >= 0);
   if (memoryOut)
     *memoryOut = busiest;

@@ -34,7 +34,8 @@ struct MemoryBreakdown {
   int64_t parameters = 0, gradients = 0, optimizerState = 0, activations = 0,
           data = 0, arena = 0;
   /// The live-set bound of the arena: the most bytes (each buffer rounded
-  /// up to the arena's alignment) live at one instruction.
+  /// up to the arena's alignment) live at one instruction. Of a plan: the
+  /// most of any program, the bound of the largest arena.
   int64_t liveBytes = 0;
   /// Device memory the kernels allocate besides the arena (largest program;
   /// set by the driver for GPU clusters, runtime/Workspace.h).

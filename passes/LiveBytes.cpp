@@ -24,15 +24,13 @@ public:
   Simulation(func::FuncOp func, const LiveBytesOptions &options)
       : func(func), options(options) {}
 
-  LiveBytes run(ArrayRef<RecomputeGroup> groups) {
+  int64_t run(ArrayRef<RecomputeGroup> groups) {
     Block &body = func.getBody().front();
     for (BlockArgument arg : func.getArguments()) {
       unsigned i = arg.getArgNumber();
       bool held = func.getArgAttr(i, attr::kParam) ||
                   func.getArgAttr(i, attr::kRunningMean) ||
                   func.getArgAttr(i, attr::kRunningVar);
-      if (options.runs && llvm::none_of(arg.getUsers(), options.runs))
-        continue; // another device's
       if (held)
         base += alignedBytes(arg);
       else
@@ -53,14 +51,10 @@ public:
           groupOf[r] = g;
     DenseSet<size_t> placed;
 
+    int64_t heldUntil = -1;
     for (Operation &op : body) {
-      if (options.runs && !isa<func::ReturnOp>(op) && !options.runs(&op)) {
-        // What it reads from this device is sent: held to the end.
-        for (Value v : op.getOperands())
-          if (auto it = original.find(v); it != original.end())
-            extend(it->second, kEnd);
-        continue;
-      }
+      if (&op == options.heldUntil)
+        heldUntil = now + 1;
       if (auto it = before.find(&op); it != before.end())
         for (size_t g : it->second) {
           for (Operation *c : groups[g].ops) {
@@ -77,8 +71,6 @@ public:
           placed.insert(g);
         }
       ++now;
-      if (&op == options.markBefore)
-        markAt = now;
       auto read = [&](Value v) {
         auto g = groupOf.find(v);
         if (g != groupOf.end() && placed.contains(g->second))
@@ -86,10 +78,8 @@ public:
         return bufferOf(v);
       };
       if (isa<func::ReturnOp>(op)) {
-        // Results another device makes are returned there.
         for (Value v : op.getOperands())
-          if (!options.runs || original.count(v))
-            extend(read(v), kEnd);
+          extend(read(v), kEnd);
         continue;
       }
       define(&op, read, &original);
@@ -102,52 +92,41 @@ public:
         }
     // A sweep over the buffers' first and last uses.
     std::map<int64_t, int64_t> delta;
-    LiveBytes result;
-    result.held = base;
     for (const Buffer &b : buffers) {
       if (b.first > b.last)
         continue;
       delta[b.first] += b.bytes;
       delta[b.last == kEnd ? kEnd : b.last + 1] -= b.bytes;
-      if (markAt >= 0 && b.first <= markAt && markAt <= b.last &&
-          (!options.countAtMark || options.countAtMark(b.value)))
-        result.atMark += b.bytes;
+    }
+    if (heldUntil > 0) {
+      delta[0] += options.heldBytes;
+      delta[heldUntil] -= options.heldBytes;
     }
     int64_t live = 0, most = 0;
     for (auto [t, d] : delta) {
       live += d;
       most = std::max(most, live);
     }
-    result.peak = base + most;
-    return result;
+    return base + most;
   }
 
 private:
   static constexpr int64_t kEnd = std::numeric_limits<int64_t>::max() / 2;
   struct Buffer {
     int64_t bytes, first, last;
-    Value value; // the value it was made for
   };
 
-  int64_t alignedBytes(Value v) const {
-    int64_t bytes =
-        options.bytes ? options.bytes(v) : static_cast<int64_t>(bytesOf(v));
+  static int64_t alignedBytes(Value v) {
+    int64_t bytes = static_cast<int64_t>(bytesOf(v));
     return (bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
   }
   int newBuffer(Value value, int64_t at) {
-    buffers.push_back({alignedBytes(value), at, at, value});
+    buffers.push_back({alignedBytes(value), at, at});
     return static_cast<int>(buffers.size()) - 1;
   }
   int bufferOf(Value v) {
     auto it = original.find(v);
-    if (it != original.end())
-      return it->second;
-    // Made on another device: received where it is first read.
-    Operation *def = v.getDefiningOp();
-    if (options.runs && def && !options.runs(def) &&
-        isa<TensorType>(v.getType()))
-      return original[v] = newBuffer(v, now);
-    return -1;
+    return it != original.end() ? it->second : -1;
   }
   void extend(int id, int64_t at) {
     if (id < 0)
@@ -164,6 +143,14 @@ private:
     for (auto [i, v] : llvm::enumerate(op->getOperands()))
       if (!like || i != *like)
         extend(read(v), isa<shard::SendOp>(op) ? kEnd : now);
+    // A send's result is not read; a parameter or a constant (a tied
+    // embedding) is sent from a copy, since the step updates it before the
+    // send is waited for.
+    if (isa<shard::SendOp>(op)) {
+      if (read(op->getOperand(0)) < 0)
+        extend(newBuffer(op->getOperand(0), now), kEnd);
+      return;
+    }
     auto alias = [&](Value result, Value of) {
       (*into)[result] = read(of);
       extend((*into)[result], now);
@@ -174,9 +161,6 @@ private:
     }
     if (isa<tensor::EmptyOp, shard::ShardingOp>(op))
       return;
-    if (options.isView && op->getNumOperands() > 0 &&
-        op->getNumResults() == 1 && options.isView(op))
-      return alias(op->getResult(0), op->getOperand(0));
     if (auto reshape = dyn_cast<ReshapeOp>(op))
       return alias(reshape.getResult(), reshape.getInput());
     if (auto mb = dyn_cast<MicroBatchOp>(op)) {
@@ -210,12 +194,8 @@ private:
         alias(r, v);
       return;
     }
-    for (Value r : op->getResults()) {
+    for (Value r : op->getResults())
       (*into)[r] = newBuffer(r, now);
-      // The sum so far, held from the step's start, is read here.
-      if (options.heldFromStart.contains(r))
-        extend(newBuffer(r, 0), now);
-    }
   }
 
   func::FuncOp func;
@@ -223,13 +203,13 @@ private:
   std::vector<Buffer> buffers;
   std::vector<SmallVector<int>> buckets;
   DenseMap<Value, int> original;
-  int64_t base = 0, now = 0, markAt = -1;
+  int64_t base = 0, now = 0;
 };
 
 } // namespace
 
-LiveBytes mlir::loom::simulateLiveBytes(func::FuncOp func,
-                                        ArrayRef<RecomputeGroup> groups,
-                                        const LiveBytesOptions &options) {
+int64_t mlir::loom::simulateLiveBytes(func::FuncOp func,
+                                      ArrayRef<RecomputeGroup> groups,
+                                      const LiveBytesOptions &options) {
   return Simulation(func, options).run(groups);
 }

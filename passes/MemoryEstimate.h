@@ -1,24 +1,22 @@
-//===- MemoryEstimate.h - A planned step's memory, before lowering -*- C++
+//===- MemoryEstimate.h - A planned step's memory, before emission -*- C++
 //-*-===//
 //
 // What each device holds at its peak, read from the planned step (the mesh,
 // each value's sharding, the pipeline stages and micro-batches as the plan
-// phase annotates them) without lowering it: every value counts the bytes
-// of one device's block of it, the step's buffers are simulated as the
-// emitter places them (LiveBytes.h) for one micro-batch of one pipeline
-// device, and micro-batches and stages are added by what they hold beside
-// it: the sums the micro-batches accumulate into for the whole step, the
-// activations of the micro-batches a schedule keeps in flight, the sends a
-// stage holds to the step's end. Its cost is the planned step's size: it
-// does not grow with micro-batches, stages or devices, which is what lets a
-// search weigh many plans of a large model (docs/planner.md, "Memory").
+// phase annotates them) without emitting a plan: a copy of the step is
+// lowered by the lowering's own passes and its buffers simulated as the
+// emitter places them (LiveBytes.h), so the figure is the live-set bound
+// the emitted arena reports. Without pipeline stages only the first, the
+// second and the last micro-batch are written out (every micro-batch
+// between them holds what the second holds) and the data of the others is
+// added, so the cost does not grow with the micro-batches; with stages
+// every micro-batch is (docs/planner.md, "Memory before emission").
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef LOOM_PASSES_MEMORYESTIMATE_H
 #define LOOM_PASSES_MEMORYESTIMATE_H
 
-#include "passes/RecomputePlan.h"
 #include "passes/planner/MemoryModel.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -29,17 +27,10 @@
 
 namespace mlir::loom {
 
-/// One pipeline device's estimate (the only one when pp = 1).
-struct DeviceEstimate {
-  /// Its peak by what it holds; `workspace` is not estimated (0).
-  planner::DeviceMemory memory;
-  /// The activations one micro-batch keeps from its forward for its
-  /// backward, and the micro-batches the device's schedule keeps in flight.
-  int64_t keptBytes = 0, inFlight = 1;
-};
-
 struct MemoryEstimate {
-  std::vector<DeviceEstimate> devices;
+  /// Each pipeline device's peak by what it holds (one when pp = 1); the
+  /// kernels' workspace is not estimated (0).
+  std::vector<planner::DeviceMemory> devices;
 
   /// The busiest device's bytes.
   int64_t peakBytes() const;
@@ -47,10 +38,11 @@ struct MemoryEstimate {
 
 /// What the lowering would be asked for beside the planned module.
 struct MemoryEstimateOptions {
-  /// Every layer recomputed so.
-  RematMode remat = RematMode::None;
-  /// loom-bucket-all-reduces' options (bucket bytes < 0: no buckets).
-  std::string cluster = "cpu:1";
+  /// loom-choose-recompute's mode (none, selective, full, auto), cluster
+  /// and budget.
+  std::string remat = "none", cluster = "cpu:1";
+  double memoryBudgetGib = 0;
+  /// loom-bucket-all-reduces' bucket size (0: from the cluster, -1: none).
   int64_t bucketBytes = 0;
 };
 

@@ -53,6 +53,32 @@ void mlir::loom::buildLoomForwardPipeline(
   addMixedPrecision(pm, options.precision);
 }
 
+/// The lowering's first passes: the planned step as one rank's step for one
+/// micro-batch (local shapes, the collectives of the shardings).
+static void addPartition(OpPassManager &pm) {
+  pm.addNestedPass<func::FuncOp>(createLoomVerifyShardingPass());
+  pm.addNestedPass<func::FuncOp>(createLoomRecordArgShardingsPass());
+  pm.addNestedPass<func::FuncOp>(createLoomStepReshardsPass());
+  pm.addNestedPass<func::FuncOp>(shard::createPartition());
+}
+
+/// The clean-ups of a partitioned step: sums sunk and merged, slices folded
+/// into what they slice, (with ZeRO >= 2 or tp > 1) sums and slices fused
+/// into reduce-scatters, canonicalisation and CSE.
+static void addPartitionCleanup(OpPassManager &pm, int64_t zero, int64_t tp) {
+  // Sums first: two that meet in an addition become one before a slice of
+  // the addition is moved up to its operands.
+  pm.addNestedPass<func::FuncOp>(createLoomSinkAllReducesPass());
+  pm.addNestedPass<func::FuncOp>(createLoomFoldAllSlicesPass());
+  if (zero >= 2 || tp > 1) {
+    LoomFuseReduceScatterPassOptions fuse;
+    fuse.dataParallel = zero >= 2;
+    pm.addNestedPass<func::FuncOp>(createLoomFuseReduceScatterPass(fuse));
+  }
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
 void mlir::loom::buildLoomPlanPipeline(OpPassManager &pm,
                                        const PlanPipelineOptions &options) {
   LoomChooseMeshPassOptions mesh;
@@ -98,14 +124,29 @@ void mlir::loom::buildLoomPlanPipeline(OpPassManager &pm,
   }
   if (!options.lower)
     return;
-  buildLoomPartitionPipeline(pm);
+  LowerPipelineOptions lower;
+  lower.zero = options.zero;
+  lower.tp = options.tp;
+  lower.pp = options.pp;
+  lower.remat = options.remat;
+  lower.cluster = options.cluster;
+  lower.memoryBudgetGib = options.memoryBudgetGib;
+  lower.bucketBytes = options.bucketBytes;
+  buildLoomLowerPipeline(pm, lower);
+}
+
+void mlir::loom::buildLoomLowerPipeline(OpPassManager &pm,
+                                        const LowerPipelineOptions &options) {
+  addPartition(pm);
   // First after partition: the passes after it see one rank's whole step.
-  pm.addPass(createLoomUnrollMicroBatchesPass());
+  LoomUnrollMicroBatchesPassOptions unroll;
+  unroll.writtenMicroBatches = options.writtenMicroBatches;
+  pm.addPass(createLoomUnrollMicroBatchesPass(unroll));
   // Then one function per pipeline device: the passes after it see one
   // device's ops in the order they run.
   if (options.pp > 1)
     pm.addPass(createLoomSplitStagesPass());
-  buildLoomPartitionCleanupPipeline(pm, options.zero, options.tp);
+  addPartitionCleanup(pm, options.zero, options.tp);
   // After CSE, which would merge the two gathers again.
   if (options.zero >= 3)
     pm.addNestedPass<func::FuncOp>(createLoomRegatherParametersPass());
@@ -124,28 +165,6 @@ void mlir::loom::buildLoomPlanPipeline(OpPassManager &pm,
   buckets.bucketBytes = options.bucketBytes;
   buckets.cluster = options.cluster;
   pm.addNestedPass<func::FuncOp>(createLoomBucketAllReducesPass(buckets));
-}
-
-void mlir::loom::buildLoomPartitionPipeline(OpPassManager &pm) {
-  pm.addNestedPass<func::FuncOp>(createLoomVerifyShardingPass());
-  pm.addNestedPass<func::FuncOp>(createLoomRecordArgShardingsPass());
-  pm.addNestedPass<func::FuncOp>(createLoomStepReshardsPass());
-  pm.addNestedPass<func::FuncOp>(shard::createPartition());
-}
-
-void mlir::loom::buildLoomPartitionCleanupPipeline(OpPassManager &pm,
-                                                   int64_t zero, int64_t tp) {
-  // Sums first: two that meet in an addition become one before a slice of
-  // the addition is moved up to its operands.
-  pm.addNestedPass<func::FuncOp>(createLoomSinkAllReducesPass());
-  pm.addNestedPass<func::FuncOp>(createLoomFoldAllSlicesPass());
-  if (zero >= 2 || tp > 1) {
-    LoomFuseReduceScatterPassOptions fuse;
-    fuse.dataParallel = zero >= 2;
-    pm.addNestedPass<func::FuncOp>(createLoomFuseReduceScatterPass(fuse));
-  }
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
 }
 
 void mlir::loom::buildLoomCompilerPipeline(

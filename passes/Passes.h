@@ -144,15 +144,24 @@ struct PlanPipelineOptions : public PassPipelineOptions<PlanPipelineOptions> {
 void buildLoomPlanPipeline(OpPassManager &pm,
                            const PlanPipelineOptions &options);
 
-/// The lowering's first passes: the planned step as one rank's step for one
-/// micro-batch (local shapes, the collectives of the shardings).
-void buildLoomPartitionPipeline(OpPassManager &pm);
+/// What the lowering is asked for beside the planned module.
+struct LowerPipelineOptions {
+  /// The plan's ZeRO stage and tensor- and pipeline-parallel degrees.
+  int64_t zero = 0, tp = 1, pp = 1;
+  /// loom-choose-recompute's mode, cluster and budget.
+  std::string remat = "none", cluster = "cpu:1";
+  double memoryBudgetGib = 0;
+  /// loom-bucket-all-reduces' bucket size (0: from the cluster, -1: none).
+  int64_t bucketBytes = 0;
+  /// loom-unroll-micro-batches' written-micro-batches (0: all).
+  int64_t writtenMicroBatches = 0;
+};
 
-/// The clean-ups of a partitioned step: sums sunk and merged, slices folded
-/// into what they slice, (with ZeRO >= 2 or tp > 1) sums and slices fused
-/// into reduce-scatters, canonicalisation and CSE.
-void buildLoomPartitionCleanupPipeline(OpPassManager &pm, int64_t zero,
-                                       int64_t tp);
+/// The lowering of a planned step into one rank's program (one function a
+/// pipeline device): partition, micro-batches written out, stages split,
+/// clean-ups, ZeRO-3's regathers, recomputation, gradient buckets.
+void buildLoomLowerPipeline(OpPassManager &pm,
+                            const LowerPipelineOptions &options);
 
 /// The compiler's phases after import, in order (`loomc --emit=mlir-raised`,
 /// `mlir-train`, `mlir-planned`, `mlir-lowered` stop after each).

@@ -503,7 +503,9 @@ def LoomVerifyShardingPass : InterfacePass<"loom-verify-sharding", "mlir::Functi
     tensor value annotated: each operand of an op read through a
     `shard.shard ... annotate_for_users`, each result used once, by a
     `shard.shard` without it, and each argument used once, by a
-    `shard.shard` (constants and 0-d tensors excepted). A function without
+    `shard.shard` (constants, 0-d tensors and results nobody reads, such
+    as the input gradient of a norm over the data, excepted: partition
+    types those like the operands they come from). A function without
     `shard.shard` ops (one rank) is not partitioned and not checked.
     Post: unchanged; a value that is not annotated is an error at the op
     (and the ONNX node) that holds it, instead of a failure inside
@@ -651,7 +653,21 @@ def LoomUnrollMicroBatchesPass
       %s = loom.add %g0, %g1 ...
       %p = loom.sgd %w, %s ...
     ```
+
+    `written-micro-batches = k` (k >= 2; 0, the default: all) writes out
+    only micro-batches 0 to k-2 and the last, each with its own index and
+    sample offset, for the memory estimate (passes/MemoryEstimate.h): every
+    micro-batch after the second and before the last holds the buffers the
+    second holds, so the shortened step reaches the whole step's peak but
+    for the data of the micro-batches it leaves out. A step that gathers a value of
+    every micro-batch (an all-gather over the micro axis) is written out
+    whole.
   }];
+  let options = [
+    Option<"writtenMicroBatches", "written-micro-batches", "int64_t",
+           /*default=*/"0",
+           "micro-batches to write out: 0 to k-2 and the last (0: all)">,
+  ];
   let dependentDialects = ["::mlir::shard::ShardDialect"];
 }
 

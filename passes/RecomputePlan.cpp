@@ -241,5 +241,5 @@ int64_t mlir::loom::keptActivationBytes(const LayerInstance &instance,
 
 int64_t mlir::loom::simulatePeakBytes(func::FuncOp func,
                                       ArrayRef<RecomputeGroup> groups) {
-  return simulateLiveBytes(func, groups).peak;
+  return simulateLiveBytes(func, groups);
 }

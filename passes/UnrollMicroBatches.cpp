@@ -67,6 +67,8 @@ RankedTensorType scaledDim(Type type, int64_t dim, int64_t factor) {
 
 struct UnrollMicroBatchesPass
     : public loom::impl::LoomUnrollMicroBatchesPassBase<UnrollMicroBatchesPass> {
+  using Base::Base;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     shard::GridOp grid = lookupMesh(module);
@@ -87,7 +89,24 @@ struct UnrollMicroBatchesPass
                        "entry function");
       return signalPassFailure();
     }
-    if (failed(classify(func)) || failed(unroll(func, m)))
+    if (writtenMicroBatches < 0 || writtenMicroBatches == 1) {
+      module.emitError("loom-unroll-micro-batches: written-micro-batches "
+                       "must be 0 (all) or at least 2, got ")
+          << static_cast<int64_t>(writtenMicroBatches);
+      return signalPassFailure();
+    }
+    if (failed(classify(func)))
+      return signalPassFailure();
+    // Micro-batches 0 to k-2 and the last (see the pass description).
+    SmallVector<int64_t> written;
+    int64_t k = writtenMicroBatches;
+    bool gathers = llvm::any_of(kinds, [](auto &entry) {
+      return entry.second == Kind::Meet && isa<shard::AllGatherOp>(entry.first);
+    });
+    for (int64_t j = 0; j < m; ++j)
+      if (k == 0 || k >= m || gathers || j < k - 1 || j == m - 1)
+        written.push_back(j);
+    if (failed(unroll(func, m, written)))
       return signalPassFailure();
 
     // The micro axis is spent: the mesh is the devices' again.
@@ -196,15 +215,17 @@ struct UnrollMicroBatchesPass
   }
 
   /// Writes the step out micro-batch after micro-batch (see the file
-  /// comment), then erases the partitioned ops.
-  LogicalResult unroll(func::FuncOp func, int64_t m) {
+  /// comment), those of `written` (ascending, the first and the last of m
+  /// among them), then erases the partitioned ops.
+  LogicalResult unroll(func::FuncOp func, int64_t m,
+                       ArrayRef<int64_t> written) {
     Block &body = func.getBody().front();
     Operation *ret = body.getTerminator();
     SmallVector<Operation *> ops;
     for (Operation &op : body.without_terminator())
       ops.push_back(&op);
 
-    // Each data argument becomes m, one a micro-batch, placed in the rank's
+    // Each data argument becomes one a micro-batch, placed in the rank's
     // share of the batch by `loom.sample_offset`.
     SmallVector<BlockArgument> data;
     for (BlockArgument arg : func.getArguments())
@@ -216,22 +237,22 @@ struct UnrollMicroBatchesPass
       unsigned index = arg.getArgNumber();
       int64_t samples = cast<RankedTensorType>(arg.getType()).getDimSize(0);
       SmallVector<Value> &args = microArgs[arg];
-      for (int64_t j = 0; j < m; ++j) {
+      for (auto [i, j] : llvm::enumerate(written)) {
         NamedAttrList named(func.getArgAttrDict(index));
         named.set(attr::kSampleOffset, attrs.getI64IntegerAttr(j * samples));
-        if (failed(func.insertArgument(index + 1 + j, arg.getType(),
+        if (failed(func.insertArgument(index + 1 + i, arg.getType(),
                                        named.getDictionary(func.getContext()),
                                        arg.getLoc())))
           return func.emitError("cannot add micro-batch arguments"), failure();
-        args.push_back(func.getArgument(index + 1 + j));
+        args.push_back(func.getArgument(index + 1 + i));
       }
     }
 
     OpBuilder b(ret);
-    for (int64_t j = 0; j < m; ++j) {
+    for (auto [i, j] : llvm::enumerate(written)) {
       IRMapping map; // micro-batch j's values
       for (BlockArgument arg : data)
-        map.map(arg, microArgs[arg][j]);
+        map.map(arg, microArgs[arg][i]);
       for (Operation *op : ops) {
         Kind kind = kinds.lookup(op);
         if (kind == Kind::Once && j == 0) {

@@ -51,7 +51,8 @@ LogicalResult verifyOp(Operation *op) {
              << "' without a sharding; the step cannot be partitioned";
   }
   for (OpResult result : op->getResults())
-    if (needsSharding(result) && !resultAnnotation(result))
+    if (needsSharding(result) && !result.use_empty() &&
+        !resultAnnotation(result))
       return op->emitError("sharding propagation left result ")
              << result.getResultNumber() << " of '" << op->getName()
              << "' without a sharding; the step cannot be partitioned";

@@ -16,6 +16,29 @@ func.func @annotated(%x: tensor<8x4xf32>) -> tensor<8x4xf32> {
 
 // -----
 
+// A result nobody reads needs no sharding: the input gradient of a layer
+// norm over the data (the gradient is not wanted) is typed by partition
+// like the operands it is computed from.
+// CHECK-LABEL: func.func @unread_result
+// CHECK:         loom.layer_norm_grad
+shard.grid @mesh(shape = 1x2x1)
+func.func @unread_result(%x: tensor<8x4xf32>, %dy: tensor<8x4xf32>, %g: tensor<4xf32>) -> tensor<4xf32> {
+  %s = shard.sharding @mesh split_axes = [[1]] : !shard.sharding
+  %r = shard.sharding @mesh split_axes = [[]] : !shard.sharding
+  %xs = shard.shard %x to %s : tensor<8x4xf32>
+  %xu = shard.shard %xs to %s annotate_for_users : tensor<8x4xf32>
+  %dys = shard.shard %dy to %s : tensor<8x4xf32>
+  %dyu = shard.shard %dys to %s annotate_for_users : tensor<8x4xf32>
+  %gs = shard.shard %g to %r : tensor<4xf32>
+  %gu = shard.shard %gs to %r annotate_for_users : tensor<4xf32>
+  %dx, %dg, %db = loom.layer_norm_grad %dyu, %xu, %gu axis 1 {epsilon = 1.0e-5 : f64} : (tensor<8x4xf32>, tensor<8x4xf32>, tensor<4xf32>) -> (tensor<8x4xf32>, tensor<4xf32>, tensor<4xf32>)
+  %dgs = shard.shard %dg to %r : tensor<4xf32>
+  %dgu = shard.shard %dgs to %r annotate_for_users : tensor<4xf32>
+  return %dgu : tensor<4xf32>
+}
+
+// -----
+
 shard.grid @mesh(shape = 1x2x1)
 func.func @unannotated_result(%x: tensor<8x4xf32>) -> tensor<8x4xf32> {
   %s = shard.sharding @mesh split_axes = [[1]] : !shard.sharding

@@ -35,7 +35,9 @@ expect_error() {
 # arena (loomc's per-rank peak, CPU ranks: no kernel workspace planned)
 # plus what its kernels took at bind, measured: nothing is allocated for
 # tensors after start-up. And the busiest program's arena is within 5% of
-# its live-set bound (what its first-fit placement adds).
+# the plan's live-set bound (the most bytes live at once in any program: what
+# first-fit placement adds to the peak), which the memory estimate made from
+# the planned step before emission equals.
 memory_as_planned() {
   $PY - "$1" "$2" <<'PY' || fail "memory of $1 against $2"
 import json, sys
@@ -45,6 +47,8 @@ busiest = (max(summary['peak_memory_bytes_per_device'])
            - summary['memory_breakdown_bytes_per_device']['workspace'])
 live = summary['live_set_bytes']
 assert live <= busiest <= 1.05 * live, ('arena', busiest, 'live set', live)
+estimated = summary['estimated_peak_bytes']
+assert estimated == live, ('estimate', estimated, 'live set', live)
 for line in open(sys.argv[1]):
     m = json.loads(line)
     assert m['arena_bytes'] == planned, ('step', m['step'], m['arena_bytes'], planned)

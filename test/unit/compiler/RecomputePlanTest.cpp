@@ -68,7 +68,7 @@ protected:
   }
 
   /// Each program's simulated peak, in program order; sets `busiestLive`
-  /// to the emitted live-set bound of the program of largest arena.
+  /// to the emitted live-set bound (the most of any program).
   std::vector<int64_t> emittedLiveBytes(ModuleOp module) {
     EmitOptions options;
     options.modelPath = "/m.onnx";

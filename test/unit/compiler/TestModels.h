@@ -44,6 +44,30 @@ func.func @main(%x: tensor<512x32xf32> {loom.input = "x"},
 }
 )";
 
+/// Two MLP layers between an embedding and the logits that read its table
+/// (a tied embedding, as GPT-2's `lm_head`): 8 sequences of 16 token ids.
+inline constexpr llvm::StringLiteral kTiedEmbedding = R"(
+func.func @main(%ids: tensor<8x16xi64> {loom.input = "ids"},
+    %wte: tensor<256x32xf32> {loom.param = "wte.weight"},
+    %w0: tensor<32x64xf32> {loom.param = "h.0.fc.weight"}, %b0: tensor<64xf32> {loom.param = "h.0.fc.bias"},
+    %v0: tensor<64x32xf32> {loom.param = "h.0.proj.weight"}, %c0: tensor<32xf32> {loom.param = "h.0.proj.bias"},
+    %w1: tensor<32x64xf32> {loom.param = "h.1.fc.weight"}, %b1: tensor<64xf32> {loom.param = "h.1.fc.bias"},
+    %v1: tensor<64x32xf32> {loom.param = "h.1.proj.weight"}, %c1: tensor<32xf32> {loom.param = "h.1.proj.bias"})
+    -> (tensor<8x16x256xf32> {loom.output = "y"}) {
+  %e = loom.gather %wte, %ids axis 0 : (tensor<256x32xf32>, tensor<8x16xi64>) -> tensor<8x16x32xf32> loc("/wte/Gather")
+  %h0 = loom.linear %e, %w0, %b0 : (tensor<8x16x32xf32>, tensor<32x64xf32>, tensor<64xf32>) -> tensor<8x16x64xf32> loc("/h.0/fc/Gemm")
+  %a0 = loom.gelu %h0 {approximate} : tensor<8x16x64xf32> loc("/h.0/act/Gelu")
+  %p0 = loom.linear %a0, %v0, %c0 : (tensor<8x16x64xf32>, tensor<64x32xf32>, tensor<32xf32>) -> tensor<8x16x32xf32> loc("/h.0/proj/Gemm")
+  %y0 = loom.add %e, %p0 : (tensor<8x16x32xf32>, tensor<8x16x32xf32>) -> tensor<8x16x32xf32> loc("/h.0/Add")
+  %h1 = loom.linear %y0, %w1, %b1 : (tensor<8x16x32xf32>, tensor<32x64xf32>, tensor<64xf32>) -> tensor<8x16x64xf32> loc("/h.1/fc/Gemm")
+  %a1 = loom.gelu %h1 {approximate} : tensor<8x16x64xf32> loc("/h.1/act/Gelu")
+  %p1 = loom.linear %a1, %v1, %c1 : (tensor<8x16x64xf32>, tensor<64x32xf32>, tensor<32xf32>) -> tensor<8x16x32xf32> loc("/h.1/proj/Gemm")
+  %y1 = loom.add %y0, %p1 : (tensor<8x16x32xf32>, tensor<8x16x32xf32>) -> tensor<8x16x32xf32> loc("/h.1/Add")
+  %l = loom.matmul %y1, %wte {transpose_rhs} : (tensor<8x16x32xf32>, tensor<256x32xf32>) -> tensor<8x16x256xf32> loc("/lm_head/MatMul")
+  return %l : tensor<8x16x256xf32>
+}
+)";
+
 /// GPT-2 layers as loom ops after raising (batch `b`, sequence `s`, width
 /// `h`, `heads` heads), each op named by its layer: the shape whose
 /// activations Korthikanti et al. count.
