@@ -146,8 +146,11 @@ $PY "$MODELS/compare.py" --onnx sgd1.onnx --reference-weights sgd-ref.npz --init
 # Five AdamW steps, losses within 1e-4 (1e-7-perturbed: <= 5e-7). On
 # 1e-6-perturbed inputs PyTorch's own losses move by 3e-5 to 6.5e-5 (three
 # seeds; one ReLU flip, above): printed below, not a tenth of the tolerance
-# (at lr 1e-5 it is still 2e-5, and the updates then barely move the losses),
-# so this check is the one to suspect first if a CPU ever fails it.
+# (at lr 1e-5 it is still 2e-5, and the updates then barely move the losses).
+# On some machines (an AMD EPYC with Debian's torch 1.13) even the 1e-7
+# perturbation moves PyTorch's losses by 5.5e-5 at step 5: there compare.py
+# finds the check ill-posed (exit 3) and it is reported as not checked; the
+# gradients above and the dp / tp runs against one rank still are.
 loomc model.onnx --cluster cpu:1 --global-batch 16 --optimizer adamw --lr 3e-5 -o adamw.loomplan --quiet
 loom_run adamw.loomplan --data images=images.npy --data target=target.npy --steps 5 \
   --metrics m.jsonl --quiet
@@ -156,8 +159,14 @@ hf_ref . ref "${opts[@]}" --threads 1
 hf_ref pert pert/ref "${opts[@]}" --threads 1
 hf_ref pert6 pert6/ref "${opts[@]}" --threads 1
 hf_ref . threads2 "${opts[@]}" --threads 2
+rc=0
 $PY "$MODELS/compare.py" --metrics m.jsonl --reference-losses ref.json --rtol 1e-4 \
-  --sensitivity pert/ref.json --sensitivity threads2.json
+  --sensitivity pert/ref.json --sensitivity threads2.json || rc=$?
+if [ "$rc" = 3 ]; then
+  echo "not checked: ResNet-18's AdamW losses, ill-posed on this machine (above)"
+elif [ "$rc" != 0 ]; then
+  fail "ResNet-18's AdamW losses against PyTorch (compare.py exit $rc)"
+fi
 # The comparison has power: without its updates the run's losses differ by more
 # than 5x the tolerance from step 3 on.
 hf_ref . still --global-batch 16 --steps 5 --optimizer adamw --lr 0 --threads 1

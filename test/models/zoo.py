@@ -112,6 +112,9 @@ class Model:
     # {check: why}: checks whose reference is ill-posed by measurement; they are computed
     # and shown, but pass or fail nothing.
     unchecked: dict = dataclasses.field(default_factory=dict)
+    # {check: why}: checks whose reference is well-posed on some machines and not on
+    # others: checked where its measured sensitivity allows, UNCHECKED with `why` where not.
+    unchecked_if_ill_posed: dict = dataclasses.field(default_factory=dict)
 
 
 def hf(config_cls, model_cls, call=None, arg="input_ids", **config):
@@ -156,6 +159,9 @@ ILL_POSED_UPDATE = ("ill-posed: AdamW's first step moves each weight by lr on it
                     "scale is 9% of its update")
 ILL_POSED_GRADIENT = ("ill-posed: PyTorch's first gradient itself moves by 2.5% in relative L2 "
                       "under a 1e-7 perturbation")
+ILL_POSED_TRAJECTORY = ("ill-posed on this machine: PyTorch's own losses move by more than a "
+                        "tenth of the tolerance under a 1e-7 perturbation (ReLU and BatchNorm "
+                        "amplify rounding along the trajectory)")
 MODELS = [
     Model("gpt2", "causal", hf(
         "GPT2Config", "GPT2LMHeadModel", NO_CACHE, vocab_size=VOCAB, n_positions=SEQ,
@@ -224,14 +230,17 @@ MODELS = [
         zero_gradient=("vit.encoder.layer.*.attention.attention.key.bias",)),
     # ReLU networks with BatchNorm on batch statistics amplify rounding along a training
     # trajectory (test/models/README.md, "The model zoo"). ResNet-18: lr 3e-5 keeps the
-    # losses well-posed (1e-7-perturbed: 2.2e-6); Loom's own 1-rank run then moves by
-    # 1.6e-6 (1.7e-5 on an AMD EPYC), so 2 ranks are checked within 2e-4; the weight
-    # updates are ill-posed. Their
+    # losses well-posed (1e-7-perturbed: 2.2e-6) on some machines, not on others (an AMD
+    # EPYC with Debian's torch 1.13: 1.9e-5 at step 2, 3e-4 at step 4, at lr 3e-6 still
+    # 1.5e-5, and SGD worse: 1.2e-4 at step 2), so the train check runs where the
+    # measurement allows; Loom's own 1-rank run moves by 1.6e-6 (1.7e-5 on that EPYC), so
+    # 2 ranks are checked within 2e-4; the weight updates are ill-posed. Their
     # logits are O(1) and move by 1.4e-5 (ResNet-18) and 4.8e-5 (MobileNetV2) under a 1e-7
     # perturbation: forward within 1e-3 of that scale. MobileNetV2's training is
     # ill-posed at every lr (1e-5..1e-3), batch (8..32) and image size (32..96) tried.
     Model("resnet18", "image", torchvision_model("resnet18"), lr=3e-5, forward_tol=(1e-3, 1e-3),
-          dp2_rtol=2e-4, unchecked={"weights": ILL_POSED_UPDATE}),
+          dp2_rtol=2e-4, unchecked={"weights": ILL_POSED_UPDATE},
+          unchecked_if_ill_posed={"train": ILL_POSED_TRAJECTORY}),
     Model("mobilenetv2", "image", torchvision_model("mobilenet_v2", dropout=0.0), lr=3e-5,
           forward_tol=(1e-3, 1e-3),
           unchecked={c: ILL_POSED_GRADIENT for c in ("train", "weights", "dp2", "tp2")}),
@@ -325,7 +334,8 @@ def build_variant(model, module, x, y, export, fold, out):
         "torch_parameters": sum(p.numel() for p in module.parameters()),
         "zero_gradient": list(model.zero_gradient), "forward_tol": list(model.forward_tol),
         "weights_rtol": model.weights_rtol, "dp2_rtol": model.dp2_rtol,
-        "unchecked": model.unchecked, "initializers": imap,
+        "unchecked": model.unchecked,
+        "unchecked_if_ill_posed": model.unchecked_if_ill_posed, "initializers": imap,
         "ops": sorted(hf_models.graph_op_types(m.graph)), "opset": 17,
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__},
     }
