@@ -32,7 +32,7 @@ public:
                   func.getArgAttr(i, attr::kRunningMean) ||
                   func.getArgAttr(i, attr::kRunningVar);
       if (held)
-        base += alignedBytes(arg);
+        base += arenaBytes(arg);
       else
         original[arg] = newBuffer(arg, 0);
     }
@@ -116,12 +116,8 @@ private:
     int64_t bytes, first, last;
   };
 
-  static int64_t alignedBytes(Value v) {
-    int64_t bytes = static_cast<int64_t>(bytesOf(v));
-    return (bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
-  }
   int newBuffer(Value value, int64_t at) {
-    buffers.push_back({alignedBytes(value), at, at});
+    buffers.push_back({arenaBytes(value), at, at});
     return static_cast<int>(buffers.size()) - 1;
   }
   int bufferOf(Value v) {
@@ -156,7 +152,7 @@ private:
       extend((*into)[result], now);
     };
     if (isa<ConstantOp>(op)) {
-      base += alignedBytes(op->getResult(0));
+      base += arenaBytes(op->getResult(0));
       return;
     }
     if (isa<tensor::EmptyOp, shard::ShardingOp>(op))
@@ -207,6 +203,11 @@ private:
 };
 
 } // namespace
+
+int64_t mlir::loom::arenaBytes(Value v) {
+  int64_t bytes = static_cast<int64_t>(bytesOf(v));
+  return (bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
+}
 
 int64_t mlir::loom::simulateLiveBytes(func::FuncOp func,
                                       ArrayRef<RecomputeGroup> groups,

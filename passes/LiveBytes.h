@@ -3,22 +3,25 @@
 // A step's buffers as the plan emitter makes them (reshapes are views,
 // updates are in place, parameters, optimizer state and constants always
 // held, data from the step's start, results to its end, sends to its end
-// (a parameter's from a copy), a gradient bucket as one range) and the most bytes they hold at once.
-// loom-choose-recompute simulates a lowered program with the clones it
-// considers; the memory estimator (MemoryEstimate.h) the lowered copy of a
-// planned step.
+// (a parameter's from a copy), a gradient bucket as one range) and the most
+// bytes they hold at once. loom-choose-recompute simulates a lowered program
+// with the clones it considers; the memory estimator (MemoryEstimate.h) the
+// lowered copy of a planned step.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef LOOM_PASSES_LIVEBYTES_H
 #define LOOM_PASSES_LIVEBYTES_H
 
+#include "emit/ArenaAssignment.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 namespace mlir::loom {
 
-/// The arena's alignment: every buffer's bytes are rounded up to it.
-constexpr int64_t kArenaAlignment = 64;
+/// The bytes `v`'s buffer takes in the arena: its type's, rounded up to
+/// the arena's alignment (the emitter's `kArenaAlignment`).
+int64_t arenaBytes(Value v);
 
 /// A group of ops cloned together before `insertBefore`.
 struct RecomputeGroup {

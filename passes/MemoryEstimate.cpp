@@ -6,7 +6,6 @@
 #include "ir/LoomOps.h"
 #include "passes/LiveBytes.h"
 #include "passes/MeshUtils.h"
-#include "passes/OpCost.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
@@ -31,47 +30,37 @@ namespace {
 /// second and the last.
 constexpr int64_t kWrittenMicroBatches = 3;
 
-int64_t aligned(int64_t bytes) {
-  return (bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
-}
-
 /// The data of the micro-batches a shortened step leaves out: their bytes,
 /// held from the step's start to the last micro-batch's first op (every
 /// micro-batch it leaves out runs before that one and after the second,
 /// which holds the same buffers; loom-unroll-micro-batches).
 LiveBytesOptions leftOutData(func::FuncOp func, int64_t micro) {
   // The data arguments by micro-batch (sample offset).
-  std::map<int64_t, int64_t> bytesAt;
+  std::map<int64_t, SmallVector<Value>> byOffset;
   for (BlockArgument arg : func.getArguments())
-    if (isDataArgument(func, arg.getArgNumber()))
-      if (auto offset = func.getArgAttrOfType<IntegerAttr>(
-              arg.getArgNumber(), attr::kSampleOffset))
-        bytesAt[offset.getInt()] +=
-            aligned(static_cast<int64_t>(bytesOf(arg)));
+    if (auto offset = func.getArgAttrOfType<IntegerAttr>(arg.getArgNumber(),
+                                                         attr::kSampleOffset))
+      byOffset[offset.getInt()].push_back(arg);
   LiveBytesOptions options;
-  int64_t written = static_cast<int64_t>(bytesAt.size());
+  int64_t written = static_cast<int64_t>(byOffset.size());
   if (written < 2 || written >= micro)
     return options;
+  for (Value arg : byOffset.begin()->second)
+    options.heldBytes += (micro - written) * arenaBytes(arg);
   // The last micro-batch's values: from its data, or its block of a value
   // sliced over the micro-batches.
-  int64_t lastOffset = bytesAt.rbegin()->first;
-  DenseSet<Value> last;
-  for (BlockArgument arg : func.getArguments())
-    if (auto offset = func.getArgAttrOfType<IntegerAttr>(
-            arg.getArgNumber(), attr::kSampleOffset);
-        offset && offset.getInt() == lastOffset)
-      last.insert(arg);
+  SmallVector<Value> &lastData = byOffset.rbegin()->second;
+  DenseSet<Value> last(lastData.begin(), lastData.end());
   for (Operation &op : func.getBody().front()) {
     auto mb = dyn_cast<MicroBatchOp>(op);
-    bool ofLast =
-        (mb && mb.getIndex() == micro - 1) ||
-        llvm::any_of(op.getOperands(), [&](Value v) { return last.contains(v); });
-    if (ofLast && !options.heldUntil)
-      options.heldUntil = &op;
-    if (ofLast)
+    if ((mb && mb.getIndex() == micro - 1) ||
+        llvm::any_of(op.getOperands(),
+                     [&](Value v) { return last.contains(v); })) {
+      if (!options.heldUntil)
+        options.heldUntil = &op;
       last.insert(op.result_begin(), op.result_end());
+    }
   }
-  options.heldBytes = (micro - written) * bytesAt.begin()->second;
   return options;
 }
 
@@ -80,7 +69,7 @@ planner::DeviceMemory estimateProgram(func::FuncOp func, int64_t micro) {
   planner::DeviceMemory m;
   for (BlockArgument arg : func.getArguments()) {
     unsigned i = arg.getArgNumber();
-    int64_t bytes = aligned(static_cast<int64_t>(bytesOf(arg)));
+    int64_t bytes = arenaBytes(arg);
     if (func.getArgAttr(i, attr::kState))
       m.optimizerState += bytes;
     else if (func.getArgAttr(i, attr::kParam) ||
@@ -96,7 +85,7 @@ planner::DeviceMemory estimateProgram(func::FuncOp func, int64_t micro) {
     Value grad = op->getOperand(1);
     if (auto slice = grad.getDefiningOp<shard::AllSliceOp>())
       grad = slice.getInput();
-    m.gradients += aligned(static_cast<int64_t>(bytesOf(grad)));
+    m.gradients += arenaBytes(grad);
   });
   int64_t peak = simulateLiveBytes(func, {}, leftOutData(func, micro));
   m.activations = std::max<int64_t>(0, peak - m.parameters - m.optimizerState -
