@@ -19,7 +19,8 @@ inline constexpr int64_t kArenaAlignment = 64;
 
 /// Assigns each range a `kArenaAlignment`-aligned offset so that ranges that
 /// are live at the same time never overlap; returns the offsets and sets
-/// `arenaBytes`. Greedy first fit, largest buffers first.
+/// `arenaBytes`: the smallest of a few greedy placements (first and best fit
+/// over three orders), stopping at the first that reaches `liveSetBytes`.
 std::vector<int64_t> assignArenaOffsets(const std::vector<LiveRange> &ranges,
                                         int64_t &arenaBytes);
 

@@ -46,6 +46,19 @@ TEST(ArenaAssignment, SimultaneousBuffersDoNotOverlapAndAreAligned) {
   EXPECT_EQ(arena, 128 + 64 + 64);
 }
 
+TEST(ArenaAssignment, PlacementReachesTheBoundWhereLargestFirstDoesNot) {
+  // Largest first, first fit puts the two 256-byte buffers at 0 and 256,
+  // the first 192-byte one under them at 0 and the second, live with all
+  // but the first, above at 512: 704 bytes. Placing the long-lived buffers
+  // first (size x lifetime) stacks them and leaves the short ones the gap.
+  std::vector<LiveRange> ranges{
+      {256, 3, 3}, {256, 3, 5}, {192, 5, 6}, {192, 5, 8}};
+  int64_t arena = 0;
+  assignArenaOffsets(ranges, arena);
+  EXPECT_EQ(liveSetBytes(ranges), 640);
+  EXPECT_EQ(arena, 640);
+}
+
 TEST(ArenaAssignment, RandomRangesNeverCollide) {
   std::mt19937 rng(7);
   for (int trial = 0; trial < 50; ++trial) {
