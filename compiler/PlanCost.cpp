@@ -1,10 +1,10 @@
 //===- PlanCost.cpp - The lowered step as the planner's request -*- C++ -*-===//
 
 #include "compiler/PlanCost.h"
-#include "passes/OpCost.h"
 #include "ir/EntryFunction.h"
 #include "ir/LoomOps.h"
 #include "passes/MeshUtils.h"
+#include "passes/OpCost.h"
 #include "passes/planner/PipelineSchedule.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -16,9 +16,8 @@ using namespace mlir;
 using namespace mlir::loom;
 
 /// A collective's record: `bytes` is the S of its cost formula.
-static planner::CollectiveRecord collective(planner::CollectiveKind kind,
-                                            Value sized,
-                                            ArrayRef<int16_t> axes) {
+static planner::CollectiveRecord
+collective(planner::CollectiveKind kind, Value sized, ArrayRef<int16_t> axes) {
   planner::CollectiveRecord c;
   c.kind = kind;
   c.bytes = bytesOf(sized);
@@ -71,6 +70,7 @@ RematFigures mlir::loom::rematFiguresOf(ModuleOp module) {
     f.layers += count("layers");
     f.fullLayers += count("full_layers");
     f.selectiveLayers += count("selective_layers");
+    f.regathered += count("regathered");
     if (auto s = remat.getAs<FloatAttr>("recompute_seconds"))
       f.seconds = std::max(f.seconds, s.getValueAsDouble());
   }
@@ -173,8 +173,8 @@ planner::DeviceMemory mlir::loom::deviceMemoryOf(const MemoryBreakdown &emitted,
   m.parameters = emitted.parameters;
   m.gradients = emitted.gradients;
   m.optimizerState = emitted.optimizerState;
-  m.activations = std::max<int64_t>(
-      0, arenaBytes - m.parameters - m.gradients - m.optimizerState);
+  m.activations = std::max<int64_t>(0, arenaBytes - m.parameters - m.gradients -
+                                           m.optimizerState);
   m.workspace = emitted.workspace;
   return m;
 }

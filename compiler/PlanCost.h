@@ -52,11 +52,12 @@ PipelineStages pipelineStagesOf(ModuleOp module);
 /// The recomputation loom-choose-recompute chose (`loom.remat` on the
 /// program functions): its mode ("none" without), the layers that run again
 /// in full or selectively, summed over the programs (a layer on each pipeline
-/// device counts once per device), of how many, and the recomputed ops'
+/// device counts once per device), of how many, the gathers over `tp` the
+/// backward makes again (sequence parallelism's), and the recomputed ops'
 /// predicted seconds a step on the busiest device.
 struct RematFigures {
   std::string mode = "none";
-  int64_t layers = 0, fullLayers = 0, selectiveLayers = 0;
+  int64_t layers = 0, fullLayers = 0, selectiveLayers = 0, regathered = 0;
   double seconds = 0;
 };
 RematFigures rematFiguresOf(ModuleOp module);

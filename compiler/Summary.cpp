@@ -49,8 +49,8 @@ PlanFigures mlir::loom::planFigures(const plan::Plan &plan,
 }
 
 void mlir::loom::setPipelineFigures(PlanFigures &f, const plan::Plan &plan,
-                                     const PipelineStages &stages,
-                                     const std::vector<double> &deviceSeconds) {
+                                    const PipelineStages &stages,
+                                    const std::vector<double> &deviceSeconds) {
   f.schedule = stages.schedule;
   f.pipelineStretch = stages.stretch;
   for (auto [s, layers] : llvm::enumerate(stages.layers)) {
@@ -76,8 +76,8 @@ void mlir::loom::setPipelineFigures(PlanFigures &f, const plan::Plan &plan,
     if (device < static_cast<int64_t>(stages.inFlight.size()))
       st.microBatchesInFlight = stages.inFlight[device];
     if (device < static_cast<int64_t>(deviceSeconds.size()))
-      st.seconds = deviceSeconds[device] *
-                   (ofDevice > 0 ? planned / ofDevice : 1.0);
+      st.seconds =
+          deviceSeconds[device] * (ofDevice > 0 ? planned / ofDevice : 1.0);
     f.stages.push_back(std::move(st));
   }
 }
@@ -133,10 +133,11 @@ communicationPerStep(const plan::Plan &plan,
     llvm::json::Array axes;
     for (const std::string &a : key.second)
       axes.push_back(a);
-    out.push_back(llvm::json::Object{{"kind", key.first},
-                                     {"axes", std::move(axes)},
-                                     {"count", total.count},
-                                     {"bytes", static_cast<int64_t>(total.bytes)}});
+    out.push_back(
+        llvm::json::Object{{"kind", key.first},
+                           {"axes", std::move(axes)},
+                           {"count", total.count},
+                           {"bytes", static_cast<int64_t>(total.bytes)}});
   }
   return out;
 }
@@ -147,8 +148,8 @@ struct BucketTotals {
   int64_t buckets = 0, tensors = 0;
   double bytes = 0;
 };
-static BucketTotals bucketTotals(
-    llvm::ArrayRef<planner::CollectiveRecord> collectives) {
+static BucketTotals
+bucketTotals(llvm::ArrayRef<planner::CollectiveRecord> collectives) {
   BucketTotals t;
   for (const planner::CollectiveRecord &c : collectives)
     if (c.bucket) {
@@ -188,10 +189,9 @@ llvm::json::Object mlir::loom::summaryJson(const plan::Plan &plan,
     peaks.push_back(bytes);
   BucketTotals buckets = bucketTotals(figures.collectives);
   return llvm::json::Object{
-      {"mesh",
-       llvm::json::Object{{"dp", meshSize(plan, "dp")},
-                          {"tp", meshSize(plan, "tp")},
-                          {"pp", meshSize(plan, "pp")}}},
+      {"mesh", llvm::json::Object{{"dp", meshSize(plan, "dp")},
+                                  {"tp", meshSize(plan, "tp")},
+                                  {"pp", meshSize(plan, "pp")}}},
       {"micro_batch", t.micro_batch()},
       {"num_micro_batches", t.num_micro_batches()},
       {"schedule", figures.schedule},
@@ -202,6 +202,7 @@ llvm::json::Object mlir::loom::summaryJson(const plan::Plan &plan,
        llvm::json::Object{{"layers", figures.remat.layers},
                           {"full_layers", figures.remat.fullLayers},
                           {"selective_layers", figures.remat.selectiveLayers},
+                          {"regathered", figures.remat.regathered},
                           {"predicted_time_s", figures.remat.seconds}}},
       {"precision", isBf16(plan) ? "bf16" : "fp32"},
       {"predicted",
@@ -226,7 +227,8 @@ llvm::json::Object mlir::loom::summaryJson(const plan::Plan &plan,
       {"sequence_parallel_norms",
        llvm::json::Object{{"norms", figures.norms},
                           {"split", figures.sequenceParallelNorms}}},
-      {"communication_per_step", communicationPerStep(plan, figures.collectives)},
+      {"communication_per_step",
+       communicationPerStep(plan, figures.collectives)},
       {"overlapped_buckets",
        llvm::json::Object{{"count", buckets.buckets},
                           {"tensors", buckets.tensors},
@@ -240,8 +242,7 @@ llvm::json::Object mlir::loom::summaryJson(const plan::Plan &plan,
 }
 
 /// The split parameters by kind of layer: `h.*.attn.c_proj.weight [tp, -]`.
-static void printLayerShardings(llvm::raw_ostream &os,
-                                const plan::Plan &plan) {
+static void printLayerShardings(llvm::raw_ostream &os, const plan::Plan &plan) {
   std::vector<std::string> order;
   std::map<std::string, std::pair<std::string, int>> kinds;
   int64_t split = 0, total = 0;
@@ -285,15 +286,19 @@ static void printLayerShardings(llvm::raw_ostream &os,
 }
 
 std::string mlir::loom::rematText(const RematFigures &remat) {
-  if (remat.fullLayers == 0 && remat.selectiveLayers == 0)
-    return "none of " + std::to_string(remat.layers) + " layers";
   std::string s;
+  if (remat.fullLayers == 0 && remat.selectiveLayers == 0)
+    s = "none";
   if (remat.fullLayers > 0)
     s += "full on " + std::to_string(remat.fullLayers);
   if (remat.selectiveLayers > 0)
     s += (s.empty() ? "" : ", ") + std::string("selective on ") +
          std::to_string(remat.selectiveLayers);
-  return s + " of " + std::to_string(remat.layers) + " layers";
+  s += " of " + std::to_string(remat.layers) + " layers";
+  if (remat.regathered > 0)
+    s += ", " + std::to_string(remat.regathered) +
+         " sequence-parallel gather(s) made again";
+  return s;
 }
 
 static std::string mib(int64_t bytes) {
@@ -311,21 +316,20 @@ std::string mlir::loom::summaryText(const plan::Plan &plan,
   const plan::Training &t = plan.training();
   const planner::DeviceMemory &memory = figures.memory;
   const planner::StepEstimate &step = figures.step;
-  os << "plan: " << plan.world_size() << " rank(s) on " << cluster.spec
-     << " (" << cluster.deviceName << ")\n";
+  os << "plan: " << plan.world_size() << " rank(s) on " << cluster.spec << " ("
+     << cluster.deviceName << ")\n";
   int64_t tp = meshSize(plan, "tp");
   os << "  mesh        pp=" << meshSize(plan, "pp")
      << " dp=" << meshSize(plan, "dp") << " tp=" << tp
      << "  (data parallel: each dp rank takes "
-     << t.micro_batch() * std::max<int64_t>(t.num_micro_batches(), 1)
-     << " of " << t.global_batch() << " samples";
+     << t.micro_batch() * std::max<int64_t>(t.num_micro_batches(), 1) << " of "
+     << t.global_batch() << " samples";
   if (t.num_micro_batches() > 1)
     os << " in " << t.num_micro_batches() << " micro-batches of "
        << t.micro_batch() << ", gradients accumulated, then all-reduced";
   else
     os << ", gradients all-reduced";
-  os << (tp > 1 ? "; tensor parallel: loom-auto-shard splits ops over tp"
-                : "")
+  os << (tp > 1 ? "; tensor parallel: loom-auto-shard splits ops over tp" : "")
      << ")\n";
   if (tp > 1) {
     printLayerShardings(os, plan);
@@ -355,7 +359,7 @@ std::string mlir::loom::summaryText(const plan::Plan &plan,
        << llvm::format(" (lr %g, weight decay %g", t.lr(), t.weight_decay())
        << "), zero " << t.zero_stage() << ", remat " << figures.remat.mode
        << "\n";
-  if (figures.remat.mode != "none")
+  if (figures.remat.mode != "none" || figures.remat.regathered > 0)
     os << "  recompute   " << rematText(figures.remat)
        << llvm::format(" (%.3g ms a step)", figures.remat.seconds * 1e3)
        << "\n";
@@ -370,10 +374,9 @@ std::string mlir::loom::summaryText(const plan::Plan &plan,
     os << "  tied        " << tie.name() << " = " << tie.parameter()
        << (tie.transposed() ? "^T" : "")
        << " (the exporter's copy; trained as one, exported from it)\n";
-  os << "  memory      " << mib(memory.total())
-     << " per rank (parameters " << mib(memory.parameters) << ", gradients "
-     << mib(memory.gradients) << ", optimizer state "
-     << mib(memory.optimizerState) << ", activations "
+  os << "  memory      " << mib(memory.total()) << " per rank (parameters "
+     << mib(memory.parameters) << ", gradients " << mib(memory.gradients)
+     << ", optimizer state " << mib(memory.optimizerState) << ", activations "
      << mib(memory.activations);
   if (memory.workspace)
     os << ", kernel workspace " << mib(memory.workspace);

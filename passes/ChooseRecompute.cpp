@@ -3,7 +3,9 @@
 // Per program function: the layers (RecomputePlan.h) and, for each of them,
 // the ops `selective` and `full` would run again and what that costs; then
 // the mode asked, or under `auto` the cheapest mix of full and selective
-// layers whose simulated peak fits the budget. Writes the marks
+// layers whose simulated peak fits the budget. Under every mode, with
+// sequence parallelism, the backward gathers over `tp` again what the
+// forward gathered (`regathers`, RecomputePlan.h). Writes the marks
 // loom-recompute materialises.
 //
 //===----------------------------------------------------------------------===//
@@ -16,6 +18,7 @@
 #include "passes/planner/Cluster.h"
 #include "passes/planner/CostModel.h"
 
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Builders.h"
 
 namespace mlir::loom {
@@ -28,15 +31,18 @@ using namespace mlir::loom;
 
 namespace {
 
-/// One layer instance's two ways to recompute, placed.
+/// One layer instance's three ways to recompute, placed (`none` only
+/// gathers over `tp` again).
 struct Options {
-  RecomputeGroup selective, full;
+  RecomputeGroup none, selective, full;
   double selectiveSeconds = 0, fullSeconds = 0;
 };
 
-/// A mix: `full` on the first layers, `selective` on the next ones.
+/// A mix: `full` on the first layers, `selective` on the next ones, and
+/// (`regather`) the gathers over `tp` made again on the others.
 struct Mix {
   int64_t full = 0, selective = 0;
+  bool regather = true;
   int64_t peak = 0;
   double seconds = 0;
 };
@@ -45,17 +51,28 @@ class Chooser {
 public:
   Chooser(func::FuncOp func, const Cluster &cluster)
       : func(func), layers(findLayers(func)) {
+    double unused = 0;
     for (const LayerInstance &instance : layers.instances) {
       Options o;
       for (auto [mode, group, seconds] :
-           {std::tuple{RematMode::Selective, &o.selective, &o.selectiveSeconds},
+           {std::tuple{RematMode::None, &o.none, &unused},
+            {RematMode::Selective, &o.selective, &o.selectiveSeconds},
             {RematMode::Full, &o.full, &o.fullSeconds}}) {
         group->ops = recomputedOps(instance, mode, layers);
         group->insertBefore = placeGroup(group->ops, layers.backward);
+        // A gather made again is communication, in the step's figures.
         for (Operation *op : group->ops)
-          *seconds += planner::rooflineSeconds(opRecordOf(op), cluster);
+          if (!isa<shard::AllGatherOp>(op))
+            *seconds += planner::rooflineSeconds(opRecordOf(op), cluster);
       }
       options.push_back(std::move(o));
+    }
+    for (Operation *gather : layers.looseGathers) {
+      RecomputeGroup g;
+      g.ops.push_back(gather);
+      g.insertBefore = placeGroup(g.ops, layers.backward);
+      if (g.insertBefore)
+        loose.push_back(std::move(g));
     }
   }
 
@@ -68,15 +85,18 @@ public:
       const RecomputeGroup &g = instance.layer < mix.full ? o.full
                                 : instance.layer < mix.full + mix.selective
                                     ? o.selective
-                                    : RecomputeGroup{};
+                                : mix.regather ? o.none
+                                               : RecomputeGroup{};
       if (g.insertBefore)
         groups.push_back(g);
     }
+    if (mix.regather)
+      llvm::append_range(groups, loose);
     return groups;
   }
 
-  Mix evaluate(int64_t full, int64_t selective) const {
-    Mix mix{full, selective, 0, 0};
+  Mix evaluate(int64_t full, int64_t selective, bool regather = true) const {
+    Mix mix{full, selective, regather, 0, 0};
     for (auto [instance, o] : llvm::zip(layers.instances, options)) {
       if (instance.layer < full)
         mix.seconds += o.fullSeconds;
@@ -87,9 +107,20 @@ public:
     return mix;
   }
 
+  /// Nothing recomputed and no gather made again when that fits `budget`
+  /// (a gather made again costs its communication), else the gathers made
+  /// again.
+  Mix nothing(double budget) const {
+    Mix plain = evaluate(0, 0, /*regather=*/false);
+    if (plain.peak <= budget)
+      return plain;
+    Mix none = evaluate(0, 0);
+    return none.peak < plain.peak ? none : plain;
+  }
+
   /// The cheapest mix whose peak fits `budget`, else the one of least peak.
   Mix choose(double budget) const {
-    Mix none = evaluate(0, 0);
+    Mix none = nothing(budget);
     if (none.peak <= budget)
       return none;
     int64_t n = numLayers();
@@ -126,10 +157,13 @@ public:
   /// Marks the ops of `mix`'s groups and records the choice.
   void annotate(const Mix &mix, StringRef mode, int64_t &nextGroup) {
     Builder b(func.getContext());
+    int64_t regathered = 0;
     for (const RecomputeGroup &g : groupsOf(mix)) {
-      for (Operation *op : g.ops)
+      for (Operation *op : g.ops) {
         op->setAttr(LoomDialect::RecomputeAttrHelper::getNameStr(),
                     b.getI64IntegerAttr(nextGroup));
+        regathered += isa<shard::AllGatherOp>(op);
+      }
       ++nextGroup;
     }
     func->setAttr(
@@ -140,6 +174,7 @@ public:
             b.getNamedAttr("full_layers", b.getI64IntegerAttr(mix.full)),
             b.getNamedAttr("selective_layers",
                            b.getI64IntegerAttr(mix.selective)),
+            b.getNamedAttr("regathered", b.getI64IntegerAttr(regathered)),
             b.getNamedAttr("peak_bytes", b.getI64IntegerAttr(mix.peak)),
             b.getNamedAttr("recompute_seconds", b.getF64FloatAttr(mix.seconds)),
         }));
@@ -149,6 +184,8 @@ private:
   func::FuncOp func;
   ProgramLayers layers;
   SmallVector<Options> options;
+  /// The head's gathers made again, under every mix.
+  SmallVector<RecomputeGroup> loose;
 };
 
 struct ChooseRecomputePass
@@ -163,8 +200,6 @@ struct ChooseRecomputePass
           << mode << "'; expected none, selective, full or auto";
       return signalPassFailure();
     }
-    if (*parsed == RematMode::None)
-      return;
     std::string spec = cluster;
     llvm::Expected<Cluster> device = parseCluster(spec);
     if (!device) {
@@ -181,10 +216,12 @@ struct ChooseRecomputePass
         continue;
       Chooser chooser(func, *device);
       int64_t n = chooser.numLayers();
-      Mix mix = !*parsed                      ? chooser.choose(budget)
-                : **parsed == RematMode::Full ? chooser.evaluate(n, 0)
-                                              : chooser.evaluate(0, n);
-      chooser.annotate(mix, mode, nextGroup);
+      Mix mix = !*parsed                           ? chooser.choose(budget)
+                : **parsed == RematMode::Full      ? chooser.evaluate(n, 0)
+                : **parsed == RematMode::Selective ? chooser.evaluate(0, n)
+                                                   : chooser.nothing(budget);
+      if (*parsed != RematMode::None || !chooser.groupsOf(mix).empty())
+        chooser.annotate(mix, mode, nextGroup);
     }
   }
 };

@@ -50,6 +50,7 @@ public:
         for (Value r : op->getResults())
           groupOf[r] = g;
     DenseSet<size_t> placed;
+    DenseSet<Operation *> unread = unreadOriginals(groups);
 
     int64_t heldUntil = -1;
     for (Operation &op : body) {
@@ -70,6 +71,8 @@ public:
           }
           placed.insert(g);
         }
+      if (unread.contains(&op))
+        continue;
       ++now;
       auto read = [&](Value v) {
         auto g = groupOf.find(v);
@@ -207,6 +210,25 @@ private:
 int64_t mlir::loom::arenaBytes(Value v) {
   int64_t bytes = static_cast<int64_t>(bytesOf(v));
   return (bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
+}
+
+DenseSet<Operation *>
+mlir::loom::unreadOriginals(ArrayRef<RecomputeGroup> groups) {
+  DenseSet<Operation *> unread;
+  for (const RecomputeGroup &group : groups) {
+    Operation *at = group.insertBefore;
+    if (!at)
+      continue;
+    for (Operation *op : llvm::reverse(group.ops)) {
+      bool read = false;
+      for (Value r : op->getResults())
+        for (Operation *u : r.getUsers())
+          read |= !unread.contains(u) && u != at && !at->isBeforeInBlock(u);
+      if (!read)
+        unread.insert(op);
+    }
+  }
+  return unread;
 }
 
 int64_t mlir::loom::simulateLiveBytes(func::FuncOp func,

@@ -16,6 +16,7 @@
 #include "emit/ArenaAssignment.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseSet.h"
 
 namespace mlir::loom {
 
@@ -28,6 +29,11 @@ struct RecomputeGroup {
   SmallVector<Operation *> ops;
   Operation *insertBefore = nullptr;
 };
+
+/// The ops of `groups` that nothing reads once the clones are made: each
+/// of their readers runs at or after the group's place (and reads the
+/// clone) or is such an op itself. The lowering erases them.
+llvm::DenseSet<Operation *> unreadOriginals(ArrayRef<RecomputeGroup> groups);
 
 /// Bytes a simulation holds beside the program's own buffers.
 struct LiveBytesOptions {

@@ -151,8 +151,10 @@ void mlir::loom::buildLoomLowerPipeline(OpPassManager &pm,
   if (options.zero >= 3)
     pm.addNestedPass<func::FuncOp>(createLoomRegatherParametersPass());
   // After CSE, which would merge the clones with their originals, and
-  // before the buckets, so that their places follow the clones.
-  if (options.remat != "none") {
+  // before the buckets, so that their places follow the clones. Under
+  // tensor parallelism also without recomputation: the backward gathers
+  // sequence-parallel activations again.
+  if (options.remat != "none" || options.tp > 1) {
     LoomChooseRecomputePassOptions remat;
     remat.mode = options.remat;
     remat.cluster = options.cluster;

@@ -730,8 +730,17 @@ def LoomChooseRecomputePass : Pass<"loom-choose-recompute", "mlir::ModuleOp"> {
     scores: their recomputation, Korthikanti et al.'s selective choice, is
     built into `loom.attention_grad`.) A value another layer reads in the
     forward pass is a checkpoint and never recomputed, nor are collectives,
-    transfers and constants. The clones of a layer instance run just before
-    the first backward op that reads one of them.
+    transfers and constants, but for one: a gather over `tp` alone of an
+    activation (sequence parallelism's, before a column-parallel linear)
+    that the backward reads is made again there when a contraction runs in
+    between, so a sequence-parallel layer keeps its 1/tp share (Korthikanti
+    et al.). `selective` and `full` always do so, and `selective` runs the
+    cheap ops only such a gather reads (the split norm) again with it;
+    `none` and `auto` only when the program without it does not fit the
+    budget (each costs a gather). The head's gathers, of no layer, are made
+    again the same way. The clones of a
+    layer instance run just before the first backward op that reads one of
+    them; an original nothing reads any more is erased by loom-recompute.
 
     `mode = auto` takes, among the plans that recompute `full` on the first
     F layers and `selective` on the next S, the one whose recomputed ops
@@ -739,10 +748,12 @@ def LoomChooseRecomputePass : Pass<"loom-choose-recompute", "mlir::ModuleOp"> {
     peak fits `memory-budget-gib`; none fits: the one of least peak. The
     peak is the live bytes of the program as the plan emitter places its
     buffers (RecomputePlan.h), so the choice sees the micro-batches in
-    flight of a pipeline schedule. `none` changes nothing.
+    flight of a pipeline schedule. `none` recomputes nothing (and marks
+    nothing when it gathers nothing again).
     Post: every op to recompute has `loom.recompute = G` (its group, one a
     layer instance), and each program function `loom.remat = {mode,
-    full_layers, selective_layers, layers, peak_bytes, recompute_seconds}`.
+    full_layers, selective_layers, layers, peak_bytes, recompute_seconds,
+    regathered}` (the gathers made again).
 
     ```mlir
     func.func @main(...) attributes {loom.remat = {full_layers = 0 : i64, layers = 4 : i64, mode = "selective", ...}} {
@@ -766,8 +777,10 @@ def LoomRecomputePass : Pass<"loom-recompute", "mlir::func::FuncOp"> {
     before the first backward op that reads one of their results (the
     losses' gradients, ops marked `loom.backward` and what reads them are
     the backward pass); every use at or after that point reads the clone,
-    so the originals' buffers die with the forward pass. The clones carry
-    `loom.recomputed`; the marks are removed. CSE must not run after it.
+    so the originals' buffers die with the forward pass; an original that
+    nothing reads then (a gather only the backward read) is erased. The
+    clones carry `loom.recomputed`; the marks are removed. CSE must not run
+    after it.
 
     ```mlir
     // before

@@ -2,7 +2,8 @@
 //
 // The lowering of loom-choose-recompute's marks: each group is cloned where
 // placeGroup (RecomputePlan.h) puts it, the same place the choice's peak
-// was simulated with, and the backward reads the clones.
+// was simulated with, and the backward reads the clones; an original that
+// nothing reads any more is erased (unreadOriginals, LiveBytes.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -61,6 +62,10 @@ struct RecomputePass : public loom::impl::LoomRecomputePassBase<RecomputePass> {
             Operation *user = use.getOwner();
             return user == at || at->isBeforeInBlock(user);
           });
+      // What only the backward read (a gather made for it) is made there.
+      for (Operation *op : llvm::reverse(ops))
+        if (op->use_empty())
+          op->erase();
     }
   }
 };

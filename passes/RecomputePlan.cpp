@@ -51,6 +51,7 @@ DenseSet<Operation *> mlir::loom::backwardOps(func::FuncOp func) {
     bool isBackward =
         isa<CrossEntropyGradOp, MseGradOp>(op) ||
         op.hasAttr(LoomDialect::BackwardAttrHelper::getNameStr()) ||
+        op.hasAttr(LoomDialect::RecomputedAttrHelper::getNameStr()) ||
         llvm::any_of(op.getOperands(), [&](Value v) {
           Operation *def = v.getDefiningOp();
           return def && backward.contains(def);
@@ -61,12 +62,47 @@ DenseSet<Operation *> mlir::loom::backwardOps(func::FuncOp func) {
   return backward;
 }
 
+/// Whether `op` gathers an activation over `tp` alone (sequence
+/// parallelism's gather before a column-parallel linear).
+static bool gathersOverTensor(Operation *op) {
+  auto gather = dyn_cast<shard::AllGatherOp>(op);
+  return gather && !isa<BlockArgument>(gather.getInput()) &&
+         llvm::all_of(gather.getGridAxes(),
+                      [](int16_t a) { return a == kTensorAxis; });
+}
+
 /// Whether a clone of `op` computes what `op` did, later: no effects, no
-/// communication, no regions, something to compute from.
+/// communication but a gather over `tp` (which every rank of the group
+/// clones at the same place), no regions, something to compute from. A
+/// slice over the grid is local.
 static bool canRecompute(Operation *op) {
+  if (gathersOverTensor(op) || isa<shard::AllSliceOp>(op))
+    return true;
   return op->getNumRegions() == 0 && op->getNumOperands() > 0 &&
          isMemoryEffectFree(op) && !isa<ConstantOp>(op) &&
          !isa<shard::ShardDialect, tensor::TensorDialect>(op->getDialect());
+}
+
+bool mlir::loom::regathers(Operation *op,
+                           const DenseSet<Operation *> &backward) {
+  if (!gathersOverTensor(op))
+    return false;
+  Operation *lastForward = nullptr, *firstBackward = nullptr;
+  for (Operation *u : op->getResult(0).getUsers()) {
+    if (!backward.contains(u)) {
+      if (!lastForward || lastForward->isBeforeInBlock(u))
+        lastForward = u;
+    } else if (!firstBackward || u->isBeforeInBlock(firstBackward)) {
+      firstBackward = u;
+    }
+  }
+  if (!firstBackward)
+    return false;
+  for (Operation *at = lastForward ? lastForward->getNextNode() : op;
+       at && at != firstBackward; at = at->getNextNode())
+    if (contractionFlops(at) > 0)
+      return true;
+  return false;
 }
 
 ProgramLayers mlir::loom::findLayers(func::FuncOp func) {
@@ -120,14 +156,16 @@ ProgramLayers mlir::loom::findLayers(func::FuncOp func) {
     }
     layers.instances[it->second].ops.push_back(op);
   }
+  for (Operation &op : body.without_terminator())
+    if (!keyOf.count(&op) && !fixed.contains(&op) &&
+        !layers.backward.contains(&op) && regathers(&op, layers.backward))
+      layers.looseGathers.push_back(&op);
   return layers;
 }
 
 SmallVector<Operation *>
 mlir::loom::recomputedOps(const LayerInstance &instance, RematMode mode,
-                          const ProgramLayers &layers) {
-  if (mode == RematMode::None)
-    return {};
+                          const ProgramLayers &layers, bool regather) {
   const DenseSet<Operation *> &backward = layers.backward;
   DenseSet<Operation *> inInstance(instance.ops.begin(), instance.ops.end());
   auto readByBackward = [&](Value v) {
@@ -143,7 +181,18 @@ mlir::loom::recomputedOps(const LayerInstance &instance, RematMode mode,
           return true;
     return false;
   };
+  // Under every mode the backward gathers over `tp` again what the forward
+  // gathered: the layer keeps its share only (Korthikanti et al.). A gather
+  // of the layer's output that the next layer reads is made again too: its
+  // input, the checkpoint, is kept instead.
   DenseSet<Operation *> chosen;
+  for (Operation *op : instance.ops)
+    if (regather && regathers(op, backward))
+      chosen.insert(op);
+  auto readByChosen = [&](Value v) {
+    return llvm::any_of(v.getUsers(),
+                        [&](Operation *u) { return chosen.contains(u); });
+  };
   if (mode == RematMode::Full) {
     SmallVector<Operation *> work;
     for (Operation *op : instance.ops)
@@ -160,12 +209,17 @@ mlir::loom::recomputedOps(const LayerInstance &instance, RematMode mode,
             !isOutput(def))
           work.push_back(def);
     }
-  } else {
+  } else if (mode == RematMode::Selective) {
     // Values computed from parameters alone (a weight's bf16 copy) are
-    // parameter-sized: reading them later holds no activation.
+    // parameter-sized: reading them later holds no activation. A cheap op
+    // whose result only a gather made again reads (a sequence-split norm)
+    // runs again too.
     for (Operation *op : instance.ops) {
-      if (!canRecompute(op) || contractionFlops(op) > 0 || isOutput(op) ||
-          !llvm::any_of(op->getResults(), readByBackward))
+      if (chosen.contains(op) || !canRecompute(op) ||
+          contractionFlops(op) > 0 || isOutput(op) ||
+          !llvm::any_of(op->getResults(), [&](Value r) {
+            return readByBackward(r) || readByChosen(r);
+          }))
         continue;
       std::optional<unsigned> like = shapeOnlyOperand(op);
       bool available = true;
@@ -207,9 +261,11 @@ Operation *mlir::loom::placeGroup(SmallVectorImpl<Operation *> &ops,
 
 int64_t mlir::loom::keptActivationBytes(const LayerInstance &instance,
                                         RematMode mode,
-                                        const ProgramLayers &layers) {
+                                        const ProgramLayers &layers,
+                                        bool regather) {
   const DenseSet<Operation *> &backward = layers.backward;
-  SmallVector<Operation *> recomputed = recomputedOps(instance, mode, layers);
+  SmallVector<Operation *> recomputed =
+      recomputedOps(instance, mode, layers, regather);
   placeGroup(recomputed, backward);
   DenseSet<Operation *> again(recomputed.begin(), recomputed.end());
   // A view's bytes are the buffer it views.
@@ -220,6 +276,17 @@ int64_t mlir::loom::keptActivationBytes(const LayerInstance &instance,
   };
   DenseSet<Operation *> inInstance(instance.ops.begin(), instance.ops.end());
   DenseSet<Value> kept;
+  // What the recomputed ops read and do not make again is kept for them.
+  for (Operation *op : recomputed) {
+    std::optional<unsigned> like = shapeOnlyOperand(op);
+    for (auto [i, v] : llvm::enumerate(op->getOperands())) {
+      Value buffer = root(v);
+      Operation *def = buffer.getDefiningOp();
+      if ((!like || i != *like) && def && inInstance.contains(def) &&
+          !again.contains(def))
+        kept.insert(buffer);
+    }
+  }
   for (Operation *op : instance.ops) {
     if (again.contains(op))
       continue;

@@ -41,7 +41,8 @@ std::optional<std::optional<RematMode>> parseRematMode(llvm::StringRef text);
 llvm::StringRef stringifyRematMode(RematMode mode);
 
 /// The backward ops of `func`: the losses' gradients, the ops marked
-/// `loom.backward`, and every op that reads a result of one.
+/// `loom.backward`, the clones loom-recompute made (`loom.recomputed`), and
+/// every op that reads a result of one.
 llvm::DenseSet<Operation *> backwardOps(func::FuncOp func);
 
 /// One layer's forward ops for one micro-batch: ops with one layer key
@@ -60,19 +61,32 @@ struct ProgramLayers {
   llvm::DenseSet<Operation *> backward;
   /// The forward ops computed from parameters and constants alone.
   llvm::DenseSet<Operation *> fixed;
+  /// The gathers over `tp` of no layer that the backward gathers again
+  /// (`regathers`): the head's.
+  SmallVector<Operation *> looseGathers;
 };
 
 ProgramLayers findLayers(func::FuncOp func);
 
+/// Whether the backward gathers `op`'s result again rather than keep it:
+/// `op` gathers an activation over `tp` alone (sequence parallelism), the
+/// backward reads it, and a contraction runs between its last forward
+/// reader and its first backward one (so the whole copy would be held
+/// meanwhile).
+bool regathers(Operation *op, const llvm::DenseSet<Operation *> &backward);
+
 /// The ops of `instance` (of `layers`) that `mode` runs again, in block
-/// order: for `Full`, every op it can recompute (pure, no collective or
-/// transfer) that leads to a value its backward reads; for `Selective`,
-/// those without a contraction whose result the backward reads and whose
-/// operands are kept anyway, recomputed themselves, or computed from
-/// parameters alone.
+/// order: with `regather`, under every mode, its gathers that `regathers`;
+/// for `Full`, every op it can recompute (pure, no collective or transfer
+/// but those gathers and local slices over the grid) that leads to a value
+/// its backward reads; for `Selective`, those without a contraction whose
+/// result the backward (or a gather made again) reads and whose operands
+/// are kept anyway, recomputed themselves, or computed from parameters
+/// alone.
 SmallVector<Operation *> recomputedOps(const LayerInstance &instance,
                                        RematMode mode,
-                                       const ProgramLayers &layers);
+                                       const ProgramLayers &layers,
+                                       bool regather = true);
 
 /// Where a group's clones go: just before the first backward op that reads
 /// one of its results (nullptr: none does, nothing to recompute). Ops of
@@ -89,12 +103,13 @@ Operation *placeGroup(SmallVectorImpl<Operation *> &ops,
 int64_t simulatePeakBytes(func::FuncOp func, ArrayRef<RecomputeGroup> groups);
 
 /// The activation bytes `instance` keeps for the backward under `mode`:
-/// its results the backward reads (each buffer once, a view counted as the
-/// buffer it views), less those `mode` recomputes. Its inputs are another
-/// layer's (or data), counted there; its output, which the next layer's
-/// backward reads, is counted here.
+/// its results the backward or the recomputed ops read (each buffer once,
+/// a view counted as the buffer it views), less those `mode` (with
+/// `regather`, as recomputedOps) recomputes. Its inputs are another layer's
+/// (or data), counted there; its output, which the next layer's backward
+/// reads, is counted here.
 int64_t keptActivationBytes(const LayerInstance &instance, RematMode mode,
-                            const ProgramLayers &layers);
+                            const ProgramLayers &layers, bool regather = true);
 
 } // namespace mlir::loom
 

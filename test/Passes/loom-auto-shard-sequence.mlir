@@ -21,6 +21,7 @@
 // row-parallel linear's partial sums are reduce-scattered along the
 // sequence, so the bias and residual adds run on the quarter too.
 // TIGHT-LABEL: func.func @main
+// TIGHT-SAME:    loom.remat = {full_layers = 0 : i64, layers = 1 : i64, mode = "none", {{.*}}regathered = 3 : i64
 // TIGHT:         %[[X:.*]] = shard.all_slice %arg0 on @mesh grid_axes = [2] slice_axis = 1 : tensor<4x256x256xf32> -> tensor<4x64x256xf32>
 // TIGHT-NEXT:    %[[N1:.*]] = loom.layer_norm %[[X]], {{.*}} -> tensor<4x64x256xf32>
 // TIGHT-NEXT:    %[[G1:.*]] = shard.all_gather %[[N1]] on @mesh grid_axes = [2] gather_axis = 1 : tensor<4x64x256xf32> -> tensor<4x256x256xf32>
@@ -33,6 +34,16 @@
 // TIGHT-NEXT:    %[[G2:.*]] = shard.all_gather %[[N2]] on @mesh grid_axes = [2] gather_axis = 1
 // TIGHT-NEXT:    loom.linear %[[G2]], {{.*}} -> tensor<4x256x256xf32>
 // TIGHT:         shard.reduce_scatter %{{.*}} on @mesh grid_axes = [2] scatter_axis = 1 : tensor<4x256x256xf32> -> tensor<4x64x256xf32>
+// TIGHT-NOT:     shard.all_to_all
+// That layer does not fit as it is: the backward gathers again, where it
+// reads them, the sequence-split values it reads whole (loom-choose-recompute)
+// — the MLP's input, the second norm's input (its gradient runs whole) and
+// the attention's input — so the layer keeps its quarter of them.
+// TIGHT:         loom.mse_grad
+// TIGHT:         shard.all_gather %[[N2]] on @mesh grid_axes = [2] gather_axis = 1 {loom.recomputed}
+// TIGHT:         shard.all_gather %[[R1]] on @mesh grid_axes = [2] gather_axis = 1 {loom.recomputed}
+// TIGHT:         loom.layer_norm_grad
+// TIGHT:         shard.all_gather %[[N1]] on @mesh grid_axes = [2] gather_axis = 1 {loom.recomputed}
 // TIGHT-NOT:     shard.all_to_all
 
 // Under 6 MiB nothing fits.

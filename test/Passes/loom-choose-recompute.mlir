@@ -56,7 +56,7 @@
 // least peak. (The budgets sit between the peaks the simulation predicts,
 // about 334 KB with nothing recomputed, 284 KB selective, 216 KB full; that
 // the simulation is the emitted program's live set is RecomputePlanTest's.)
-// ROOM:        loom.remat = {full_layers = 0 : i64, layers = 2 : i64, mode = "auto", peak_bytes = {{[0-9]+}} : i64, recompute_seconds = 0.000000e+00 : f64, selective_layers = 0 : i64}
+// ROOM:        loom.remat = {full_layers = 0 : i64, layers = 2 : i64, mode = "auto", peak_bytes = {{[0-9]+}} : i64, recompute_seconds = 0.000000e+00 : f64, regathered = 0 : i64, selective_layers = 0 : i64}
 // ROOM-NOT:    loom.recompute =
 // AUTO-SEL:    loom.remat = {full_layers = 0 : i64, layers = 2 : i64, mode = "auto", {{.*}}, selective_layers = 1 : i64}
 // AUTO-FULL:   loom.remat = {full_layers = 1 : i64, layers = 2 : i64, mode = "auto", {{.*}}, selective_layers = 0 : i64}

@@ -5,13 +5,15 @@
 // recomputation, and every plan shape keeps it.
 
 #include "passes/RecomputePlan.h"
+#include "TestModels.h"
 #include "emit/PlanEmitter.h"
 #include "ir/EntryFunction.h"
 #include "ir/LoomDialect.h"
+#include "ir/LoomOps.h"
 #include "passes/Passes.h"
-#include "TestModels.h"
 
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
@@ -24,7 +26,6 @@ using namespace mlir::loom;
 using test::gptLayers;
 
 namespace {
-
 
 class RecomputePlanTest : public ::testing::Test {
 protected:
@@ -45,7 +46,8 @@ protected:
                                   int64_t devices = 1, int64_t pp = 1,
                                   int64_t micro = 1, int64_t tp = 1,
                                   Precision precision = Precision::Fp32,
-                                  double budgetGib = 0) {
+                                  double budgetGib = 0,
+                                  llvm::StringRef cluster = "") {
     OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, &ctx);
     if (!module)
       return nullptr;
@@ -58,7 +60,8 @@ protected:
     plan.pp = pp;
     plan.micro = micro;
     plan.tp = tp;
-    plan.cluster = "cpu:" + std::to_string(devices);
+    plan.cluster =
+        cluster.empty() ? "cpu:" + std::to_string(devices) : cluster.str();
     plan.remat = remat.str();
     plan.memoryBudgetGib = budgetGib;
     buildLoomPlanPipeline(pm, plan);
@@ -160,18 +163,23 @@ TEST_F(RecomputePlanTest, KeptActivationsFollowKorthikantisFormula) {
   // recomputation drops the norms' outputs and the GELU's (12), full
   // keeps the layer's input (2, counted as the previous layer's output).
   // With Megatron's tensor-parallel split over t, 8 + 24/t: the norms'
-  // inputs and outputs whole, the rest split (here at t = 4, fp32).
+  // inputs and outputs whole, the rest split (here at t = 4, fp32). Where
+  // the plan holds the residuals split between the layers (cpu:4's) and the
+  // backward gathers the norms' inputs again (under a budget), 4 + 28/t.
   const int64_t s = 32, b = 4, h = 64, sbh = s * b * h;
   struct Case {
     Precision precision;
     int64_t tp;
     RematMode mode;
     int64_t bytes;
-  } cases[] = {{Precision::Fp32, 1, RematMode::None, 64 * sbh},
-               {Precision::Bf16, 1, RematMode::None, 32 * sbh},
-               {Precision::Bf16, 1, RematMode::Selective, 20 * sbh},
-               {Precision::Bf16, 1, RematMode::Full, 2 * sbh},
-               {Precision::Fp32, 4, RematMode::None, 2 * (8 + 24 / 4) * sbh}};
+    bool regather = false;
+  } cases[] = {
+      {Precision::Fp32, 1, RematMode::None, 64 * sbh},
+      {Precision::Bf16, 1, RematMode::None, 32 * sbh},
+      {Precision::Bf16, 1, RematMode::Selective, 20 * sbh},
+      {Precision::Bf16, 1, RematMode::Full, 2 * sbh},
+      {Precision::Fp32, 4, RematMode::None, 2 * (8 + 24 / 4) * sbh},
+      {Precision::Fp32, 4, RematMode::None, 2 * (4 + 28 / 4) * sbh, true}};
   for (const Case &c : cases) {
     OwningOpRef<ModuleOp> module = lowerText(gptLayers(b, s, h, 4, 2), "none",
                                              c.tp, 1, 1, c.tp, c.precision);
@@ -179,11 +187,54 @@ TEST_F(RecomputePlanTest, KeptActivationsFollowKorthikantisFormula) {
     func::FuncOp f = programFunctions(*module)[0];
     ProgramLayers layers = findLayers(f);
     ASSERT_EQ(layers.keys.size(), 2u);
-    EXPECT_EQ(keptActivationBytes(layers.instances[0], c.mode, layers),
-              c.bytes)
+    EXPECT_EQ(
+        keptActivationBytes(layers.instances[0], c.mode, layers, c.regather),
+        c.bytes)
         << "tp " << c.tp << ", " << stringifyRematMode(c.mode).str()
         << (c.precision == Precision::Bf16 ? ", bf16" : ", fp32");
   }
+}
+
+TEST_F(RecomputePlanTest, SequenceParallelLayersKeepTheirShare) {
+  // Three GPT layers (batch 4 x sequence 256 x width 256) at tp = 4 of an
+  // H100 node under 0.019 GiB a device: the ILP splits every layer norm
+  // along the sequence, and the program without gathers made again does
+  // not fit, so the backward gathers the norms' outputs (and the residuals
+  // their gradients read whole) again. A middle layer then keeps
+  // Korthikanti et al.'s tensor- and sequence-parallel share, the figures
+  // of KeptActivationsFollowKorthikantisFormula over t: 64/t sbh in fp32,
+  // selective 40/t (the split norms run again with their gathers); full
+  // keeps its input and the attention's reduce-scattered output (a
+  // collective is not run again), 2 x 4/t.
+  const int64_t s = 256, b = 4, h = 256, t = 4, sbh = s * b * h;
+  const double budgetGib = 0.019;
+  OwningOpRef<ModuleOp> module =
+      lowerText(gptLayers(b, s, h, 4, 3), "none", t, 1, 1, t, Precision::Fp32,
+                budgetGib, "h100:1x4");
+  ASSERT_TRUE(module);
+  func::FuncOp f = programFunctions(*module)[0];
+  int64_t splitNorms = 0, regathered = 0;
+  f.walk([&](Operation *op) {
+    if (isa<LayerNormOp>(op))
+      splitNorms +=
+          cast<RankedTensorType>(op->getResult(0).getType()).getDimSize(1) ==
+          s / t;
+    regathered += isa<shard::AllGatherOp>(op) && op->hasAttr("loom.recomputed");
+  });
+  ASSERT_EQ(splitNorms, 2 * 3);
+  EXPECT_GE(regathered, 2 * 3);
+  // The buckets, placed after the choice, can only add to its peak.
+  emittedLiveBytes(*module);
+  EXPECT_LE(predictedPeak(f), busiestLive);
+
+  ProgramLayers layers = findLayers(f);
+  ASSERT_EQ(layers.keys.size(), 3u);
+  const LayerInstance &middle = layers.instances[1];
+  EXPECT_EQ(keptActivationBytes(middle, RematMode::None, layers), 64 * sbh / t);
+  EXPECT_EQ(keptActivationBytes(middle, RematMode::Selective, layers),
+            40 * sbh / t);
+  EXPECT_EQ(keptActivationBytes(middle, RematMode::Full, layers),
+            2 * 4 * sbh / t);
 }
 
 } // namespace
