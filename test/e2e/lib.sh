@@ -10,8 +10,34 @@ WORK="$LOOM_WORK/$(basename "$0" .sh)"
 rm -rf "$WORK" && mkdir -p "$WORK" && cd "$WORK"
 
 loomc() { "$LOOM_BIN/loomc" "$@"; }
-loom_run() { "$LOOM_BIN/loom-run" "$@"; }
-loom_run_np() { local n=$1; shift; "${MPIRUN[@]}" -np "$n" "$LOOM_BIN/loom-run" "$@"; }
+# Every run through these two that writes metrics and succeeds is checked:
+# on every step the root rank's measured high-water mark of tensor bytes is
+# its planned arena plus its kernels' workspace (measured_as_planned below;
+# memory_as_planned also holds the arena against loomc's figures).
+loom_run() { "$LOOM_BIN/loom-run" "$@" || return; measured_as_planned "$@"; }
+loom_run_np() {
+  local n=$1; shift
+  "${MPIRUN[@]}" -np "$n" "$LOOM_BIN/loom-run" "$@" || return
+  measured_as_planned "$@"
+}
+
+# measured_as_planned LOOM_RUN_ARGS... : the --metrics file of those
+# arguments, if any, shows nothing allocated for tensors beyond the arena and
+# the kernels' workspace on any step.
+measured_as_planned() {
+  local metrics=""
+  while [ $# -gt 0 ]; do
+    [ "$1" = --metrics ] && [ $# -gt 1 ] && metrics=$2
+    shift
+  done
+  [ -n "$metrics" ] || return 0
+  $PY - "$metrics" <<'PY' || fail "memory measured in $metrics is not the plan's arena"
+import json, sys
+for line in open(sys.argv[1]):
+    m = json.loads(line)
+    assert m['peak_memory_bytes'] == m['arena_bytes'] + m['workspace_bytes'], m
+PY
+}
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
