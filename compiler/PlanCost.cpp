@@ -1,10 +1,10 @@
 //===- PlanCost.cpp - The lowered step as the planner's request -*- C++ -*-===//
 
 #include "compiler/PlanCost.h"
+#include "passes/OpCost.h"
 #include "ir/EntryFunction.h"
 #include "ir/LoomOps.h"
 #include "passes/MeshUtils.h"
-#include "passes/OpCost.h"
 #include "passes/planner/PipelineSchedule.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -16,8 +16,9 @@ using namespace mlir;
 using namespace mlir::loom;
 
 /// A collective's record: `bytes` is the S of its cost formula.
-static planner::CollectiveRecord
-collective(planner::CollectiveKind kind, Value sized, ArrayRef<int16_t> axes) {
+static planner::CollectiveRecord collective(planner::CollectiveKind kind,
+                                            Value sized,
+                                            ArrayRef<int16_t> axes) {
   planner::CollectiveRecord c;
   c.kind = kind;
   c.bytes = bytesOf(sized);
@@ -173,8 +174,8 @@ planner::DeviceMemory mlir::loom::deviceMemoryOf(const MemoryBreakdown &emitted,
   m.parameters = emitted.parameters;
   m.gradients = emitted.gradients;
   m.optimizerState = emitted.optimizerState;
-  m.activations = std::max<int64_t>(0, arenaBytes - m.parameters - m.gradients -
-                                           m.optimizerState);
+  m.activations = std::max<int64_t>(
+      0, arenaBytes - m.parameters - m.gradients - m.optimizerState);
   m.workspace = emitted.workspace;
   return m;
 }

@@ -49,8 +49,8 @@ PlanFigures mlir::loom::planFigures(const plan::Plan &plan,
 }
 
 void mlir::loom::setPipelineFigures(PlanFigures &f, const plan::Plan &plan,
-                                    const PipelineStages &stages,
-                                    const std::vector<double> &deviceSeconds) {
+                                     const PipelineStages &stages,
+                                     const std::vector<double> &deviceSeconds) {
   f.schedule = stages.schedule;
   f.pipelineStretch = stages.stretch;
   for (auto [s, layers] : llvm::enumerate(stages.layers)) {
@@ -76,8 +76,8 @@ void mlir::loom::setPipelineFigures(PlanFigures &f, const plan::Plan &plan,
     if (device < static_cast<int64_t>(stages.inFlight.size()))
       st.microBatchesInFlight = stages.inFlight[device];
     if (device < static_cast<int64_t>(deviceSeconds.size()))
-      st.seconds =
-          deviceSeconds[device] * (ofDevice > 0 ? planned / ofDevice : 1.0);
+      st.seconds = deviceSeconds[device] *
+                   (ofDevice > 0 ? planned / ofDevice : 1.0);
     f.stages.push_back(std::move(st));
   }
 }
@@ -133,11 +133,10 @@ communicationPerStep(const plan::Plan &plan,
     llvm::json::Array axes;
     for (const std::string &a : key.second)
       axes.push_back(a);
-    out.push_back(
-        llvm::json::Object{{"kind", key.first},
-                           {"axes", std::move(axes)},
-                           {"count", total.count},
-                           {"bytes", static_cast<int64_t>(total.bytes)}});
+    out.push_back(llvm::json::Object{{"kind", key.first},
+                                     {"axes", std::move(axes)},
+                                     {"count", total.count},
+                                     {"bytes", static_cast<int64_t>(total.bytes)}});
   }
   return out;
 }
@@ -148,8 +147,8 @@ struct BucketTotals {
   int64_t buckets = 0, tensors = 0;
   double bytes = 0;
 };
-static BucketTotals
-bucketTotals(llvm::ArrayRef<planner::CollectiveRecord> collectives) {
+static BucketTotals bucketTotals(
+    llvm::ArrayRef<planner::CollectiveRecord> collectives) {
   BucketTotals t;
   for (const planner::CollectiveRecord &c : collectives)
     if (c.bucket) {
@@ -189,9 +188,10 @@ llvm::json::Object mlir::loom::summaryJson(const plan::Plan &plan,
     peaks.push_back(bytes);
   BucketTotals buckets = bucketTotals(figures.collectives);
   return llvm::json::Object{
-      {"mesh", llvm::json::Object{{"dp", meshSize(plan, "dp")},
-                                  {"tp", meshSize(plan, "tp")},
-                                  {"pp", meshSize(plan, "pp")}}},
+      {"mesh",
+       llvm::json::Object{{"dp", meshSize(plan, "dp")},
+                          {"tp", meshSize(plan, "tp")},
+                          {"pp", meshSize(plan, "pp")}}},
       {"micro_batch", t.micro_batch()},
       {"num_micro_batches", t.num_micro_batches()},
       {"schedule", figures.schedule},
@@ -227,8 +227,7 @@ llvm::json::Object mlir::loom::summaryJson(const plan::Plan &plan,
       {"sequence_parallel_norms",
        llvm::json::Object{{"norms", figures.norms},
                           {"split", figures.sequenceParallelNorms}}},
-      {"communication_per_step",
-       communicationPerStep(plan, figures.collectives)},
+      {"communication_per_step", communicationPerStep(plan, figures.collectives)},
       {"overlapped_buckets",
        llvm::json::Object{{"count", buckets.buckets},
                           {"tensors", buckets.tensors},
@@ -242,7 +241,8 @@ llvm::json::Object mlir::loom::summaryJson(const plan::Plan &plan,
 }
 
 /// The split parameters by kind of layer: `h.*.attn.c_proj.weight [tp, -]`.
-static void printLayerShardings(llvm::raw_ostream &os, const plan::Plan &plan) {
+static void printLayerShardings(llvm::raw_ostream &os,
+                                const plan::Plan &plan) {
   std::vector<std::string> order;
   std::map<std::string, std::pair<std::string, int>> kinds;
   int64_t split = 0, total = 0;
@@ -316,20 +316,21 @@ std::string mlir::loom::summaryText(const plan::Plan &plan,
   const plan::Training &t = plan.training();
   const planner::DeviceMemory &memory = figures.memory;
   const planner::StepEstimate &step = figures.step;
-  os << "plan: " << plan.world_size() << " rank(s) on " << cluster.spec << " ("
-     << cluster.deviceName << ")\n";
+  os << "plan: " << plan.world_size() << " rank(s) on " << cluster.spec
+     << " (" << cluster.deviceName << ")\n";
   int64_t tp = meshSize(plan, "tp");
   os << "  mesh        pp=" << meshSize(plan, "pp")
      << " dp=" << meshSize(plan, "dp") << " tp=" << tp
      << "  (data parallel: each dp rank takes "
-     << t.micro_batch() * std::max<int64_t>(t.num_micro_batches(), 1) << " of "
-     << t.global_batch() << " samples";
+     << t.micro_batch() * std::max<int64_t>(t.num_micro_batches(), 1)
+     << " of " << t.global_batch() << " samples";
   if (t.num_micro_batches() > 1)
     os << " in " << t.num_micro_batches() << " micro-batches of "
        << t.micro_batch() << ", gradients accumulated, then all-reduced";
   else
     os << ", gradients all-reduced";
-  os << (tp > 1 ? "; tensor parallel: loom-auto-shard splits ops over tp" : "")
+  os << (tp > 1 ? "; tensor parallel: loom-auto-shard splits ops over tp"
+                : "")
      << ")\n";
   if (tp > 1) {
     printLayerShardings(os, plan);
@@ -374,9 +375,10 @@ std::string mlir::loom::summaryText(const plan::Plan &plan,
     os << "  tied        " << tie.name() << " = " << tie.parameter()
        << (tie.transposed() ? "^T" : "")
        << " (the exporter's copy; trained as one, exported from it)\n";
-  os << "  memory      " << mib(memory.total()) << " per rank (parameters "
-     << mib(memory.parameters) << ", gradients " << mib(memory.gradients)
-     << ", optimizer state " << mib(memory.optimizerState) << ", activations "
+  os << "  memory      " << mib(memory.total())
+     << " per rank (parameters " << mib(memory.parameters) << ", gradients "
+     << mib(memory.gradients) << ", optimizer state "
+     << mib(memory.optimizerState) << ", activations "
      << mib(memory.activations);
   if (memory.workspace)
     os << ", kernel workspace " << mib(memory.workspace);

@@ -5,7 +5,7 @@
 // the mode asked, or under `auto` the cheapest mix of full and selective
 // layers whose simulated peak fits the budget. Under every mode, with
 // sequence parallelism, the backward gathers over `tp` again what the
-// forward gathered (`regathers`, RecomputePlan.h). Writes the marks
+// forward gathered (`ProgramLayers::regathered`, RecomputePlan.h). Writes the marks
 // loom-recompute materialises.
 //
 //===----------------------------------------------------------------------===//

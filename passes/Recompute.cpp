@@ -42,31 +42,40 @@ struct RecomputePass : public loom::impl::LoomRecomputePassBase<RecomputePass> {
     if (groups.empty())
       return;
     DenseSet<Operation *> backward = backwardOps(func);
-    OpBuilder b(func.getContext());
+    SmallVector<RecomputeGroup> placed;
     for (auto &[id, ops] : groups) {
-      Operation *at = placeGroup(ops, backward);
-      if (!at)
-        continue;
+      RecomputeGroup g{std::move(ops), nullptr};
+      g.insertBefore = placeGroup(g.ops, backward);
+      if (g.insertBefore)
+        placed.push_back(std::move(g));
+    }
+    // What only the backward read (a gather made for it) is made there: the
+    // original goes, as the choice's simulation left it out.
+    DenseSet<Operation *> unread = unreadOriginals(placed);
+    OpBuilder b(func.getContext());
+    for (const RecomputeGroup &g : placed) {
+      Operation *at = g.insertBefore;
       b.setInsertionPoint(at);
       IRMapping map;
       SmallVector<Operation *> clones;
-      for (Operation *op : ops) {
+      for (Operation *op : g.ops) {
         Operation *clone = b.clone(*op, map);
         clone->setAttr(LoomDialect::RecomputedAttrHelper::getNameStr(),
                        b.getUnitAttr());
         clones.push_back(clone);
       }
-      for (auto [op, clone] : llvm::zip(ops, clones))
+      for (auto [op, clone] : llvm::zip(g.ops, clones))
         for (auto [from, to] : llvm::zip(op->getResults(), clone->getResults()))
           from.replaceUsesWithIf(to, [&](OpOperand &use) {
             Operation *user = use.getOwner();
             return user == at || at->isBeforeInBlock(user);
           });
-      // What only the backward read (a gather made for it) is made there.
-      for (Operation *op : llvm::reverse(ops))
-        if (op->use_empty())
-          op->erase();
     }
+    // Readers first.
+    for (Operation &op : llvm::make_early_inc_range(
+             llvm::reverse(func.getBody().front().getOperations())))
+      if (unread.contains(&op))
+        op.erase();
   }
 };
 

@@ -83,8 +83,9 @@ static bool canRecompute(Operation *op) {
          !isa<shard::ShardDialect, tensor::TensorDialect>(op->getDialect());
 }
 
-bool mlir::loom::regathers(Operation *op,
-                           const DenseSet<Operation *> &backward) {
+/// Whether the backward gathers `op`'s result again (ProgramLayers::
+/// regathered).
+static bool regathers(Operation *op, const DenseSet<Operation *> &backward) {
   if (!gathersOverTensor(op))
     return false;
   Operation *lastForward = nullptr, *firstBackward = nullptr;
@@ -156,10 +157,14 @@ ProgramLayers mlir::loom::findLayers(func::FuncOp func) {
     }
     layers.instances[it->second].ops.push_back(op);
   }
-  for (Operation &op : body.without_terminator())
-    if (!keyOf.count(&op) && !fixed.contains(&op) &&
-        !layers.backward.contains(&op) && regathers(&op, layers.backward))
+  for (Operation &op : body.without_terminator()) {
+    if (fixed.contains(&op) || layers.backward.contains(&op) ||
+        !regathers(&op, layers.backward))
+      continue;
+    layers.regathered.insert(&op);
+    if (!keyOf.count(&op))
       layers.looseGathers.push_back(&op);
+  }
   return layers;
 }
 
@@ -187,7 +192,7 @@ mlir::loom::recomputedOps(const LayerInstance &instance, RematMode mode,
   // input, the checkpoint, is kept instead.
   DenseSet<Operation *> chosen;
   for (Operation *op : instance.ops)
-    if (regather && regathers(op, backward))
+    if (regather && layers.regathered.contains(op))
       chosen.insert(op);
   auto readByChosen = [&](Value v) {
     return llvm::any_of(v.getUsers(),

@@ -61,22 +61,21 @@ struct ProgramLayers {
   llvm::DenseSet<Operation *> backward;
   /// The forward ops computed from parameters and constants alone.
   llvm::DenseSet<Operation *> fixed;
-  /// The gathers over `tp` of no layer that the backward gathers again
-  /// (`regathers`): the head's.
+  /// The forward gathers whose result the backward gathers again rather
+  /// than keep it: each gathers an activation over `tp` alone (sequence
+  /// parallelism), the backward reads it, and a contraction runs between its
+  /// last forward reader and its first backward one (so the whole copy
+  /// would be held meanwhile).
+  llvm::DenseSet<Operation *> regathered;
+  /// Those of no layer (the head's), in block order.
   SmallVector<Operation *> looseGathers;
 };
 
 ProgramLayers findLayers(func::FuncOp func);
 
-/// Whether the backward gathers `op`'s result again rather than keep it:
-/// `op` gathers an activation over `tp` alone (sequence parallelism), the
-/// backward reads it, and a contraction runs between its last forward
-/// reader and its first backward one (so the whole copy would be held
-/// meanwhile).
-bool regathers(Operation *op, const llvm::DenseSet<Operation *> &backward);
-
 /// The ops of `instance` (of `layers`) that `mode` runs again, in block
-/// order: with `regather`, under every mode, its gathers that `regathers`;
+/// order: with `regather`, under every mode, its gathers in
+/// `layers.regathered`;
 /// for `Full`, every op it can recompute (pure, no collective or transfer
 /// but those gathers and local slices over the grid) that leads to a value
 /// its backward reads; for `Selective`, those without a contraction whose
