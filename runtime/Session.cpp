@@ -25,9 +25,28 @@ StatusOr<std::unique_ptr<Session>> Session::create(plan::Plan plan,
 }
 
 Status Session::attachData(const std::string &binding, HostTensor value) {
+  return attachData(binding,
+                    SampleArray::fromTensor(std::move(value),
+                                            "the array for '" + binding + "'"));
+}
+
+Status Session::attachData(const std::string &binding, SampleArray value) {
   LOOM_RETURN_IF_ERROR(checkBindingData(*thePlan, binding, value));
+  for (const auto &[name, array] : data)
+    if (name != binding)
+      LOOM_RETURN_IF_ERROR(sameSamples(binding, value, name, array));
+  if (order.isShuffled() && value.mapped)
+    value.mapped->adviseRandom();
   data[binding] = std::move(value);
   return Status::ok();
+}
+
+void Session::setSampleOrder(const SampleOrder &newOrder) {
+  order = newOrder;
+  if (order.isShuffled())
+    for (const auto &[name, array] : data)
+      if (array.mapped)
+        array.mapped->adviseRandom();
 }
 
 Status Session::setInput(const std::string &binding, const HostTensor &value) {
@@ -45,15 +64,32 @@ Status Session::setInput(const std::string &binding, const HostTensor &value) {
 }
 
 Status Session::runStep(int64_t step) {
+  LOOM_RETURN_IF_ERROR(feed(step));
+  return run(step);
+}
+
+Status Session::run(int64_t step) { return exec->runStep(step); }
+
+Status Session::feed(int64_t step) {
   dataFault.reset();
+  int64_t classes = -1; // found on the first token stream
   for (const plan::Buffer &b : exec->program().buffers()) {
     if (b.role() != plan::INPUT && b.role() != plan::TARGET)
       continue;
     auto it = data.find(b.binding());
     if (it == data.end())
       continue;
+    const SampleArray &array = it->second;
+    // Class ids are checked where the target meets its logits; a token
+    // stream's input ids against the same vocabulary.
+    int64_t limit = 0;
+    if (b.role() == plan::TARGET)
+      limit = crossEntropyClasses(exec->program(), b);
+    else if (array.firstToken >= 0 && b.dtype() == plan::I64)
+      limit = classes < 0 ? (classes = planClasses(*thePlan)) : classes;
     uint8_t *dst = exec->bufferData(b);
-    feedSamples(*thePlan, b, it->second, step, exec->rank(), dst);
+    LOOM_RETURN_IF_ERROR(feedSamples(*thePlan, b, array, order, step,
+                                     exec->rank(), dst, limit));
     if (!checkNumerics || dataFault || b.dtype() != plan::F32)
       continue;
     // The fed copy is scanned (f64 data is rounded to f32 on the way, and a
@@ -61,9 +97,9 @@ Status Session::runStep(int64_t step) {
     int64_t perSample = numElements(bufferShape(b)) / b.shape(0);
     if (std::optional<NonFinite> hit = findNonFinite(
             reinterpret_cast<const float *>(dst), numElements(bufferShape(b)))) {
-      int64_t sample = (firstSample(*thePlan, b, step, exec->rank()) +
-                        hit->index / perSample) %
-                       it->second.shape[0];
+      int64_t sample = order.sample(
+          firstSample(*thePlan, b, step, exec->rank()) + hit->index / perSample,
+          array.samples());
       dataFault = NumericsFault{
           0, "step " + std::to_string(step + 1) + ": the data '" +
                  b.binding() + "' has " + nonFiniteName(*hit) +
@@ -71,7 +107,7 @@ Status Session::runStep(int64_t step) {
                  std::to_string(hit->index % perSample) + " of the sample)"};
     }
   }
-  return exec->runStep(step);
+  return Status::ok();
 }
 
 void Session::setCheckNumerics(bool on) {
@@ -87,20 +123,21 @@ const std::optional<NumericsFault> &Session::numericsFault() const {
 std::string Session::stepSamples(int64_t step) const {
   if (data.empty())
     return "";
+  // Every attached array holds the same number of samples.
   int64_t batch = thePlan->training().global_batch();
   int64_t first = step * batch;
-  int64_t length = data.begin()->second.shape[0];
-  bool sameLength = true;
-  for (const auto &kv : data)
-    sameLength &= kv.second.shape[0] == length;
-  if (sameLength)
+  int64_t length = data.begin()->second.samples();
+  if (!order.isShuffled())
     return sampleRangeText(first, batch, length) + " of the data";
-  std::string text;
-  for (const auto &[binding, array] : data)
-    text += (text.empty() ? "" : ", ") +
-            sampleRangeText(first, batch, array.shape[0]) + " of '" +
-            binding + "'";
-  return text;
+  std::string text = "samples ";
+  const int64_t kShown = 8;
+  for (int64_t i = 0; i < std::min(batch, kShown); ++i)
+    text += (i ? ", " : "") + std::to_string(order.sample(first + i, length));
+  if (batch > kShown)
+    text += ", ...";
+  return text + " (" + std::to_string(batch) + " of epoch " +
+         std::to_string(first / length) + " of the order of seed " +
+         std::to_string(order.seed()) + ")";
 }
 
 StatusOr<float> Session::loss() const { return exec->loss(); }

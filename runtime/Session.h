@@ -18,6 +18,8 @@
 #define LOOM_RUNTIME_SESSION_H
 
 #include "runtime/Executor.h"
+#include "runtime/data/SampleArray.h"
+#include "runtime/data/SampleOrder.h"
 
 #include <map>
 #include <memory>
@@ -38,8 +40,15 @@ public:
          const ParameterInit &init = {});
 
   /// Supplies the array `binding` (an INPUT's graph input name or "target")
-  /// reads from; dim 0 indexes samples. Checked with `checkBindingData`.
+  /// reads from; dim 0 indexes samples. Checked with `checkBindingData`;
+  /// every attached array must hold the same number of samples.
   Status attachData(const std::string &binding, HostTensor data);
+  /// The same for samples read in place (a mapped .npy file, a token
+  /// stream's windows).
+  Status attachData(const std::string &binding, SampleArray data);
+
+  /// Which sample each position of the run reads (sequential by default).
+  void setSampleOrder(const SampleOrder &order);
 
   /// Writes `value` into this rank's INPUT/TARGET buffers bound to
   /// `binding` now (same element count as the buffer); data attached for
@@ -48,6 +57,11 @@ public:
 
   /// Feeds this step's slice of every attached array, then runs the program.
   Status runStep(int64_t step);
+  /// The two halves of `runStep`: `feed` can fail on one rank alone (a value
+  /// its samples hold), so a multi-rank driver agrees on it before `run`,
+  /// whose collectives every rank must reach.
+  Status feed(int64_t step);
+  Status run(int64_t step);
 
   /// `loom-run --check-numerics`: with `on`, each step also scans the float
   /// samples it feeds and every instruction's float outputs for NaN and
@@ -59,8 +73,9 @@ public:
   const std::optional<NumericsFault> &numericsFault() const;
 
   /// The samples of the attached data that step `step` (0-based) reads
-  /// over all ranks, e.g. "samples 56..63 of the data" (per binding when
-  /// the arrays' lengths differ); empty without attached data.
+  /// over all ranks, e.g. "samples 56..63 of the data", or in a shuffled
+  /// order "samples 812, 3, 97, ... (8 of epoch 2 of the order of seed 7)";
+  /// empty without attached data.
   std::string stepSamples(int64_t step) const;
 
   /// The loss of the last step (already averaged over ranks by the plan).
@@ -120,7 +135,8 @@ private:
   std::unique_ptr<plan::Plan> thePlan;
   std::string planPath;
   std::unique_ptr<Executor> exec;
-  std::map<std::string, HostTensor> data;
+  std::map<std::string, SampleArray> data;
+  SampleOrder order = SampleOrder::sequential();
   bool checkNumerics = false;
   std::optional<NumericsFault> dataFault;
 };

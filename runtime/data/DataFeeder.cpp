@@ -1,4 +1,5 @@
-//===- DataFeeder.cpp - Slice data files into INPUT/TARGET buffers -*- C++ -*-===//
+//===- DataFeeder.cpp - Slice data files into INPUT/TARGET buffers -*- C++
+//-*-===//
 
 #include "runtime/data/DataFeeder.h"
 
@@ -30,8 +31,17 @@ int64_t crossEntropyClasses(const plan::Program &program,
   return 0;
 }
 
+int64_t planClasses(const plan::Plan &plan) {
+  for (const plan::Program &program : plan.programs())
+    for (const plan::Buffer &b : program.buffers())
+      if (b.role() == plan::TARGET)
+        if (int64_t classes = crossEntropyClasses(program, b))
+          return classes;
+  return 0;
+}
+
 Status checkBindingData(const plan::Plan &plan, const std::string &binding,
-                        const HostTensor &data) {
+                        const SampleArray &data) {
   bool found = false;
   for (const plan::Program &program : plan.programs()) {
     for (const plan::Buffer &b : program.buffers()) {
@@ -54,28 +64,11 @@ Status checkBindingData(const plan::Plan &plan, const std::string &binding,
                          binding.c_str(), shapeToString(data.shape).c_str(),
                          (expect + "]").c_str());
       }
-      bool ok = b.dtype() == plan::F32
-                    ? (data.type == ElemType::F32 || data.type == ElemType::F64)
-                    : (data.type == ElemType::I64 || data.type == ElemType::I32);
-      if (!ok)
-        return makeError("data for '%s' is %s but the plan's buffer '%s' is "
-                         "%s; save it as %s",
-                         binding.c_str(), elemTypeName(data.type),
-                         b.name().c_str(), dtypeName(b.dtype()),
-                         b.dtype() == plan::F32 ? "float32" : "int64 (or "
-                                                              "int32)");
-      int64_t classes = crossEntropyClasses(program, b);
-      if (classes > 0) {
-        for (int64_t i = 0, n = data.numel(); i < n; ++i) {
-          int64_t v = data.type == ElemType::I64 ? data.data<int64_t>()[i]
-                                                 : data.data<int32_t>()[i];
-          if (v < 0 || v >= classes)
-            return makeError("data for '%s' holds class id %lld at element "
-                             "%lld, outside [0, %lld)",
-                             binding.c_str(), (long long)v, (long long)i,
-                             (long long)classes);
-        }
-      }
+      if (b.dtype() != plan::F32 && b.dtype() != plan::I64)
+        return makeError("the plan's buffer '%s' for '%s' is %s; data feeds "
+                         "f32 and i64 buffers only",
+                         b.name().c_str(), binding.c_str(),
+                         dtypeName(b.dtype()));
     }
   }
   if (!found)
@@ -85,7 +78,7 @@ Status checkBindingData(const plan::Plan &plan, const std::string &binding,
 }
 
 Status checkPlanData(const plan::Plan &plan,
-                     const std::map<std::string, HostTensor> &data) {
+                     const std::map<std::string, SampleArray> &data) {
   std::set<std::string> names = dataBindings(plan);
   std::string known;
   for (const std::string &n : names)
@@ -97,15 +90,29 @@ Status checkPlanData(const plan::Plan &plan,
                        kv.first.c_str(), known.c_str());
   for (const std::string &n : names)
     if (!data.count(n))
-      return makeError("no data for '%s'; pass --data %s=FILE.npy",
-                       n.c_str(), n.c_str());
+      return makeError("no data for '%s'; pass --data %s=FILE.npy", n.c_str(),
+                       n.c_str());
   for (const auto &kv : data)
     LOOM_RETURN_IF_ERROR(checkBindingData(plan, kv.first, kv.second));
+  const auto &[firstName, first] = *data.begin();
+  for (const auto &[name, array] : data)
+    LOOM_RETURN_IF_ERROR(sameSamples(firstName, first, name, array));
   return Status::ok();
 }
 
-int64_t firstSample(const plan::Plan &plan, const plan::Buffer &b,
-                    int64_t step, int rank) {
+Status sameSamples(const std::string &bindingA, const SampleArray &a,
+                   const std::string &bindingB, const SampleArray &b) {
+  if (a.samples() == b.samples())
+    return Status::ok();
+  return makeError("%s holds %lld sample(s) for '%s' but %s holds %lld for "
+                   "'%s'; every input and the target need the same number, "
+                   "sample k of each being one example",
+                   a.name.c_str(), (long long)a.samples(), bindingA.c_str(),
+                   b.name.c_str(), (long long)b.samples(), bindingB.c_str());
+}
+
+int64_t firstSample(const plan::Plan &plan, const plan::Buffer &b, int64_t step,
+                    int rank) {
   // A dp rank's share is global_batch / dp samples; a buffer holds all of
   // it, or one micro-batch of it from `sample_offset` on.
   int64_t share = plan.training().global_batch() / meshAxisSize(plan, "dp");
@@ -130,33 +137,21 @@ std::string sampleRangeText(int64_t first, int64_t count, int64_t length) {
   return "samples " + range(start, length - 1) + ", " + range(0, end - length);
 }
 
-void feedSamples(const plan::Plan &plan, const plan::Buffer &b,
-                 const HostTensor &data, int64_t step, int rank,
-                 uint8_t *dst) {
-  int64_t len = data.shape[0];
-  int64_t perSample = data.numel() / len;
+Status feedSamples(const plan::Plan &plan, const plan::Buffer &b,
+                   const SampleArray &data, const SampleOrder &order,
+                   int64_t step, int rank, uint8_t *dst, int64_t limit) {
+  int64_t n = data.samples();
   int64_t count = b.shape(0);
-  int64_t start = firstSample(plan, b, step, rank) % len;
-  int64_t srcElem = elemSize(data.type);
-  for (int64_t s = 0; s < count; ++s) {
-    int64_t src = (start + s) % len;
-    const uint8_t *from = data.bytes.data() + src * perSample * srcElem;
-    if (b.dtype() == plan::F32) {
-      float *to = reinterpret_cast<float *>(dst) + s * perSample;
-      if (data.type == ElemType::F32)
-        std::memcpy(to, from, perSample * sizeof(float));
-      else
-        for (int64_t i = 0; i < perSample; ++i)
-          to[i] = static_cast<float>(reinterpret_cast<const double *>(from)[i]);
-    } else {
-      int64_t *to = reinterpret_cast<int64_t *>(dst) + s * perSample;
-      if (data.type == ElemType::I64)
-        std::memcpy(to, from, perSample * sizeof(int64_t));
-      else
-        for (int64_t i = 0; i < perSample; ++i)
-          to[i] = reinterpret_cast<const int32_t *>(from)[i];
-    }
-  }
+  int64_t sampleBytes = data.perSample() * dtypeSize(b.dtype());
+  int64_t first = firstSample(plan, b, step, rank);
+  if (first < 0 || first > INT64_MAX - count)
+    return makeError("%s: the data position of step %lld is beyond 2^63",
+                     data.name.c_str(), (long long)step + 1);
+  const char *what = data.firstToken >= 0 ? "token" : "class id";
+  for (int64_t s = 0; s < count; ++s)
+    LOOM_RETURN_IF_ERROR(copySample(data, order.sample(first + s, n), b.dtype(),
+                                    dst + s * sampleBytes, limit, what));
+  return Status::ok();
 }
 
 } // namespace loom::runtime

@@ -1,17 +1,20 @@
-//===- DataFeeder.h - Slice data files into INPUT/TARGET buffers ---*- C++ -*-===//
+//===- DataFeeder.h - Slice data files into INPUT/TARGET buffers ---*- C++
+//-*-===//
 //
-// At step i (0-based) the global batch is samples [i*B, (i+1)*B) of every
-// data array, modulo its length (B = training.global_batch). On a rank with
+// At step i (0-based) the global batch is positions [i*B, (i+1)*B) of the
+// run's data (B = training.global_batch); a `SampleOrder` says which sample
+// each position reads, the same one for every binding. On a rank with
 // data-parallel coordinate d, a buffer of shape [b, ...] with sample_offset o
-// receives samples [i*B + d*b + o, +b).
+// receives positions [i*B + d*b + o, +b).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef LOOM_RUNTIME_DATA_DATAFEEDER_H
 #define LOOM_RUNTIME_DATA_DATAFEEDER_H
 
+#include "runtime/data/SampleArray.h"
+#include "runtime/data/SampleOrder.h"
 #include "runtime/plan.pb.h"
-#include "runtime/support/HostTensor.h"
 #include "runtime/support/Status.h"
 
 #include <map>
@@ -28,22 +31,33 @@ std::set<std::string> dataBindings(const plan::Plan &plan);
 int64_t crossEntropyClasses(const plan::Program &program,
                             const plan::Buffer &b);
 
+/// The classes of the plan's `cross_entropy` (its logits' last dimension,
+/// in the first program that has one), else 0: a language model's
+/// vocabulary.
+int64_t planClasses(const plan::Plan &plan);
+
 /// Checks `data` for `binding` against every INPUT/TARGET buffer bound to it
-/// in any program: at least one sample, trailing dims equal to the buffer's,
-/// a convertible dtype (f32/f64 for f32 buffers, i32/i64 for i64 buffers),
-/// and class ids in range where the buffer is a `cross_entropy` target.
+/// in any program: at least one sample and trailing dims equal to the
+/// buffer's. Any `DataType` converts to an f32 or i64 buffer; the values
+/// themselves are checked as they are fed (`feedSamples`).
 Status checkBindingData(const plan::Plan &plan, const std::string &binding,
-                        const HostTensor &data);
+                        const SampleArray &data);
 
 /// Checks a complete set of named data: every binding has data, no name is
-/// unknown, and each array passes `checkBindingData`.
+/// unknown, each array passes `checkBindingData`, and all hold the same
+/// number of samples (sample k of every binding is one example).
 Status checkPlanData(const plan::Plan &plan,
-                     const std::map<std::string, HostTensor> &data);
+                     const std::map<std::string, SampleArray> &data);
 
-/// The global sample index of the first sample `b` receives at `step` on
+/// Fails, naming both files, when `a` (for `bindingA`) and `b` hold
+/// different numbers of samples.
+Status sameSamples(const std::string &bindingA, const SampleArray &a,
+                   const std::string &bindingB, const SampleArray &b);
+
+/// The global position of the first sample `b` receives at `step` on
 /// `rank`.
-int64_t firstSample(const plan::Plan &plan, const plan::Buffer &b,
-                    int64_t step, int rank);
+int64_t firstSample(const plan::Plan &plan, const plan::Buffer &b, int64_t step,
+                    int rank);
 
 /// The samples [first, first + count) of an array of `length` samples, as
 /// read modulo the length: "sample 57", "samples 56..63", or
@@ -51,11 +65,14 @@ int64_t firstSample(const plan::Plan &plan, const plan::Buffer &b,
 /// covers the array.
 std::string sampleRangeText(int64_t first, int64_t count, int64_t length);
 
-/// Copies `b`'s samples for `step` out of `data` into `dst` (the buffer's
-/// memory), converting f64->f32 and i32->i64. `data` must have passed
-/// `checkBindingData`.
-void feedSamples(const plan::Plan &plan, const plan::Buffer &b,
-                 const HostTensor &data, int64_t step, int rank, uint8_t *dst);
+/// Copies `b`'s samples for `step` out of `data`, in `order`, into `dst`
+/// (the buffer's memory), converting to the buffer's type (`copySample`).
+/// With `limit` > 0 every value must lie in [0, limit): the classes of a
+/// cross-entropy target, a token stream's vocabulary. `data` must have
+/// passed `checkBindingData`. Errors name the file and the value's place.
+Status feedSamples(const plan::Plan &plan, const plan::Buffer &b,
+                   const SampleArray &data, const SampleOrder &order,
+                   int64_t step, int rank, uint8_t *dst, int64_t limit = 0);
 
 } // namespace loom::runtime
 

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 
 namespace loom::runtime {
 
@@ -86,9 +87,9 @@ Status parseHeader(const std::string &header, const std::string &what,
 
 /// Where the header of the .npy file starting with `bytes` (its first 12
 /// bytes suffice) lies: checks the magic bytes and the format version.
-static Status headerBounds(const std::string &bytes, const std::string &what,
+static Status headerBounds(std::string_view bytes, const std::string &what,
                            size_t &headerStart, size_t &headerLen) {
-  if (bytes.size() < 10 || bytes.compare(0, 6, kMagic, 6) != 0)
+  if (bytes.size() < 10 || bytes.compare(0, 6, std::string_view(kMagic, 6)) != 0)
     return makeError("%s: not a .npy file (bad magic bytes)", what.c_str());
   unsigned major = static_cast<uint8_t>(bytes[6]);
   headerLen = 0;
@@ -110,22 +111,31 @@ static Status headerBounds(const std::string &bytes, const std::string &what,
   return Status::ok();
 }
 
-StatusOr<HostTensor> parseNpy(const std::string &bytes, const std::string &what,
-                              const NpyReadOptions &options) {
+Status parseNpyHeader(std::string_view bytes, const std::string &what,
+                      NpyHeader &out) {
   size_t headerStart = 0, headerLen = 0;
   LOOM_RETURN_IF_ERROR(headerBounds(bytes, what, headerStart, headerLen));
   if (bytes.size() < headerStart + headerLen)
     return makeError("%s: truncated .npy header", what.c_str());
-  std::string header = bytes.substr(headerStart, headerLen);
-
-  std::string descr;
   bool fortran = false;
-  HostTensor t;
-  LOOM_RETURN_IF_ERROR(parseHeader(header, what, descr, fortran, t.shape));
+  LOOM_RETURN_IF_ERROR(
+      parseHeader(std::string(bytes.substr(headerStart, headerLen)), what,
+                  out.descr, fortran, out.shape));
   if (fortran)
     return makeError("%s: Fortran-order arrays are not supported; save a "
                      "C-order array (numpy.ascontiguousarray)",
                      what.c_str());
+  out.dataOffset = headerStart + headerLen;
+  return Status::ok();
+}
+
+StatusOr<HostTensor> parseNpy(const std::string &bytes, const std::string &what,
+                              const NpyReadOptions &options) {
+  NpyHeader header;
+  LOOM_RETURN_IF_ERROR(parseNpyHeader(bytes, what, header));
+  const std::string &descr = header.descr;
+  HostTensor t;
+  t.shape = header.shape;
   if (descr == "<f4")
     t.type = ElemType::F32;
   else if (descr == "<f8")
@@ -139,7 +149,7 @@ StatusOr<HostTensor> parseNpy(const std::string &bytes, const std::string &what,
                      "<i8)",
                      what.c_str(), descr.c_str());
 
-  size_t dataStart = headerStart + headerLen;
+  size_t dataStart = header.dataOffset;
   // The header's shape is untrusted: its byte count must not overflow.
   int64_t need64 = elemSize(t.type);
   for (int64_t d : t.shape)

@@ -12,6 +12,7 @@
 #include "runtime/support/Status.h"
 
 #include <string>
+#include <string_view>
 
 namespace loom::runtime {
 
@@ -19,6 +20,20 @@ struct NpyReadOptions {
   /// Convert `<f8` arrays to F32 while reading.
   bool convertF64ToF32 = false;
 };
+
+/// The header of an .npy file: its dtype string (`<f4`, `|u1`, ...), its
+/// shape, and where its data starts.
+struct NpyHeader {
+  std::string descr;
+  std::vector<int64_t> shape;
+  size_t dataOffset = 0;
+};
+
+/// Parses the header at the start of `bytes` (the file's first bytes; the
+/// header must lie within them). Refuses a bad magic, an unknown format
+/// version, a malformed dict and Fortran order; `what` names the file.
+Status parseNpyHeader(std::string_view bytes, const std::string &what,
+                      NpyHeader &out);
 
 /// Reads `path`. Errors name the file and say what is wrong (missing, not an
 /// .npy file, Fortran order, unsupported dtype, truncated).

@@ -16,6 +16,7 @@
 #include "runtime/comm/MpiCommunicator.h"
 #include "runtime/data/DataFeeder.h"
 #include "runtime/data/Npy.h"
+#include "runtime/data/TokenStream.h"
 #include "runtime/driver/Agreement.h"
 #include "runtime/driver/Collectives.h"
 #include "runtime/driver/Verify.h"
@@ -55,7 +56,7 @@ std::string humanBytes(int64_t bytes) {
 
 struct Loaded {
   plan::Plan plan;
-  std::map<std::string, HostTensor> data;
+  std::map<std::string, SampleArray> data;
   std::unique_ptr<MetricsWriter> metrics;
 };
 
@@ -176,6 +177,51 @@ Status locateModel(const RunOptions &opts, plan::Plan &plan) {
                    fs::path(recorded).filename().c_str());
 }
 
+/// `--tokens FILE`: the windows of the stream as the plan's one sequence
+/// input and its target.
+Status loadTokens(const RunOptions &opts, Loaded &out) {
+  std::set<std::string> inputs;
+  const plan::Buffer *input = nullptr;
+  bool target = false;
+  for (const plan::Program &p : out.plan.programs())
+    for (const plan::Buffer &b : p.buffers()) {
+      if (b.role() == plan::TARGET)
+        target = true;
+      if (b.role() != plan::INPUT || out.data.count(b.binding()))
+        continue;
+      inputs.insert(b.binding());
+      input = &b;
+    }
+  if (inputs.size() != 1 || !target || input->dtype() != plan::I64 ||
+      input->shape_size() != 2 || planClasses(out.plan) == 0) {
+    std::string names;
+    for (const std::string &n : inputs)
+      names += (names.empty() ? "'" : ", '") + n + "'";
+    return makeError("--tokens %s: a token stream feeds a plan's one int64 "
+                     "input of shape [b, s] and its cross_entropy target; "
+                     "this plan's inputs without --data are %s%s",
+                     opts.tokens.c_str(), names.empty() ? "none" : names.c_str(),
+                     planClasses(out.plan) ? "" : ", and it has no "
+                                                  "cross_entropy target");
+  }
+  LOOM_ASSIGN_OR_RETURN(
+      TokenStream stream,
+      openTokenStream(opts.tokens,
+                      opts.tokensDtype == "uint32" ? DataType::U32
+                                                   : DataType::U16,
+                      input->shape(1)));
+  for (const plan::Program &p : out.plan.programs())
+    for (const plan::Buffer &b : p.buffers())
+      if (b.role() == plan::TARGET && b.shape_size() != 2)
+        return makeError("--tokens %s: the plan's target has shape %s; a "
+                         "token stream's target is [b, s] like its input",
+                         opts.tokens.c_str(),
+                         shapeToString(bufferShape(b)).c_str());
+  out.data[input->binding()] = std::move(stream.inputs);
+  out.data["target"] = std::move(stream.targets);
+  return Status::ok();
+}
+
 /// Phase A: everything a rank can check on its own.
 Status loadInputs(const RunOptions &opts, Communicator &world, Loaded &out) {
   LOOM_ASSIGN_OR_RETURN(out.plan, loadPlan(opts.planPath));
@@ -190,13 +236,15 @@ Status loadInputs(const RunOptions &opts, Communicator &world, Loaded &out) {
                      out.plan.world_size(), world.size(),
                      out.plan.world_size());
   for (const auto &[name, file] : opts.data) {
-    LOOM_ASSIGN_OR_RETURN(HostTensor t, readNpy(file));
+    LOOM_ASSIGN_OR_RETURN(SampleArray t, mapNpy(file));
     // Name the file in shape and type errors: the user fixes the file.
     if (dataBindings(out.plan).count(name))
       if (Status s = checkBindingData(out.plan, name, t); !s)
         return makeError("%s: %s", file.c_str(), s.message().c_str());
     out.data[name] = std::move(t);
   }
+  if (!opts.tokens.empty())
+    LOOM_RETURN_IF_ERROR(loadTokens(opts, out));
   LOOM_RETURN_IF_ERROR(checkPlanData(out.plan, out.data));
   if (world.rank() == 0 && !opts.metricsPath.empty()) {
     LOOM_ASSIGN_OR_RETURN(out.metrics, MetricsWriter::open(opts.metricsPath));
@@ -249,6 +297,9 @@ int train(const RunOptions &opts, Communicator &world) {
                         opts.planPath, device.get(), opts.init);
     if (created.isOk()) {
       session = std::move(created).value();
+      session->setSampleOrder(
+          opts.shuffle ? SampleOrder::shuffled(static_cast<uint64_t>(opts.seed))
+                       : SampleOrder::sequential());
       for (auto &[name, value] : in.data) {
         s = session->attachData(name, std::move(value));
         if (!s.isOk())
@@ -297,7 +348,12 @@ int train(const RunOptions &opts, Communicator &world) {
   float lastLoss = NAN;
   for (int64_t step = 0; step < opts.steps; ++step) {
     auto start = std::chrono::steady_clock::now();
-    Status s = session->runStep(step);
+    // A rank's samples can hold a value it refuses (an id outside the
+    // vocabulary): the ranks agree on the feed before the step's
+    // collectives.
+    if (!agree(world, session->feed(step)))
+      return 1;
+    Status s = session->run(step);
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count();

@@ -11,7 +11,9 @@ namespace loom::runtime {
 const char *helpText() {
   return R"(usage:
   [mpirun -np N] loom-run PLAN --data NAME=FILE.npy ... --steps K
-                 [--init onnx|random[:SEED]] [--seed S] [--metrics FILE.jsonl]
+                 [--tokens FILE [--tokens-dtype uint16|uint32]]
+                 [--seed S] [--order sequential|shuffled]
+                 [--init onnx|random[:SEED]] [--metrics FILE.jsonl]
                  [--export-onnx FILE.onnx] [--log-every N] [--quiet]
                  [--device cpu|cuda] [--collectives nccl|host|auto]
                  [--model MODEL.onnx] [--check-numerics]
@@ -25,12 +27,37 @@ plan's world size), or one rank without mpirun.
 training options:
   PLAN                    the .loomplan file
   --data NAME=FILE.npy    data for the graph input NAME (or NAME=target for
-                          the loss target); one per input of the plan. Dim 0
-                          indexes samples; step i uses samples
-                          [i*B, (i+1)*B) modulo the array length (B = global
-                          batch), split across data-parallel ranks.
-                          float32/float64 for float inputs, int64/int32 class
-                          ids for cross_entropy targets.
+                          the loss target); one per input of the plan, each
+                          with the same number of samples. Dim 0 indexes
+                          samples; step i uses places [i*B, (i+1)*B) of the
+                          order (B = global batch), split across
+                          data-parallel ranks. The file is memory-mapped: a
+                          rank reads only the samples it trains on. Any of
+                          uint8/16/32/64, int8/16/32/64, float16/32/64,
+                          converted to the buffer's type as torch's
+                          .to(dtype) would; an integer buffer (ids) refuses
+                          a value that is not a whole number fitting int64,
+                          and a cross_entropy target a class id outside
+                          the logits, naming its sample and element
+  --tokens FILE           a token stream instead: raw little-endian token ids
+                          (or a 1-D integer .npy), cut into windows of s+1
+                          tokens for the plan's input of shape [b, s]: window
+                          k is tokens [k*s, k*s+s], the input its first s,
+                          the target its last s. Needs a plan with one input
+                          and a cross_entropy target; token ids outside the
+                          vocabulary (the logits' classes) are refused with
+                          their position in the file
+  --tokens-dtype uint16|uint32
+                          the type of a raw --tokens file (default uint16)
+  --seed S                the run's seed (default 0): the order of the data
+                          (below) and the SEED of --init random without one
+  --order sequential|shuffled
+                          sequential: place p reads sample p modulo the
+                          number of samples (the default without --seed).
+                          shuffled (the default with --seed): each epoch
+                          reads every sample once, in an order drawn from
+                          --seed and the epoch, the same on any number of
+                          ranks and any plan
   --steps K               number of training steps (required)
   --init onnx|random[:SEED]
                           where parameters start from. onnx (default): the
@@ -40,8 +67,6 @@ training options:
                           embeddings N(0, 0.02^2)), the same values for any
                           rank count or device; needed for plans compiled
                           with loomc --no-weights. SEED defaults to --seed
-  --seed S                the run's seed (default 0): the SEED of --init
-                          random without one; data is not shuffled
   --metrics FILE.jsonl    rank 0 writes one JSON object per step: step, loss,
                           step_time_s, tokens_per_s, samples_per_s,
                           peak_memory_bytes (measured: the most tensor
@@ -165,7 +190,8 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
   RunOptions opts;
   std::vector<std::string> positional;
   bool sawData = false, sawInput = false, sawInit = false,
-       sawCollectives = false;
+       sawCollectives = false, sawSeed = false, sawTokensDtype = false;
+  std::optional<bool> shuffle;
   std::optional<int64_t> initSeed;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -204,7 +230,8 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
         "--data",      "--input",       "--steps",      "--seed",
         "--metrics",   "--export-onnx", "--output-dir", "--forward",
         "--log-every", "--device",      "--init",       "--precision",
-        "--model",     "--collectives", "--verify-against"};
+        "--model",     "--collectives", "--verify-against", "--tokens",
+        "--tokens-dtype", "--order"};
     bool known = false;
     for (const char *f : withValue)
       known |= flag == f;
@@ -235,6 +262,20 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
                          (long long)opts.logEvery);
     } else if (flag == "--seed") {
       LOOM_ASSIGN_OR_RETURN(opts.seed, parseInt(flag, value));
+      sawSeed = true;
+    } else if (flag == "--tokens") {
+      opts.tokens = value;
+    } else if (flag == "--tokens-dtype") {
+      if (value != "uint16" && value != "uint32")
+        return makeError("--tokens-dtype must be uint16 or uint32, got '%s'",
+                         value.c_str());
+      opts.tokensDtype = value;
+      sawTokensDtype = true;
+    } else if (flag == "--order") {
+      if (value != "sequential" && value != "shuffled")
+        return makeError("--order must be sequential or shuffled, got '%s'",
+                         value.c_str());
+      shuffle = value == "shuffled";
     } else if (flag == "--init") {
       sawInit = true;
       if (value == "onnx") {
@@ -286,7 +327,7 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
     if (!positional.empty())
       return makeError("unexpected argument '%s' with --forward",
                        positional[0].c_str());
-    if (sawData || opts.steps != -1 || !opts.metricsPath.empty() ||
+    if (sawData || !opts.tokens.empty() || opts.steps != -1 || !opts.metricsPath.empty() ||
         !opts.exportOnnxPath.empty() || sawInit || !opts.modelPath.empty() ||
         opts.checkNumerics || sawCollectives)
       return makeError(
@@ -318,10 +359,18 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
   if (opts.steps == -1)
     return makeError("missing --steps K");
   if (!opts.verifyAgainst.empty() &&
-      (sawData || !opts.metricsPath.empty() || !opts.exportOnnxPath.empty() ||
+      (sawData || !opts.tokens.empty() || !opts.metricsPath.empty() || !opts.exportOnnxPath.empty() ||
        opts.device != "cpu" || opts.checkNumerics))
     return makeError("--verify-against takes --steps, --init and --quiet only "
                      "(its data is synthetic, its ranks threads on the cpu)");
+  if (sawTokensDtype && opts.tokens.empty())
+    return makeError("--tokens-dtype applies to --tokens FILE");
+  for (const auto &[name, file] : opts.data)
+    if (!opts.tokens.empty() && name == "target")
+      return makeError("--tokens gives the target (each window's next "
+                       "tokens); drop --data target=%s",
+                       file.c_str());
+  opts.shuffle = shuffle ? *shuffle : sawSeed;
   opts.init.seed = static_cast<uint64_t>(initSeed ? *initSeed : opts.seed);
   return opts;
 }

@@ -19,8 +19,11 @@ struct RunOptions {
   bool forward = false;    // --forward MODEL.onnx
   std::string planPath;    // training: PLAN; forward: MODEL.onnx
   std::vector<std::pair<std::string, std::string>> data; // --data / --input
+  std::string tokens;                // --tokens FILE
+  std::string tokensDtype = "uint16"; // --tokens-dtype uint16|uint32
   int64_t steps = -1;
   int64_t seed = 0;   // --seed: the default of --init random
+  bool shuffle = false; // --order: shuffled (the default with --seed)
   ParameterInit init; // --init onnx|random[:SEED]
   std::string metricsPath;
   std::string exportOnnxPath;

@@ -58,8 +58,16 @@ expect_error "plan is for 2 rank(s) but 3 were launched; run with mpirun -np 2" 
   --data x=x.npy --data target=target.npy --steps 2
 expect_error "target" loom_run_np 2 p2.loomplan --data x=x.npy --steps 2
 expect_error "huge.npy" loom_run_np 2 p2.loomplan --data x=x.npy --data target=huge.npy --steps 2
-# A stream that never ends is refused at its first bytes, not read whole.
-expect_error "/dev/zero: not a .npy file (bad magic bytes)" timeout 60 "${MPIRUN[@]}" -np 2 \
+# Class ids equal to the class count, the first at sample 4: fed at step 1
+# by rank 1 alone; rank 0 stops with it instead of waiting in the step's
+# collectives.
+expect_error "bad/target_out_of_range.npy: class id 4 at sample 4, element 0 is outside [0, 4)" \
+  timeout 60 "${MPIRUN[@]}" -np 2 "$LOOM_BIN/loom-run" p2.loomplan --data x=x.npy \
+  --data target=bad/target_out_of_range.npy --steps 2
+grep -q "rank 1: " err.txt || fail "the class id error is not rank 1's"
+# A stream that never ends is refused at once, not read: data files are
+# mapped, so they must be regular files.
+expect_error "'/dev/zero' is not a regular file" timeout 60 "${MPIRUN[@]}" -np 2 \
   "$LOOM_BIN/loom-run" p2.loomplan --data x=/dev/zero --data target=target.npy --steps 1
 expect_error "cannot open plan" loom_run missing.loomplan --data x=x.npy --steps 1
 head -c 100 p2.loomplan > cut.loomplan

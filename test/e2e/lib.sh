@@ -51,7 +51,7 @@ expect_error() {
   local n
   n=$(grep -c "error:" err.txt || true)
   [ "$n" -eq 1 ] || { cat err.txt; fail "'$*' printed $n error lines, expected 1"; }
-  grep -q -- "$want" err.txt || { cat err.txt; fail "'$*' error does not mention '$want'"; }
+  grep -qF -- "$want" err.txt || { cat err.txt; fail "'$*' error does not mention '$want'"; }
   ! ls core* >/dev/null 2>&1 || fail "'$*' left a core dump"
   echo "ok: $(cat err.txt)"
 }

@@ -64,6 +64,34 @@ TEST(OptionsTest, Init) {
   EXPECT_FALSE(onnx->init.random);
 }
 
+TEST(OptionsTest, DataOrderAndTokens) {
+  // A seed shuffles the data unless the order says otherwise.
+  EXPECT_FALSE(parse({"p", "--steps", "1"})->shuffle);
+  EXPECT_TRUE(parse({"p", "--steps", "1", "--seed", "7"})->shuffle);
+  EXPECT_FALSE(parse({"p", "--steps", "1", "--seed", "7", "--order", "sequential"})->shuffle);
+  EXPECT_TRUE(parse({"p", "--steps", "1", "--order=shuffled"})->shuffle);
+  auto tokens = parse({"p", "--steps", "1", "--tokens", "t.bin", "--tokens-dtype", "uint32"});
+  ASSERT_TRUE(tokens.isOk()) << tokens.status().message();
+  EXPECT_EQ(tokens->tokens, "t.bin");
+  EXPECT_EQ(tokens->tokensDtype, "uint32");
+  EXPECT_EQ(parse({"p", "--steps", "1", "--tokens", "t.bin"})->tokensDtype, "uint16");
+  for (auto [args, want] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"p", "--steps", "1", "--order", "random"},
+            "--order must be sequential or shuffled, got 'random'"},
+           {{"p", "--steps", "1", "--tokens", "t", "--tokens-dtype", "int8"},
+            "--tokens-dtype must be uint16 or uint32, got 'int8'"},
+           {{"p", "--steps", "1", "--tokens-dtype", "uint16"},
+            "--tokens-dtype applies to --tokens FILE"},
+           {{"p", "--steps", "1", "--tokens", "t", "--data", "target=y.npy"},
+            "--tokens gives the target"},
+           {{"--forward", "m.onnx", "--tokens", "t", "--output-dir", "o"},
+            "--forward takes --input, --output-dir and --precision only"}}) {
+    auto o = parse(args);
+    ASSERT_FALSE(o.isOk()) << want;
+    EXPECT_NE(o.status().message().find(want), std::string::npos) << o.status().message();
+  }
+}
+
 TEST(OptionsTest, Forward) {
   auto o = parse({"--forward", "m.onnx", "--input", "x=x.npy", "--output-dir", "out"});
   ASSERT_TRUE(o.isOk()) << o.status().message();

@@ -101,16 +101,25 @@ TEST(ExecutorTest, AttachDataChecks) {
                                      "expects [N, 2]"),
             std::string::npos)
       << wrongDims.message();
-  Status wrongType = session.attachData("x", HostTensor::fromI64({3, 2}, std::vector<int64_t>(6)));
-  ASSERT_FALSE(wrongType.isOk());
-  EXPECT_NE(wrongType.message().find("is int64 but the plan's buffer 'x' is f32"),
-            std::string::npos);
+  // Integers feed a float buffer as torch's .to(float32) converts them.
+  ASSERT_TRUE(session.attachData("x", HostTensor::fromI64({3, 2}, {1, -2, 3, 4, 5, 6})).isOk());
+  ASSERT_TRUE(session.attachData("target", HostTensor::fromF32({3, 1}, {0, 0, 0})).isOk());
+  ASSERT_TRUE(session.feed(1).isOk()); // samples 2, 0
+  HostTensor fed = *session.readBuffer("x");
+  EXPECT_EQ(fed.toF32(), std::vector<float>({5, 6, 1, -2}));
+  // Arrays of different lengths are not one data set.
+  Status shorter = session.attachData("target", HostTensor::fromF32({2, 1}, {0, 0}));
+  ASSERT_FALSE(shorter.isOk());
+  EXPECT_NE(shorter.message().find("holds 2 sample(s) for 'target' but the array for 'x' "
+                                   "holds 3 for 'x'"),
+            std::string::npos)
+      << shorter.message();
   Status unknown = session.attachData("z", HostTensor::fromF32({3, 2}, std::vector<float>(6)));
   ASSERT_FALSE(unknown.isOk());
   EXPECT_NE(unknown.message().find("no input or target named 'z'"), std::string::npos);
 
-  std::map<std::string, HostTensor> data;
-  data["x"] = HostTensor::fromF32({3, 2}, std::vector<float>(6));
+  std::map<std::string, SampleArray> data;
+  data["x"] = SampleArray::fromTensor(HostTensor::fromF32({3, 2}, std::vector<float>(6)), "x.npy");
   Status missing = checkPlanData(session.plan(), data);
   ASSERT_FALSE(missing.isOk());
   EXPECT_NE(missing.message().find("no data for 'target'"), std::string::npos);
@@ -133,21 +142,25 @@ TEST(ExecutorTest, ClassIdsAreCheckedAgainstTheLogits) {
   std::vector<int32_t> ids = {0, 2, 3};
   HostTensor bad(ElemType::I32, {3});
   std::memcpy(bad.bytes.data(), ids.data(), 12);
-  Status s = checkBindingData(p, "target", bad);
+  LocalCommunicator world;
+  auto session = Session::create(p, world);
+  ASSERT_TRUE(session.isOk());
+  ASSERT_TRUE((*session)->attachData(
+      "logits", HostTensor::fromF32({3, 3}, {0, 0, 0, 1, 2, 3, 0, 0, 9})).isOk());
+  // The ids are checked as they are fed: step 0 reads samples 0 and 1.
+  ASSERT_TRUE((*session)->attachData("target", bad).isOk());
+  ASSERT_TRUE((*session)->feed(0).isOk());
+  Status s = (*session)->feed(1);
   ASSERT_FALSE(s.isOk());
-  EXPECT_NE(s.message().find("class id 3 at element 2, outside [0, 3)"),
+  EXPECT_NE(s.message().find("the array for 'target': class id 3 at sample 2, element 0 "
+                             "is outside [0, 3)"),
             std::string::npos)
       << s.message();
 
   // int32 ids are widened to the I64 buffer.
   ids[2] = 1;
   std::memcpy(bad.bytes.data(), ids.data(), 12);
-  LocalCommunicator world;
-  auto session = Session::create(p, world);
-  ASSERT_TRUE(session.isOk());
   ASSERT_TRUE((*session)->attachData("target", bad).isOk());
-  ASSERT_TRUE((*session)->attachData(
-      "logits", HostTensor::fromF32({3, 3}, {0, 0, 0, 1, 2, 3, 0, 0, 9})).isOk());
   ASSERT_TRUE((*session)->runStep(1).isOk()); // samples 2, 0
   HostTensor fed = *(*session)->readBuffer("target");
   EXPECT_EQ(fed.data<int64_t>()[0], 1);
@@ -165,8 +178,10 @@ TEST(ExecutorTest, SampleOffsetsSplitTheGlobalBatch) {
   EXPECT_EQ(firstSample(p, x1, 3, /*rank=*/1), 14);
   EXPECT_EQ(firstSample(p, x1, 3, /*rank=*/0), 12);
   std::vector<float> out(4);
-  feedSamples(p, x1, HostTensor::fromF32({6, 2}, kX), 3, /*rank=*/1,
-              reinterpret_cast<uint8_t *>(out.data()));
+  ASSERT_TRUE(feedSamples(p, x1, SampleArray::fromTensor(HostTensor::fromF32({6, 2}, kX), "x"),
+                          SampleOrder::sequential(), 3, /*rank=*/1,
+                          reinterpret_cast<uint8_t *>(out.data()))
+                  .isOk());
   // Samples 14 % 6 = 2 and 3.
   EXPECT_EQ(out, std::vector<float>({-1, 3, 2, 2}));
 }

@@ -1,6 +1,7 @@
 //===- NpyTest.cpp - .npy reading and writing -------------------------------===//
 
 #include "runtime/data/Npy.h"
+#include "NpyImage.h"
 
 #include <gtest/gtest.h>
 
@@ -9,31 +10,7 @@
 
 using namespace loom::runtime;
 
-namespace {
-
-std::string tempPath(const std::string &name) {
-  return ::testing::TempDir() + "/npytest_" + std::to_string(getpid()) + "_" +
-         name;
-}
-
-void writeRaw(const std::string &path, const std::string &bytes) {
-  std::ofstream(path, std::ios::binary) << bytes;
-}
-
-/// A hand-made .npy image with `header` (padded to 64 bytes) and `data`.
-std::string npyImage(const std::string &dict, const std::string &data,
-                     int major = 1) {
-  std::string header = dict;
-  size_t prefix = major == 1 ? 10 : 12;
-  header.append((64 - (prefix + header.size() + 1) % 64) % 64, ' ');
-  header += '\n';
-  std::string out = "\x93NUMPY";
-  out += static_cast<char>(major);
-  out += '\0';
-  uint32_t len = header.size();
-  out.append(reinterpret_cast<const char *>(&len), major == 1 ? 2 : 4);
-  return out + header + data;
-}
+using namespace loom::runtime::test;
 
 TEST(NpyTest, RoundTripsEveryDType) {
   for (ElemType type :
@@ -152,4 +129,3 @@ TEST(NpyTest, TruncatedHeader) {
             std::string::npos);
 }
 
-} // namespace

@@ -280,12 +280,18 @@ TEST(CheckNumericsTest, StepSamplesNameWhatTheGlobalBatchReads) {
   auto four = makeSession(world, {0.5f, -1.0f}, kX, 4);
   ASSERT_TRUE(four);
   EXPECT_EQ(four->stepSamples(1), "samples 4..5, 0..1 of the data");
-  // Arrays of different lengths are named one by one.
-  ASSERT_TRUE(
+  // Arrays of different lengths are not one data set.
+  EXPECT_FALSE(
       four->attachData("target", HostTensor::fromF32({4, 1}, {1, 2, 3, 4}))
           .isOk());
-  EXPECT_EQ(four->stepSamples(1),
-            "samples 0..3 of 'target', samples 4..5, 0..1 of 'x'");
+  // A shuffled order lists the samples it reads: step 1 reads places 4..7,
+  // the last two of epoch 0 and the first two of epoch 1.
+  SampleOrder order = SampleOrder::shuffled(7);
+  four->setSampleOrder(order);
+  std::string want = "samples ";
+  for (int64_t p = 4; p < 8; ++p)
+    want += (p > 4 ? ", " : "") + std::to_string(order.sample(p, 6));
+  EXPECT_EQ(four->stepSamples(1), want + " (4 of epoch 0 of the order of seed 7)");
 }
 
 } // namespace
