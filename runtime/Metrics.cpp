@@ -38,6 +38,8 @@ static std::string stagesJson(const std::vector<StageMetrics> &stages) {
 std::string formatMetrics(const StepMetrics &m) {
   return "{\"step\":" + std::to_string(m.step) +
          ",\"loss\":" + number(m.loss, "%.9g") +
+         (m.evalLoss ? ",\"eval_loss\":" + number(*m.evalLoss, "%.9g")
+                     : std::string()) +
          ",\"step_time_s\":" + number(m.stepTimeS, "%.6g") +
          ",\"tokens_per_s\":" + number(m.tokensPerS, "%.6g") +
          ",\"samples_per_s\":" + number(m.samplesPerS, "%.6g") +

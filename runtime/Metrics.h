@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,8 @@ struct StepMetrics {
   int64_t deviceMemoryUsedBytes = -1;
   /// Seconds the step waited on communication; negative: not measured.
   double commExposedS = -1;
+  /// `--eval-every` steps: the validation loss after the step.
+  std::optional<double> evalLoss;
   /// Pipeline plans: per stage (empty without stages).
   std::vector<StageMetrics> stages;
 };

@@ -41,6 +41,40 @@ Status Session::attachData(const std::string &binding, SampleArray value) {
   return Status::ok();
 }
 
+Status Session::attachValidationData(const std::string &binding,
+                                     SampleArray value) {
+  LOOM_RETURN_IF_ERROR(checkBindingData(*thePlan, binding, value));
+  for (const auto &[name, array] : validation)
+    if (name != binding)
+      LOOM_RETURN_IF_ERROR(sameSamples(binding, value, name, array));
+  validation[binding] = std::move(value);
+  return Status::ok();
+}
+
+int64_t Session::validationSamples() const {
+  return validation.empty() ? 0 : validation.begin()->second.samples();
+}
+
+Status Session::feedValidation(int64_t batch) {
+  return feedFrom(validation, SampleOrder::sequential(), batch);
+}
+
+void Session::saveState() {
+  saved.clear();
+  for (const plan::Buffer &b : exec->program().buffers())
+    if (b.role() == plan::PARAMETER || b.role() == plan::OPTIMIZER_STATE ||
+        b.role() == plan::RUNNING_STAT)
+      saved.emplace_back(&b, exec->readBuffer(b));
+}
+
+Status Session::restoreState() {
+  for (const auto &[b, value] : saved)
+    LOOM_RETURN_IF_ERROR(exec->writeBuffer(*b, value));
+  return Status::ok();
+}
+
+void Session::dropSavedState() { saved.clear(); }
+
 void Session::setSampleOrder(const SampleOrder &newOrder) {
   order = newOrder;
   if (order.isShuffled())
@@ -70,22 +104,24 @@ Status Session::runStep(int64_t step) {
 
 Status Session::run(int64_t step) { return exec->runStep(step); }
 
-Status Session::feed(int64_t step) {
+Status Session::feed(int64_t step) { return feedFrom(data, order, step); }
+
+Status Session::feedFrom(const std::map<std::string, SampleArray> &arrays,
+                         const SampleOrder &order, int64_t step) {
   dataFault.reset();
-  int64_t classes = -1; // found on the first token stream
+  int64_t classes = -1; // found at the first buffer that needs them
   for (const plan::Buffer &b : exec->program().buffers()) {
     if (b.role() != plan::INPUT && b.role() != plan::TARGET)
       continue;
-    auto it = data.find(b.binding());
-    if (it == data.end())
+    auto it = arrays.find(b.binding());
+    if (it == arrays.end())
       continue;
     const SampleArray &array = it->second;
-    // Class ids are checked where the target meets its logits; a token
-    // stream's input ids against the same vocabulary.
+    // Class ids are checked against the loss's classes; a token stream's
+    // input ids against the same vocabulary.
     int64_t limit = 0;
-    if (b.role() == plan::TARGET)
-      limit = crossEntropyClasses(exec->program(), b);
-    else if (array.firstToken >= 0 && b.dtype() == plan::I64)
+    if (b.role() == plan::TARGET ||
+        (array.firstToken >= 0 && b.dtype() == plan::I64))
       limit = classes < 0 ? (classes = planClasses(*thePlan)) : classes;
     uint8_t *dst = exec->bufferData(b);
     LOOM_RETURN_IF_ERROR(feedSamples(*thePlan, b, array, order, step,

@@ -50,6 +50,23 @@ public:
   /// Which sample each position of the run reads (sequential by default).
   void setSampleOrder(const SampleOrder &order);
 
+  /// Supplies the validation array of `binding` (checked as `attachData`).
+  /// Validation batch j is its places [j*B, (j+1)*B) in the sequential
+  /// order, so every evaluation reads the same samples.
+  Status attachValidationData(const std::string &binding, SampleArray data);
+  /// The number of samples of the validation data (0 without any).
+  int64_t validationSamples() const;
+  /// Feeds validation batch `batch` instead of a training step's slice.
+  Status feedValidation(int64_t batch);
+
+  /// Keeps a copy of what a step changes (the parameters, optimizer state and
+  /// running statistics of this rank), and puts it back: a validation pass
+  /// runs the training program on a validation batch for its loss, then
+  /// undoes the step. `dropSavedState` frees the copy.
+  void saveState();
+  Status restoreState();
+  void dropSavedState();
+
   /// Writes `value` into this rank's INPUT/TARGET buffers bound to
   /// `binding` now (same element count as the buffer); data attached for
   /// the binding is detached so the next step keeps this value.
@@ -135,8 +152,12 @@ private:
   std::unique_ptr<plan::Plan> thePlan;
   std::string planPath;
   std::unique_ptr<Executor> exec;
-  std::map<std::string, SampleArray> data;
+  /// Feeds `step` of `arrays` in `order`.
+  Status feedFrom(const std::map<std::string, SampleArray> &arrays,
+                  const SampleOrder &order, int64_t step);
+  std::map<std::string, SampleArray> data, validation;
   SampleOrder order = SampleOrder::sequential();
+  std::vector<std::pair<const plan::Buffer *, HostTensor>> saved;
   bool checkNumerics = false;
   std::optional<NumericsFault> dataFault;
 };

@@ -32,11 +32,16 @@ int64_t crossEntropyClasses(const plan::Program &program,
 }
 
 int64_t planClasses(const plan::Plan &plan) {
+  // The target may reach the loss through ops of the plan (a sequence-
+  // parallel slice): the loss's logits say the classes.
   for (const plan::Program &program : plan.programs())
-    for (const plan::Buffer &b : program.buffers())
-      if (b.role() == plan::TARGET)
-        if (int64_t classes = crossEntropyClasses(program, b))
-          return classes;
+    for (const plan::Instruction &inst : program.instructions()) {
+      if (inst.op() != "cross_entropy" || inst.inputs_size() != 2)
+        continue;
+      for (const plan::Buffer &logits : program.buffers())
+        if (logits.id() == inst.inputs(0) && logits.shape_size() > 0)
+          return logits.shape(logits.shape_size() - 1);
+    }
   return 0;
 }
 

@@ -32,8 +32,9 @@ int64_t crossEntropyClasses(const plan::Program &program,
                             const plan::Buffer &b);
 
 /// The classes of the plan's `cross_entropy` (its logits' last dimension,
-/// in the first program that has one), else 0: a language model's
-/// vocabulary.
+/// in the first program that has one), else 0: what the target's class ids
+/// index, wherever the plan takes the target (it may slice it first), and a
+/// language model's vocabulary.
 int64_t planClasses(const plan::Plan &plan);
 
 /// Checks `data` for `binding` against every INPUT/TARGET buffer bound to it

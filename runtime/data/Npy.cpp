@@ -1,4 +1,5 @@
-//===- Npy.cpp - Read and write NumPy .npy files -----------------*- C++ -*-===//
+//===- Npy.cpp - Read and write NumPy .npy files -----------------*- C++
+//-*-===//
 
 #include "runtime/data/Npy.h"
 
@@ -89,7 +90,8 @@ Status parseHeader(const std::string &header, const std::string &what,
 /// bytes suffice) lies: checks the magic bytes and the format version.
 static Status headerBounds(std::string_view bytes, const std::string &what,
                            size_t &headerStart, size_t &headerLen) {
-  if (bytes.size() < 10 || bytes.compare(0, 6, std::string_view(kMagic, 6)) != 0)
+  if (bytes.size() < 10 ||
+      bytes.compare(0, 6, std::string_view(kMagic, 6)) != 0)
     return makeError("%s: not a .npy file (bad magic bytes)", what.c_str());
   unsigned major = static_cast<uint8_t>(bytes[6]);
   headerLen = 0;

@@ -56,7 +56,7 @@ std::string humanBytes(int64_t bytes) {
 
 struct Loaded {
   plan::Plan plan;
-  std::map<std::string, SampleArray> data;
+  std::map<std::string, SampleArray> data, valid;
   std::unique_ptr<MetricsWriter> metrics;
 };
 
@@ -177,48 +177,50 @@ Status locateModel(const RunOptions &opts, plan::Plan &plan) {
                    fs::path(recorded).filename().c_str());
 }
 
-/// `--tokens FILE`: the windows of the stream as the plan's one sequence
-/// input and its target.
-Status loadTokens(const RunOptions &opts, Loaded &out) {
+/// `--tokens FILE` (`flag`, `path`): the windows of the stream as the plan's
+/// one sequence input not in `into` and its target, added to `into`.
+Status loadTokens(const RunOptions &opts, const char *flag,
+                  const std::string &path, const plan::Plan &plan,
+                  std::map<std::string, SampleArray> &into) {
   std::set<std::string> inputs;
   const plan::Buffer *input = nullptr;
   bool target = false;
-  for (const plan::Program &p : out.plan.programs())
+  for (const plan::Program &p : plan.programs())
     for (const plan::Buffer &b : p.buffers()) {
       if (b.role() == plan::TARGET)
         target = true;
-      if (b.role() != plan::INPUT || out.data.count(b.binding()))
+      if (b.role() != plan::INPUT || into.count(b.binding()))
         continue;
       inputs.insert(b.binding());
       input = &b;
     }
   if (inputs.size() != 1 || !target || input->dtype() != plan::I64 ||
-      input->shape_size() != 2 || planClasses(out.plan) == 0) {
+      input->shape_size() != 2 || planClasses(plan) == 0) {
     std::string names;
     for (const std::string &n : inputs)
       names += (names.empty() ? "'" : ", '") + n + "'";
-    return makeError("--tokens %s: a token stream feeds a plan's one int64 "
+    return makeError("%s %s: a token stream feeds a plan's one int64 "
                      "input of shape [b, s] and its cross_entropy target; "
                      "this plan's inputs without --data are %s%s",
-                     opts.tokens.c_str(), names.empty() ? "none" : names.c_str(),
-                     planClasses(out.plan) ? "" : ", and it has no "
+                     flag, path.c_str(), names.empty() ? "none" : names.c_str(),
+                     planClasses(plan) ? "" : ", and it has no "
                                                   "cross_entropy target");
   }
   LOOM_ASSIGN_OR_RETURN(
       TokenStream stream,
-      openTokenStream(opts.tokens,
+      openTokenStream(path,
                       opts.tokensDtype == "uint32" ? DataType::U32
                                                    : DataType::U16,
                       input->shape(1)));
-  for (const plan::Program &p : out.plan.programs())
+  for (const plan::Program &p : plan.programs())
     for (const plan::Buffer &b : p.buffers())
       if (b.role() == plan::TARGET && b.shape_size() != 2)
-        return makeError("--tokens %s: the plan's target has shape %s; a "
+        return makeError("%s %s: the plan's target has shape %s; a "
                          "token stream's target is [b, s] like its input",
-                         opts.tokens.c_str(),
+                         flag, path.c_str(),
                          shapeToString(bufferShape(b)).c_str());
-  out.data[input->binding()] = std::move(stream.inputs);
-  out.data["target"] = std::move(stream.targets);
+  into[input->binding()] = std::move(stream.inputs);
+  into["target"] = std::move(stream.targets);
   return Status::ok();
 }
 
@@ -244,8 +246,34 @@ Status loadInputs(const RunOptions &opts, Communicator &world, Loaded &out) {
     out.data[name] = std::move(t);
   }
   if (!opts.tokens.empty())
-    LOOM_RETURN_IF_ERROR(loadTokens(opts, out));
+    LOOM_RETURN_IF_ERROR(
+        loadTokens(opts, "--tokens", opts.tokens, out.plan, out.data));
   LOOM_RETURN_IF_ERROR(checkPlanData(out.plan, out.data));
+  for (const auto &[name, file] : opts.validData) {
+    LOOM_ASSIGN_OR_RETURN(SampleArray t, mapNpy(file));
+    out.valid[name] = std::move(t);
+  }
+  if (!opts.validTokens.empty())
+    LOOM_RETURN_IF_ERROR(loadTokens(opts, "--valid-tokens", opts.validTokens,
+                                    out.plan, out.valid));
+  if (!out.valid.empty()) {
+    if (Status s = checkPlanData(out.plan, out.valid); !s) {
+      std::string message = s.message();
+      for (size_t at = message.find("--data "); at != std::string::npos;
+           at = message.find("--data ", at + 1))
+        message.replace(at, 7, "--valid-data ");
+      return makeError("validation data: %s", message.c_str());
+    }
+    int64_t batch = out.plan.training().global_batch();
+    int64_t batches = out.valid.begin()->second.samples() / batch;
+    if (batches < std::max<int64_t>(opts.evalBatches, 1))
+      return makeError("the validation data holds %lld sample(s): %lld "
+                       "whole batch(es) of %lld, and --eval-batches asks for "
+                       "%lld",
+                       (long long)out.valid.begin()->second.samples(),
+                       (long long)batches, (long long)batch,
+                       (long long)std::max<int64_t>(opts.evalBatches, 1));
+  }
   if (world.rank() == 0 && !opts.metricsPath.empty()) {
     LOOM_ASSIGN_OR_RETURN(out.metrics, MetricsWriter::open(opts.metricsPath));
   }
@@ -263,6 +291,43 @@ Status nonFiniteLoss(const Session &session, float loss, int64_t step) {
                                     : "-inf",
                    (long long)step + 1,
                    samples.empty() ? "" : (" (" + samples + ")").c_str());
+}
+
+std::string formatLoss(double loss) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.6f", loss);
+  return text;
+}
+
+/// `--eval-every`: the mean loss of validation batches 0..batches-1, each
+/// run by the training program on the parameters after `step`, whose update
+/// is then undone. Collective; false (every rank) after an error, printed.
+bool validate(Communicator &world, Session &session, int64_t step,
+              int64_t batches, double &mean) {
+  session.saveState();
+  double sum = 0;
+  for (int64_t j = 0; j < batches; ++j) {
+    if (!agree(world, session.feedValidation(j)))
+      return false;
+    Status s = session.run(step);
+    float loss = NAN;
+    if (s.isOk()) {
+      StatusOr<float> l = session.loss();
+      if (l.isOk())
+        loss = *l;
+      else
+        s = l.status();
+    }
+    Status restored = session.restoreState();
+    if (s.isOk())
+      s = restored;
+    if (!agree(world, s.withContext("validation batch " + std::to_string(j))))
+      return false;
+    sum += loss;
+  }
+  session.dropSavedState();
+  mean = sum / static_cast<double>(batches);
+  return true;
 }
 
 int train(const RunOptions &opts, Communicator &world) {
@@ -304,6 +369,11 @@ int train(const RunOptions &opts, Communicator &world) {
         s = session->attachData(name, std::move(value));
         if (!s.isOk())
           break;
+      }
+      for (auto &[name, value] : in.valid) {
+        if (!s.isOk())
+          break;
+        s = session->attachValidationData(name, std::move(value));
       }
     } else {
       s = created.status();
@@ -385,8 +455,38 @@ int train(const RunOptions &opts, Communicator &world) {
                             r[2] > 0 ? r[1] / r[2] : 0});
         }
     }
+    // Every rank's loss is the same (the plan all-reduces it), but the ranks
+    // agree anyway: the agreement is the collective the step ends with.
+    Status lossFinite = Status::ok();
+    if (s.isOk() && !std::isfinite(lastLoss))
+      lossFinite = nonFiniteLoss(*session, lastLoss, step);
+    Status faultFound = Status::ok();
+    if (const std::optional<NumericsFault> &fault = session->numericsFault())
+      faultFound = Status::error(fault->message);
+    const Status &nonFinite = faultFound.isOk() ? lossFinite : faultFound;
+    // The validation loss, after a step every rank finished: the ranks
+    // agree first (the pass runs collectives), then evaluate unless the
+    // step's values are not finite.
+    std::optional<double> evalLoss;
+    if (session->validationSamples() > 0 &&
+        ((step + 1) % opts.evalEvery == 0 || step + 1 == opts.steps)) {
+      StepOutcome before = agreeOnStep(world, s, nonFinite, false);
+      if (before == StepOutcome::Failed)
+        return 1;
+      if (before == StepOutcome::Ok) {
+        int64_t batches =
+            opts.evalBatches > 0
+                ? opts.evalBatches
+                : session->validationSamples() / training.global_batch();
+        double mean = 0;
+        if (!validate(world, *session, step, batches, mean))
+          return 1;
+        evalLoss = mean;
+      }
+    }
     if (s.isOk() && in.metrics) {
       StepMetrics m;
+      m.evalLoss = evalLoss;
       m.stages = std::move(stages);
       m.step = step + 1;
       m.loss = lastLoss;
@@ -401,25 +501,19 @@ int train(const RunOptions &opts, Communicator &world) {
       m.commExposedS = session->executor().exposedCommSeconds();
       s = in.metrics->write(m);
     }
-    // Every rank's loss is the same (the plan all-reduces it), but the ranks
-    // agree anyway: the agreement is the collective the step ends with.
-    Status lossFinite = Status::ok();
-    if (s.isOk() && !std::isfinite(lastLoss))
-      lossFinite = nonFiniteLoss(*session, lastLoss, step);
-    Status faultFound = Status::ok();
-    if (const std::optional<NumericsFault> &fault = session->numericsFault())
-      faultFound = Status::error(fault->message);
     StepOutcome outcome =
-        agreeOnStep(world, s, faultFound.isOk() ? lossFinite : faultFound,
-                    !opts.checkNumerics);
+        agreeOnStep(world, s, nonFinite, !opts.checkNumerics);
     if (outcome == StepOutcome::Failed)
       return 1;
     total += seconds;
     bool logged = (step + 1) % opts.logEvery == 0 || step + 1 == opts.steps ||
                   outcome == StepOutcome::NonFinite;
     if (root && !opts.quiet && logged) {
-      std::printf("step %lld/%lld  loss %.6f  %.2f ms\n", (long long)step + 1,
-                  (long long)opts.steps, lastLoss, seconds * 1e3);
+      std::printf("step %lld/%lld  loss %.6f%s  %.2f ms\n",
+                  (long long)step + 1, (long long)opts.steps, lastLoss,
+                  evalLoss ? ("  eval loss " + formatLoss(*evalLoss)).c_str()
+                           : "",
+                  seconds * 1e3);
       std::fflush(stdout);
     }
     if (outcome == StepOutcome::NonFinite) {

@@ -13,6 +13,8 @@ const char *helpText() {
   [mpirun -np N] loom-run PLAN --data NAME=FILE.npy ... --steps K
                  [--tokens FILE [--tokens-dtype uint16|uint32]]
                  [--seed S] [--order sequential|shuffled]
+                 [--valid-data NAME=FILE.npy ... | --valid-tokens FILE]
+                 [--eval-every N] [--eval-batches M]
                  [--init onnx|random[:SEED]] [--metrics FILE.jsonl]
                  [--export-onnx FILE.onnx] [--log-every N] [--quiet]
                  [--device cpu|cuda] [--collectives nccl|host|auto]
@@ -48,7 +50,8 @@ training options:
                           vocabulary (the logits' classes) are refused with
                           their position in the file
   --tokens-dtype uint16|uint32
-                          the type of a raw --tokens file (default uint16)
+                          the type of raw --tokens and --valid-tokens files
+                          (default uint16)
   --seed S                the run's seed (default 0): the order of the data
                           (below) and the SEED of --init random without one
   --order sequential|shuffled
@@ -58,6 +61,21 @@ training options:
                           reads every sample once, in an order drawn from
                           --seed and the epoch, the same on any number of
                           ranks and any plan
+  --valid-data NAME=FILE.npy, --valid-tokens FILE
+                          validation data, as --data and --tokens give
+                          training data (every binding --data has, or the
+                          token stream's windows), read in file order
+  --eval-every N          after every N-th step (and the last) the loss of
+                          the model on the validation data: each validation
+                          batch runs the training program and its update is
+                          undone (the parameters, optimizer state and running
+                          statistics are restored), so training goes on as
+                          without it. Printed, and in the metrics as
+                          eval_loss: the mean over the batches. Needs
+                          validation data (and validation data needs it)
+  --eval-batches M        validation batches of B samples (the global batch)
+                          each evaluation reads: batches 0..M-1 of the
+                          validation data (default: all its whole batches)
   --steps K               number of training steps (required)
   --init onnx|random[:SEED]
                           where parameters start from. onnx (default): the
@@ -231,7 +249,8 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
         "--metrics",   "--export-onnx", "--output-dir", "--forward",
         "--log-every", "--device",      "--init",       "--precision",
         "--model",     "--collectives", "--verify-against", "--tokens",
-        "--tokens-dtype", "--order"};
+        "--tokens-dtype", "--order", "--valid-data", "--valid-tokens",
+        "--eval-every", "--eval-batches"};
     bool known = false;
     for (const char *f : withValue)
       known |= flag == f;
@@ -265,6 +284,16 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
       sawSeed = true;
     } else if (flag == "--tokens") {
       opts.tokens = value;
+    } else if (flag == "--valid-data") {
+      LOOM_RETURN_IF_ERROR(parseNameFile(flag, value, opts.validData));
+    } else if (flag == "--valid-tokens") {
+      opts.validTokens = value;
+    } else if (flag == "--eval-every" || flag == "--eval-batches") {
+      LOOM_ASSIGN_OR_RETURN(int64_t n, parseInt(flag, value));
+      if (n < 1)
+        return makeError("%s must be at least 1, got %lld", flag.c_str(),
+                         (long long)n);
+      (flag == "--eval-every" ? opts.evalEvery : opts.evalBatches) = n;
     } else if (flag == "--tokens-dtype") {
       if (value != "uint16" && value != "uint32")
         return makeError("--tokens-dtype must be uint16 or uint32, got '%s'",
@@ -323,11 +352,12 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
     }
   }
 
+  bool validation = !opts.validData.empty() || !opts.validTokens.empty();
   if (opts.forward) {
     if (!positional.empty())
       return makeError("unexpected argument '%s' with --forward",
                        positional[0].c_str());
-    if (sawData || !opts.tokens.empty() || opts.steps != -1 || !opts.metricsPath.empty() ||
+    if (sawData || !opts.tokens.empty() || validation || opts.steps != -1 || !opts.metricsPath.empty() ||
         !opts.exportOnnxPath.empty() || sawInit || !opts.modelPath.empty() ||
         opts.checkNumerics || sawCollectives)
       return makeError(
@@ -359,11 +389,21 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
   if (opts.steps == -1)
     return makeError("missing --steps K");
   if (!opts.verifyAgainst.empty() &&
-      (sawData || !opts.tokens.empty() || !opts.metricsPath.empty() || !opts.exportOnnxPath.empty() ||
+      (sawData || !opts.tokens.empty() || validation ||
+       !opts.metricsPath.empty() || !opts.exportOnnxPath.empty() ||
        opts.device != "cpu" || opts.checkNumerics))
     return makeError("--verify-against takes --steps, --init and --quiet only "
                      "(its data is synthetic, its ranks threads on the cpu)");
-  if (sawTokensDtype && opts.tokens.empty())
+  if (!opts.validData.empty() && !opts.validTokens.empty())
+    return makeError("--valid-data and --valid-tokens both give validation "
+                     "data; pass one");
+  if (validation && opts.evalEvery == 0)
+    return makeError("validation data needs --eval-every N (how often to "
+                     "evaluate)");
+  if (!validation && (opts.evalEvery || opts.evalBatches))
+    return makeError("--eval-every and --eval-batches need validation data: "
+                     "--valid-tokens FILE or --valid-data NAME=FILE.npy");
+  if (sawTokensDtype && opts.tokens.empty() && opts.validTokens.empty())
     return makeError("--tokens-dtype applies to --tokens FILE");
   for (const auto &[name, file] : opts.data)
     if (!opts.tokens.empty() && name == "target")

@@ -21,6 +21,12 @@ struct RunOptions {
   std::vector<std::pair<std::string, std::string>> data; // --data / --input
   std::string tokens;                // --tokens FILE
   std::string tokensDtype = "uint16"; // --tokens-dtype uint16|uint32
+  // Validation: --valid-data NAME=FILE.npy ... or --valid-tokens FILE,
+  // evaluated every --eval-every steps on --eval-batches batches (0: all).
+  std::vector<std::pair<std::string, std::string>> validData;
+  std::string validTokens;
+  int64_t evalEvery = 0;
+  int64_t evalBatches = 0;
   int64_t steps = -1;
   int64_t seed = 0;   // --seed: the default of --init random
   bool shuffle = false; // --order: shuffled (the default with --seed)

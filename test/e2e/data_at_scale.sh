@@ -13,6 +13,10 @@
 #   small file's) and shuffled over the whole file, each rank's peak RSS
 #   (ru_maxrss) under 1 GiB and within 64 MiB of the same run on the small
 #   file.
+# - Validation (--valid-tokens, --eval-every): the pass leaves training
+#   bitwise unchanged, its loss after step 5 is bitwise step 6's loss where
+#   the two read the same samples with the same weights, and dp=2, tp=2 and
+#   pp=2 evaluate as 1 rank does within 1e-5.
 # - Each refusal has its one-line message: a stream shorter than one sample,
 #   a raw file that is not whole tokens, a token outside the vocabulary (named
 #   by its position in the file, found by rank 1 at step 3 while rank 0 waits),
@@ -82,6 +86,45 @@ loom_run_np 2 dp=2.loomplan --tokens tokens.bin --steps 7 --seed 7 --metrics tok
 $PY "$MODELS/compare.py" --metrics tok-dp2.jsonl --metrics2 m1.jsonl --rtol 1e-5 \
   --sensitivity pert/m1.jsonl --sensitivity m1-threads2.jsonl
 
+# --- Validation ----------------------------------------------------------------
+# The training stream as validation data, batch 0 only: the eval loss after
+# step 5 is the model after step 5 on samples 0..7, which is what step 6
+# trains on (5 batches an epoch, file order): bitwise its loss. The steps'
+# losses are those of the run without validation, bitwise: the pass undoes
+# its updates.
+loom_run p1.loomplan --tokens tokens.bin --steps 7 --valid-tokens tokens.bin \
+  --eval-every 5 --eval-batches 1 --metrics ev1.jsonl
+$PY - <<'PY' || fail "validation loss"
+import json
+ev = [json.loads(l) for l in open("ev1.jsonl")]
+tok = [json.loads(l) for l in open("tok.jsonl")]
+assert [m["loss"] for m in ev] == [m["loss"] for m in tok], (ev, tok)
+assert [m["step"] for m in ev if "eval_loss" in m] == [5, 7], ev
+assert ev[4]["eval_loss"] == tok[5]["loss"], (ev[4], tok[5])
+print("eval loss after step 5 %.9g = step 6's loss" % ev[4]["eval_loss"])
+PY
+# Every plan evaluates the same: all 5 batches, 1 rank (and its sensitivity)
+# against dp=2, tp=2 and pp=2.
+evals() { # METRICS OUT: the eval losses, numbered from 1, as a metrics file
+  $PY -c "import json, sys
+evals = [json.loads(l) for l in open(sys.argv[1])]
+evals = [m['eval_loss'] for m in evals if 'eval_loss' in m]
+with open(sys.argv[2], 'w') as out:
+    for i, loss in enumerate(evals):
+        out.write(json.dumps({'step': i + 1, 'loss': loss}) + '\n')" "$1" "$2"
+}
+valid=(--tokens tokens.bin --steps 7 --valid-tokens tokens.bin --eval-every 2 --quiet)
+loom_run p1.loomplan "${valid[@]}" --metrics e1.jsonl
+loom_run p1.loomplan --model pert/model.onnx "${valid[@]}" --metrics pert/e1.jsonl
+LOOM_NUM_THREADS=2 loom_run p1.loomplan "${valid[@]}" --metrics e1-threads2.jsonl
+for f in e1 pert/e1 e1-threads2; do evals $f.jsonl $f.eval.jsonl; done
+for force in dp=2 tp=2 pp=2; do
+  loom_run_np 2 $force.loomplan "${valid[@]}" --metrics e-$force.jsonl
+  evals e-$force.jsonl e-$force.eval.jsonl
+  $PY "$MODELS/compare.py" --metrics e-$force.eval.jsonl --metrics2 e1.eval.jsonl --rtol 1e-5 \
+    --sensitivity pert/e1.eval.jsonl --sensitivity e1-threads2.eval.jsonl
+done
+
 # --- 20 GiB on 2 ranks, each under 1 GiB ------------------------------------
 truncate -s 20G big.bin
 dd if=tokens.bin of=big.bin conv=notrunc status=none
@@ -136,6 +179,14 @@ expect_error "--tokens-dtype applies to --tokens FILE" \
   loom_run p1.loomplan --data input_ids=ids.npy --data target=next.npy --tokens-dtype uint32 --steps 1
 expect_error "--order must be sequential or shuffled, got 'random'" \
   loom_run p1.loomplan --tokens tokens.bin --order random --steps 1
+expect_error "validation data needs --eval-every N" \
+  loom_run p1.loomplan --tokens tokens.bin --valid-tokens tokens.bin --steps 1
+expect_error "--eval-every and --eval-batches need validation data" \
+  loom_run p1.loomplan --tokens tokens.bin --eval-every 2 --steps 1
+expect_error "the validation data holds 40 sample(s): 5 whole batch(es) of 8, and --eval-batches asks for 6" \
+  loom_run p1.loomplan --tokens tokens.bin --valid-tokens tokens.bin --eval-every 1 --eval-batches 6 --steps 1
+expect_error "validation data: no data for 'target'; pass --valid-data target=FILE.npy" \
+  loom_run p1.loomplan --tokens tokens.bin --valid-data input_ids=ids.npy --eval-every 1 --steps 1
 $PY "$MODELS/mlp.py" --out mlp --sizes 8,16,4 --samples 64 --seed 1 > /dev/null
 loomc mlp/model.onnx --cluster cpu:1 --global-batch 8 -o mlp.loomplan --quiet
 expect_error "a token stream feeds a plan's one int64 input of shape [b, s] and its cross_entropy target" \

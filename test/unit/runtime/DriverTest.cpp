@@ -75,6 +75,12 @@ TEST(OptionsTest, DataOrderAndTokens) {
   EXPECT_EQ(tokens->tokens, "t.bin");
   EXPECT_EQ(tokens->tokensDtype, "uint32");
   EXPECT_EQ(parse({"p", "--steps", "1", "--tokens", "t.bin"})->tokensDtype, "uint16");
+  auto valid = parse({"p", "--steps", "1", "--valid-data", "x=v.npy", "--eval-every", "5",
+                      "--eval-batches", "2"});
+  ASSERT_TRUE(valid.isOk()) << valid.status().message();
+  EXPECT_EQ(valid->validData.size(), 1u);
+  EXPECT_EQ(valid->evalEvery, 5);
+  EXPECT_EQ(valid->evalBatches, 2);
   for (auto [args, want] : std::vector<std::pair<std::vector<std::string>, std::string>>{
            {{"p", "--steps", "1", "--order", "random"},
             "--order must be sequential or shuffled, got 'random'"},
@@ -85,7 +91,16 @@ TEST(OptionsTest, DataOrderAndTokens) {
            {{"p", "--steps", "1", "--tokens", "t", "--data", "target=y.npy"},
             "--tokens gives the target"},
            {{"--forward", "m.onnx", "--tokens", "t", "--output-dir", "o"},
-            "--forward takes --input, --output-dir and --precision only"}}) {
+            "--forward takes --input, --output-dir and --precision only"},
+           {{"p", "--steps", "1", "--valid-tokens", "v"},
+            "validation data needs --eval-every N"},
+           {{"p", "--steps", "1", "--eval-batches", "2"},
+            "--eval-every and --eval-batches need validation data"},
+           {{"p", "--steps", "1", "--valid-tokens", "v", "--valid-data", "x=x.npy",
+             "--eval-every", "1"},
+            "--valid-data and --valid-tokens both give validation data"},
+           {{"p", "--steps", "1", "--valid-tokens", "v", "--eval-every", "0"},
+            "--eval-every must be at least 1, got 0"}}) {
     auto o = parse(args);
     ASSERT_FALSE(o.isOk()) << want;
     EXPECT_NE(o.status().message().find(want), std::string::npos) << o.status().message();
