@@ -1,5 +1,4 @@
-//===- DataFeeder.cpp - Slice data files into INPUT/TARGET buffers -*- C++
-//-*-===//
+//===- DataFeeder.cpp - Slice data files into INPUT/TARGET buffers -*- C++ -*-===//
 
 #include "runtime/data/DataFeeder.h"
 
@@ -121,8 +120,14 @@ int64_t firstSample(const plan::Plan &plan, const plan::Buffer &b, int64_t step,
   // A dp rank's share is global_batch / dp samples; a buffer holds all of
   // it, or one micro-batch of it from `sample_offset` on.
   int64_t share = plan.training().global_batch() / meshAxisSize(plan, "dp");
-  return step * plan.training().global_batch() +
-         meshCoordinate(plan, rank, "dp") * share + b.sample_offset();
+  int64_t first = 0, within = 0;
+  if (__builtin_mul_overflow(step, plan.training().global_batch(), &first) ||
+      __builtin_mul_overflow(meshCoordinate(plan, rank, "dp"), share,
+                             &within) ||
+      __builtin_add_overflow(first, within, &first) ||
+      __builtin_add_overflow(first, b.sample_offset(), &first))
+    return -1;
+  return first;
 }
 
 std::string sampleRangeText(int64_t first, int64_t count, int64_t length) {

@@ -1,5 +1,4 @@
-//===- DataFeeder.h - Slice data files into INPUT/TARGET buffers ---*- C++
-//-*-===//
+//===- DataFeeder.h - Slice data files into INPUT/TARGET buffers -*- C++ -*-===//
 //
 // At step i (0-based) the global batch is positions [i*B, (i+1)*B) of the
 // run's data (B = training.global_batch); a `SampleOrder` says which sample
@@ -56,7 +55,7 @@ Status sameSamples(const std::string &bindingA, const SampleArray &a,
                    const std::string &bindingB, const SampleArray &b);
 
 /// The global position of the first sample `b` receives at `step` on
-/// `rank`.
+/// `rank`; -1 where it would not fit an int64.
 int64_t firstSample(const plan::Plan &plan, const plan::Buffer &b, int64_t step,
                     int rank);
 

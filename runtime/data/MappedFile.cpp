@@ -1,5 +1,4 @@
-//===- MappedFile.cpp - A read-only memory map of a data file ----*- C++
-//-*-===//
+//===- MappedFile.cpp - A read-only memory map of a data file ---*- C++ -*-===//
 
 #include "runtime/data/MappedFile.h"
 

@@ -1,5 +1,4 @@
-//===- MappedFile.h - A read-only memory map of a data file -------*- C++
-//-*-===//
+//===- MappedFile.h - A read-only memory map of a data file -----*- C++ -*-===//
 //
 // Data files are mapped, not read: a rank touches only the pages of the
 // samples it trains on, so a file far larger than memory costs each rank

@@ -1,5 +1,4 @@
-//===- Npy.cpp - Read and write NumPy .npy files -----------------*- C++
-//-*-===//
+//===- Npy.cpp - Read and write NumPy .npy files ----------------*- C++ -*-===//
 
 #include "runtime/data/Npy.h"
 

@@ -1,5 +1,4 @@
-//===- Npy.h - Read and write NumPy .npy files --------------------*- C++
-//-*-===//
+//===- Npy.h - Read and write NumPy .npy files ------------------*- C++ -*-===//
 //
 // Versions 1.0, 2.0 and 3.0 of the format, C order, little-endian `<f4`,
 // `<f8`, `<i4` and `<i8`; other dtypes are rejected.

@@ -1,5 +1,4 @@
-//===- SampleArray.cpp - The samples a data binding reads --------*- C++
-//-*-===//
+//===- SampleArray.cpp - The samples a data binding reads -------*- C++ -*-===//
 
 #include "runtime/data/SampleArray.h"
 

@@ -1,5 +1,4 @@
-//===- SampleArray.h - The samples a data binding reads -----------*- C++
-//-*-===//
+//===- SampleArray.h - The samples a data binding reads ---------*- C++ -*-===//
 //
 // A `SampleArray` is N samples of one shape, in one element type, read in
 // place: from a memory-mapped `.npy` file (`mapNpy`), from windows of a

@@ -1,5 +1,4 @@
-//===- SampleOrder.cpp - Which sample each place of the run reads -*- C++
-//-*-===//
+//===- SampleOrder.cpp - Which sample each place reads ----------*- C++ -*-===//
 
 #include "runtime/data/SampleOrder.h"
 

@@ -1,5 +1,4 @@
-//===- SampleOrder.h - Which sample each place of the run reads ---*- C++
-//-*-===//
+//===- SampleOrder.h - Which sample each place of the run reads -*- C++ -*-===//
 //
 // A run reads its data as one global sequence of positions: step i's global
 // batch is positions [i*B, (i+1)*B), and a rank's buffer takes its slice of

@@ -1,5 +1,4 @@
-//===- TokenStream.cpp - Training windows of a token file --------*- C++
-//-*-===//
+//===- TokenStream.cpp - Training windows of a token file -------*- C++ -*-===//
 
 #include "runtime/data/TokenStream.h"
 

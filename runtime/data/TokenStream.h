@@ -1,5 +1,4 @@
-//===- TokenStream.h - Training windows of a token file -----------*- C++
-//-*-===//
+//===- TokenStream.h - Training windows of a token file ---------*- C++ -*-===//
 //
 // `loom-run --tokens FILE`: a tokenized corpus as one stream of token ids,
 // the format nanoGPT's and Megatron-style preprocessors write — raw

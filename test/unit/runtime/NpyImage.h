@@ -1,5 +1,4 @@
-//===- NpyImage.h - Hand-made .npy files for the data tests -------*- C++
-//-*-===//
+//===- NpyImage.h - Hand-made .npy files for the data tests -----*- C++ -*-===//
 
 #ifndef LOOM_TEST_UNIT_RUNTIME_NPYIMAGE_H
 #define LOOM_TEST_UNIT_RUNTIME_NPYIMAGE_H
