@@ -82,20 +82,21 @@ Status checkBindingData(const plan::Plan &plan, const std::string &binding,
 }
 
 Status checkPlanData(const plan::Plan &plan,
-                     const std::map<std::string, SampleArray> &data) {
+                     const std::map<std::string, SampleArray> &data,
+                     const char *flag) {
   std::set<std::string> names = dataBindings(plan);
   std::string known;
   for (const std::string &n : names)
     known += (known.empty() ? "" : ", ") + n;
   for (const auto &kv : data)
     if (!names.count(kv.first))
-      return makeError("--data '%s' is not an input or target of the plan "
+      return makeError("%s '%s' is not an input or target of the plan "
                        "(it expects: %s)",
-                       kv.first.c_str(), known.c_str());
+                       flag, kv.first.c_str(), known.c_str());
   for (const std::string &n : names)
     if (!data.count(n))
-      return makeError("no data for '%s'; pass --data %s=FILE.npy", n.c_str(),
-                       n.c_str());
+      return makeError("no data for '%s'; pass %s %s=FILE.npy", n.c_str(),
+                       flag, n.c_str());
   for (const auto &kv : data)
     LOOM_RETURN_IF_ERROR(checkBindingData(plan, kv.first, kv.second));
   const auto &[firstName, first] = *data.begin();

@@ -45,9 +45,11 @@ Status checkBindingData(const plan::Plan &plan, const std::string &binding,
 
 /// Checks a complete set of named data: every binding has data, no name is
 /// unknown, each array passes `checkBindingData`, and all hold the same
-/// number of samples (sample k of every binding is one example).
+/// number of samples (sample k of every binding is one example). `flag`
+/// names the option that gives the data, in errors.
 Status checkPlanData(const plan::Plan &plan,
-                     const std::map<std::string, SampleArray> &data);
+                     const std::map<std::string, SampleArray> &data,
+                     const char *flag = "--data");
 
 /// Fails, naming both files, when `a` (for `bindingA`) and `b` hold
 /// different numbers of samples.

@@ -177,6 +177,22 @@ Status locateModel(const RunOptions &opts, plan::Plan &plan) {
                    fs::path(recorded).filename().c_str());
 }
 
+/// Maps each `NAME=FILE.npy` of `files` into `into`; shape errors name
+/// the file (the user fixes the file).
+Status mapNpyFiles(const std::vector<std::pair<std::string, std::string>> &files,
+                   const plan::Plan &plan,
+                   std::map<std::string, SampleArray> &into) {
+  std::set<std::string> bindings = dataBindings(plan);
+  for (const auto &[name, file] : files) {
+    LOOM_ASSIGN_OR_RETURN(SampleArray t, mapNpy(file));
+    if (bindings.count(name))
+      if (Status s = checkBindingData(plan, name, t); !s)
+        return makeError("%s: %s", file.c_str(), s.message().c_str());
+    into[name] = std::move(t);
+  }
+  return Status::ok();
+}
+
 /// `--tokens FILE` (`flag`, `path`): the windows of the stream as the plan's
 /// one sequence input not in `into` and its target, added to `into`.
 Status loadTokens(const RunOptions &opts, const char *flag,
@@ -237,42 +253,30 @@ Status loadInputs(const RunOptions &opts, Communicator &world, Loaded &out) {
                      "mpirun -np %d",
                      out.plan.world_size(), world.size(),
                      out.plan.world_size());
-  for (const auto &[name, file] : opts.data) {
-    LOOM_ASSIGN_OR_RETURN(SampleArray t, mapNpy(file));
-    // Name the file in shape and type errors: the user fixes the file.
-    if (dataBindings(out.plan).count(name))
-      if (Status s = checkBindingData(out.plan, name, t); !s)
-        return makeError("%s: %s", file.c_str(), s.message().c_str());
-    out.data[name] = std::move(t);
-  }
+  LOOM_RETURN_IF_ERROR(mapNpyFiles(opts.data, out.plan, out.data));
   if (!opts.tokens.empty())
     LOOM_RETURN_IF_ERROR(
         loadTokens(opts, "--tokens", opts.tokens, out.plan, out.data));
   LOOM_RETURN_IF_ERROR(checkPlanData(out.plan, out.data));
-  for (const auto &[name, file] : opts.validData) {
-    LOOM_ASSIGN_OR_RETURN(SampleArray t, mapNpy(file));
-    out.valid[name] = std::move(t);
-  }
+  LOOM_RETURN_IF_ERROR(mapNpyFiles(opts.validData, out.plan, out.valid));
   if (!opts.validTokens.empty())
     LOOM_RETURN_IF_ERROR(loadTokens(opts, "--valid-tokens", opts.validTokens,
                                     out.plan, out.valid));
   if (!out.valid.empty()) {
-    if (Status s = checkPlanData(out.plan, out.valid); !s) {
-      std::string message = s.message();
-      for (size_t at = message.find("--data "); at != std::string::npos;
-           at = message.find("--data ", at + 1))
-        message.replace(at, 7, "--valid-data ");
-      return makeError("validation data: %s", message.c_str());
-    }
+    if (Status s = checkPlanData(out.plan, out.valid, "--valid-data"); !s)
+      return s.withContext("validation data");
     int64_t batch = out.plan.training().global_batch();
-    int64_t batches = out.valid.begin()->second.samples() / batch;
-    if (batches < std::max<int64_t>(opts.evalBatches, 1))
+    int64_t samples = out.valid.begin()->second.samples();
+    if (samples < batch)
+      return makeError("the validation data holds %lld sample(s), fewer than "
+                       "one global batch of %lld",
+                       (long long)samples, (long long)batch);
+    if (samples / batch < opts.evalBatches)
       return makeError("the validation data holds %lld sample(s): %lld "
                        "whole batch(es) of %lld, and --eval-batches asks for "
                        "%lld",
-                       (long long)out.valid.begin()->second.samples(),
-                       (long long)batches, (long long)batch,
-                       (long long)std::max<int64_t>(opts.evalBatches, 1));
+                       (long long)samples, (long long)(samples / batch),
+                       (long long)batch, (long long)opts.evalBatches);
   }
   if (world.rank() == 0 && !opts.metricsPath.empty()) {
     LOOM_ASSIGN_OR_RETURN(out.metrics, MetricsWriter::open(opts.metricsPath));
