@@ -21,6 +21,7 @@
 #include "passes/planner/PipelineSchedule.h"
 #include "runtime/PlanFormat.h"
 #include "runtime/Workspace.h"
+#include "runtime/support/AtomicFile.h"
 #include "runtime/driver/Verify.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -923,13 +924,13 @@ int run(Options &o, Attempt attempt, plan::Plan *planOut) {
       return rc;
   }
 
+  // Written whole or not at all (a temporary renamed over the target).
   if (!o.summaryJson.empty()) {
-    std::error_code ec;
-    llvm::raw_fd_ostream os(o.summaryJson, ec);
-    if (ec)
-      return fail("cannot write '" + o.summaryJson + "': " + ec.message());
-    os << llvm::formatv("{0:2}\n", llvm::json::Value(summaryJson(
-                                         *plan, *cluster, figures, seconds)));
+    std::string text = llvm::formatv(
+        "{0:2}\n",
+        llvm::json::Value(summaryJson(*plan, *cluster, figures, seconds)));
+    if (auto s = ::loom::runtime::writeFileAtomically(o.summaryJson, text); !s)
+      return fail(s.message());
   }
   if (o.dumpPlan) {
     std::string text;
@@ -940,11 +941,8 @@ int run(Options &o, Attempt attempt, plan::Plan *planOut) {
     std::string bytes;
     if (!plan->SerializeToString(&bytes))
       return fail("cannot serialize the plan");
-    std::error_code ec;
-    llvm::raw_fd_ostream os(o.outputFile, ec, llvm::sys::fs::OF_None);
-    if (ec)
-      return fail("cannot write '" + o.outputFile + "': " + ec.message());
-    os << bytes;
+    if (auto s = ::loom::runtime::writeFileAtomically(o.outputFile, bytes); !s)
+      return fail(s.message());
   }
   if (!o.quiet && !o.dumpPlan && training)
     llvm::outs() << summary;

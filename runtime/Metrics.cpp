@@ -6,6 +6,9 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstring>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 namespace loom::runtime {
 
@@ -60,10 +63,28 @@ StatusOr<std::unique_ptr<MetricsWriter>>
 MetricsWriter::open(const std::string &path) {
   std::unique_ptr<MetricsWriter> w(new MetricsWriter());
   w->path = path;
-  w->file = std::fopen(path.c_str(), "w");
-  if (!w->file)
+  // Locked before it is emptied: a second run given the same file is
+  // refused instead of interleaving its lines with the first's.
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0)
     return makeError("cannot create metrics file '%s': %s", path.c_str(),
                      std::strerror(errno));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    int err = errno;
+    ::close(fd);
+    if (err == EWOULDBLOCK)
+      return makeError("metrics file '%s' is being written by another run; "
+                       "give each run its own --metrics file",
+                       path.c_str());
+    return makeError("cannot lock metrics file '%s': %s", path.c_str(),
+                     std::strerror(err));
+  }
+  if (::ftruncate(fd, 0) != 0 || !(w->file = ::fdopen(fd, "w"))) {
+    int err = errno;
+    ::close(fd);
+    return makeError("cannot write metrics file '%s': %s", path.c_str(),
+                     std::strerror(err));
+  }
   return w;
 }
 

@@ -48,7 +48,9 @@ struct StepMetrics {
 /// %.9g (a float round-trips), NaN/inf as null.
 std::string formatMetrics(const StepMetrics &m);
 
-/// Writes one JSON object a line, flushed after every step.
+/// Writes one JSON object a line, flushed after every step. The file is
+/// held under an exclusive lock (flock) while open: a second writer of the
+/// same path is refused.
 class MetricsWriter {
 public:
   static StatusOr<std::unique_ptr<MetricsWriter>> open(const std::string &path);

@@ -2,6 +2,8 @@
 
 #include "runtime/PlanFormat.h"
 
+#include "runtime/PlanIntegrity.h"
+#include "runtime/support/AtomicFile.h"
 #include "runtime/support/HostTensor.h"
 
 #include <algorithm>
@@ -386,7 +388,7 @@ Status checkProgram(const plan::Plan &plan, const plan::Program &program,
     LOOM_RETURN_IF_ERROR(
         checkInstruction(plan, byId, inst, verify).withContext(where));
   }
-  return Status::ok();
+  return checkProgramOrder(plan, program);
 }
 
 } // namespace
@@ -415,6 +417,7 @@ Status validatePlanFormat(const plan::Plan &plan, const std::string &what,
                             meshToString(plan).c_str(), (long long)product,
                             plan.world_size()));
   }
+  LOOM_RETURN_IF_ERROR(fail(checkPlanSettings(plan)));
   if (plan.is_training() && plan.training().global_batch() < 1)
     return fail(makeError("training plan has global_batch %lld",
                           (long long)plan.training().global_batch()));
@@ -453,13 +456,10 @@ StatusOr<plan::Plan> readPlan(const std::string &path) {
 }
 
 Status savePlan(const plan::Plan &plan, const std::string &path) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out)
-    return makeError("cannot create '%s': %s", path.c_str(),
-                     std::strerror(errno));
-  if (!plan.SerializeToOstream(&out))
-    return makeError("cannot write plan '%s'", path.c_str());
-  return Status::ok();
+  std::string bytes;
+  if (!plan.SerializeToString(&bytes))
+    return makeError("cannot serialize plan '%s'", path.c_str());
+  return writeFileAtomically(path, bytes);
 }
 
 } // namespace loom::runtime

@@ -2,6 +2,8 @@
 
 #include "runtime/onnx/OnnxWeights.h"
 
+#include "runtime/support/AtomicFile.h"
+
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
@@ -275,13 +277,11 @@ Status exportOnnxWithWeights(const std::string &modelPath,
     t->set_raw_data(std::string(v.bytes.begin(), v.bytes.end()));
     graph.mutable_node()->DeleteSubrange(i, 1);
   }
-  std::ofstream out(outPath, std::ios::binary | std::ios::trunc);
-  if (!out)
-    return makeError("cannot create '%s': %s", outPath.c_str(),
-                     std::strerror(errno));
-  if (!model.SerializeToOstream(&out))
-    return makeError("cannot write ONNX model '%s'", outPath.c_str());
-  return Status::ok();
+  std::string bytes;
+  if (!model.SerializeToString(&bytes))
+    return makeError("cannot serialize ONNX model '%s' (over 2 GiB?)",
+                     outPath.c_str());
+  return writeFileAtomically(outPath, bytes);
 }
 
 } // namespace loom::runtime

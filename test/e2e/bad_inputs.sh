@@ -69,6 +69,21 @@ grep -q "rank 1: " err.txt || fail "the class id error is not rank 1's"
 # mapped, so they must be regular files.
 expect_error "'/dev/zero' is not a regular file" timeout 60 "${MPIRUN[@]}" -np 2 \
   "$LOOM_BIN/loom-run" p2.loomplan --data x=/dev/zero --data target=target.npy --steps 1
+# Two runs exporting to one path at once leave one run's model whole, never
+# a mix of both (each writes a temporary and renames it over the path).
+loomc model.onnx --cluster cpu:1 --global-batch 8 --lr 0.5 -o fast.loomplan --quiet
+loomc model.onnx --cluster cpu:1 --global-batch 8 -o slow.loomplan --quiet
+run1=(--data x=x.npy --data target=target.npy --steps 3 --quiet)
+loom_run fast.loomplan "${run1[@]}" --export-onnx fast.onnx
+loom_run slow.loomplan "${run1[@]}" --export-onnx slow.onnx
+for i in 1 2 3; do
+  "$LOOM_BIN/loom-run" fast.loomplan "${run1[@]}" --export-onnx both.onnx &
+  "$LOOM_BIN/loom-run" slow.loomplan "${run1[@]}" --export-onnx both.onnx
+  wait
+  cmp -s both.onnx fast.onnx || cmp -s both.onnx slow.onnx ||
+    fail "two exports to one path mixed"
+done
+! ls both.onnx.tmp-* >/dev/null 2>&1 || fail "an export left its temporary"
 expect_error "cannot open plan" loom_run missing.loomplan --data x=x.npy --steps 1
 head -c 100 p2.loomplan > cut.loomplan
 expect_error "cut.loomplan" loom_run cut.loomplan --data x=x.npy --data target=target.npy --steps 1

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <functional>
 #include <unistd.h>
@@ -70,6 +71,57 @@ TEST(PlanTest, LoadErrors) {
 TEST(PlanTest, FormatVersion) {
   EXPECT_ERROR([](plan::Plan &p) { p.set_format_version(2); },
                "format_version 2 is not supported");
+}
+
+// A plan whose instructions were reordered, cut or emptied computes garbage
+// (a loss of -0.68, a loss of 0): refused at the first place it breaks.
+TEST(PlanTest, InstructionsRunInOrder) {
+  EXPECT_ERROR(
+      [](plan::Plan &p) {
+        auto *insts = prog0(p).mutable_instructions();
+        std::reverse(insts->begin(), insts->end());
+      },
+      "instruction 0 'sgd' at 'sgd_W' reads TEMPORARY buffer 7 'dW' before any "
+      "instruction writes it");
+  EXPECT_ERROR([](plan::Plan &p) { prog0(p).clear_instructions(); },
+               "a training program without instructions");
+  EXPECT_ERROR([](plan::Plan &p) { prog0(p).mutable_instructions()->DeleteSubrange(0, 1); },
+               "instruction 0 'mse' at 'loss' reads TEMPORARY buffer 3 'y'");
+}
+
+TEST(PlanTest, SettingsAreKnown) {
+  EXPECT_ERROR([](plan::Plan &p) { p.mutable_mesh(0)->set_name("dq"); },
+               "mesh axis 'dq' is unknown; a plan's mesh axes are pp, dp and tp");
+  EXPECT_ERROR(
+      [](plan::Plan &p) {
+        p.mutable_mesh(0)->set_name("tp");
+        plan::MeshAxis *dp = p.add_mesh();
+        dp->set_name("dp");
+        dp->set_size(1);
+      },
+      "mesh axis 'dp' is repeated or out of order");
+  EXPECT_ERROR([](plan::Plan &p) { p.mutable_training()->set_optimizer("lamb"); },
+               "training.optimizer 'lamb' is not adamw or sgd");
+  EXPECT_ERROR([](plan::Plan &p) { p.mutable_training()->set_precision("fp8"); },
+               "training.precision 'fp8' is not fp32 or bf16");
+  EXPECT_ERROR([](plan::Plan &p) { p.mutable_training()->set_loss("hinge"); },
+               "training.loss 'hinge' is not cross_entropy, mse or output:NAME");
+}
+
+// The data buffers must hold each data-parallel rank's whole share: a global
+// batch that disagrees with them would train on some samples twice and skip
+// others.
+TEST(PlanTest, DataBuffersCoverTheShare) {
+  EXPECT_ERROR([](plan::Plan &p) { p.mutable_training()->set_global_batch(8); },
+               "the data buffers of 'target' hold 2 samples, not a data-parallel rank's "
+               "share of 4 (global batch 8 / dp = 2)");
+  EXPECT_ERROR(
+      [](plan::Plan &p) {
+        p.mutable_training()->set_global_batch(8);
+        prog0(p).mutable_buffers(0)->set_sample_offset(2);
+        prog0(p).mutable_buffers(1)->set_sample_offset(2);
+      },
+      "the data buffers of 'target' skip samples [0, 2)");
 }
 
 TEST(PlanTest, MeshMustMatchWorldSize) {

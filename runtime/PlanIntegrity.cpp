@@ -1,0 +1,152 @@
+//===- PlanIntegrity.cpp - Program order and settings of a plan -----------===//
+
+#include "runtime/PlanIntegrity.h"
+
+#include "runtime/PlanFormat.h"
+#include "runtime/support/HostTensor.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace loom::runtime {
+
+Status checkPlanSettings(const plan::Plan &plan) {
+  static const char *const kAxes[] = {"pp", "dp", "tp"};
+  size_t next = 0; // the first axis name still allowed
+  for (const plan::MeshAxis &axis : plan.mesh()) {
+    size_t k = next;
+    while (k < 3 && axis.name() != kAxes[k])
+      ++k;
+    if (k == 3)
+      return makeError("mesh axis '%s' is %s; a plan's mesh axes are pp, dp "
+                       "and tp, each once, in that order",
+                       axis.name().c_str(),
+                       std::find_if(std::begin(kAxes), std::end(kAxes),
+                                    [&](const char *a) {
+                                      return axis.name() == a;
+                                    }) != std::end(kAxes)
+                           ? "repeated or out of order"
+                           : "unknown");
+    next = k + 1;
+  }
+  if (!plan.is_training())
+    return Status::ok();
+  const plan::Training &t = plan.training();
+  if (!t.optimizer().empty() && t.optimizer() != "adamw" &&
+      t.optimizer() != "sgd")
+    return makeError("training.optimizer '%s' is not adamw or sgd",
+                     t.optimizer().c_str());
+  if (!t.precision().empty() && t.precision() != "fp32" &&
+      t.precision() != "bf16")
+    return makeError("training.precision '%s' is not fp32 or bf16",
+                     t.precision().c_str());
+  if (!t.loss().empty() && t.loss() != "cross_entropy" && t.loss() != "mse" &&
+      t.loss().rfind("output:", 0) != 0)
+    return makeError("training.loss '%s' is not cross_entropy, mse or "
+                     "output:NAME",
+                     t.loss().c_str());
+  return Status::ok();
+}
+
+namespace {
+
+bool definedAtStart(plan::Role role) {
+  return role != plan::TEMPORARY && role != plan::LOSS && role != plan::OUTPUT;
+}
+
+/// The INPUT/TARGET buffers of each binding tile [0, share).
+Status checkDataBuffers(const plan::Plan &plan, const plan::Program &program) {
+  int64_t dp = meshAxisSize(plan, "dp");
+  int64_t share = plan.training().global_batch() / std::max<int64_t>(dp, 1);
+  std::map<std::string, std::vector<std::pair<int64_t, int64_t>>> ranges;
+  for (const plan::Buffer &b : program.buffers())
+    if ((b.role() == plan::INPUT || b.role() == plan::TARGET) &&
+        b.shape_size() > 0)
+      ranges[b.binding()].push_back({b.sample_offset(), b.shape(0)});
+  for (auto &[binding, list] : ranges) {
+    std::sort(list.begin(), list.end());
+    int64_t covered = 0;
+    for (auto [offset, count] : list) {
+      if (offset != covered)
+        return makeError("the data buffers of '%s' %s samples [%lld, %lld) "
+                         "of a data-parallel rank's share of %lld (global "
+                         "batch %lld / dp = %lld)",
+                         binding.c_str(), offset < covered ? "repeat" : "skip",
+                         (long long)std::min(offset, covered),
+                         (long long)std::max(offset, covered), (long long)share,
+                         (long long)plan.training().global_batch(),
+                         (long long)dp);
+      covered = offset + count;
+    }
+    if (covered != share)
+      return makeError("the data buffers of '%s' hold %lld samples, not a "
+                       "data-parallel rank's share of %lld (global batch "
+                       "%lld / dp = %lld)",
+                       binding.c_str(), (long long)covered, (long long)share,
+                       (long long)plan.training().global_batch(),
+                       (long long)dp);
+  }
+  return Status::ok();
+}
+
+} // namespace
+
+Status checkProgramOrder(const plan::Plan &plan, const plan::Program &program) {
+  if (plan.is_training() && program.instructions_size() == 0)
+    return makeError("a training program without instructions");
+  std::map<int32_t, const plan::Buffer *> byId;
+  for (const plan::Buffer &b : program.buffers())
+    byId[b.id()] = &b;
+  // The union of the arena bytes written so far, as disjoint [begin, end)
+  // ranges by begin. Buffers may be views of others, which no instruction
+  // writes (a reshape's result is its operand's bytes, a parameter's too; a
+  // gradient is a part of its bucket, which all_reduce_start reads whole):
+  // a temporary is defined once bytes of it were written.
+  std::map<int64_t, int64_t> written;
+  auto wasWritten = [&](const plan::Buffer &b) {
+    int64_t begin = b.offset(), end = b.offset() + b.size_bytes();
+    auto it = written.upper_bound(begin);
+    if (it != written.begin() && std::prev(it)->second > begin)
+      return true;
+    return it != written.end() && it->first < end;
+  };
+  auto write = [&](const plan::Buffer &b) {
+    int64_t begin = b.offset(), end = b.offset() + b.size_bytes();
+    auto it = written.upper_bound(begin);
+    if (it != written.begin() && std::prev(it)->second >= begin)
+      --it;
+    while (it != written.end() && it->first <= end) {
+      begin = std::min(begin, it->first);
+      end = std::max(end, it->second);
+      it = written.erase(it);
+    }
+    written.emplace(begin, end);
+  };
+  // Parameters, data and constants hold their bytes from the start (a view
+  // of one, such as a batch norm's scale reshaped, is defined too).
+  for (const plan::Buffer &b : program.buffers())
+    if (definedAtStart(b.role()))
+      write(b);
+  for (int i = 0; i < program.instructions_size(); ++i) {
+    const plan::Instruction &inst = program.instructions(i);
+    for (int32_t id : inst.inputs()) {
+      const plan::Buffer &b = *byId.at(id);
+      if (definedAtStart(b.role()) || b.size_bytes() == 0 || wasWritten(b))
+        continue;
+      return makeError(
+          "instruction %d '%s'%s reads %s buffer %d '%s' before "
+          "any instruction writes it",
+          i, inst.op().c_str(),
+          inst.loc().empty() ? "" : (" at '" + inst.loc() + "'").c_str(),
+          plan::Role_Name(b.role()).c_str(), id, b.name().c_str());
+    }
+    for (int32_t id : inst.outputs())
+      write(*byId.at(id));
+  }
+  if (plan.is_training())
+    LOOM_RETURN_IF_ERROR(checkDataBuffers(plan, program));
+  return Status::ok();
+}
+
+} // namespace loom::runtime
