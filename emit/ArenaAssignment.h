@@ -3,6 +3,7 @@
 #ifndef LOOM_EMIT_ARENAASSIGNMENT_H
 #define LOOM_EMIT_ARENAASSIGNMENT_H
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -17,10 +18,14 @@ struct LiveRange {
 
 inline constexpr int64_t kArenaAlignment = 64;
 
+/// Programs of more buffers are placed by the O(n log n) sweep alone.
+inline constexpr size_t kThoroughPlacementRanges = 20000;
+
 /// Assigns each range a `kArenaAlignment`-aligned offset so that ranges that
 /// are live at the same time never overlap; returns the offsets and sets
 /// `arenaBytes`: the smallest of a few greedy placements (first and best fit
-/// over three orders), stopping at the first that reaches `liveSetBytes`.
+/// over three orders, a sweep in time, skylines), stopping at the first that
+/// reaches `liveSetBytes`; above `kThoroughPlacementRanges` ranges, the sweep.
 std::vector<int64_t> assignArenaOffsets(const std::vector<LiveRange> &ranges,
                                         int64_t &arenaBytes);
 

@@ -21,6 +21,7 @@
 #include "onnx/defs/tensor_proto_util.h"
 
 #include <cmath>
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::loom;
@@ -50,9 +51,12 @@ std::string onnx_import::listText(ArrayRef<int64_t> values) {
 }
 
 int64_t onnx_import::product(ArrayRef<int64_t> dims) {
+  // Saturates rather than wraps: a shape read from a file may claim more
+  // elements than int64 holds, and every caller compares against a limit.
   int64_t p = 1;
   for (int64_t d : dims)
-    p *= d;
+    if (__builtin_mul_overflow(p, d, &p))
+      return std::numeric_limits<int64_t>::max();
   return p;
 }
 

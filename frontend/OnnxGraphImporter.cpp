@@ -33,9 +33,16 @@ using namespace mlir::loom::onnx_import;
 //===----------------------------------------------------------------------===//
 
 std::string onnx_import::nodeName(const onnx::NodeProto &node, int index) {
-  if (!node.name().empty())
-    return node.name();
-  return node.op_type() + "_" + std::to_string(index);
+  std::string name = node.name().empty()
+                         ? node.op_type() + "_" + std::to_string(index)
+                         : node.name();
+  // Names come from the file: one of a megabyte would be echoed in every
+  // error and location that names the node.
+  constexpr size_t kMaxNameBytes = 256;
+  if (name.size() > kMaxNameBytes)
+    name = name.substr(0, kMaxNameBytes) + "...(" +
+           std::to_string(name.size()) + " bytes)";
+  return name;
 }
 
 std::string onnx_import::elementTypeName(int32_t dataType) {

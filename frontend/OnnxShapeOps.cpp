@@ -640,6 +640,10 @@ static LogicalResult convertExpand(GraphImporter &g) {
   if (failed(in) || failed(target))
     return failure();
   ArrayRef<int64_t> shape = in->shape();
+  if (llvm::any_of(*target, [](int64_t d) { return d < 0; }))
+    return g.error("cannot expand to " + listText(*target),
+                   "Expand's sizes are at least 0 (1 keeps a dimension; "
+                   "-1 is torch's spelling, not ONNX's)");
   auto out = broadcastShape(shape, *target);
   if (failed(out))
     return g.error("cannot expand " + shapeText(shape) + " to " +

@@ -8,6 +8,19 @@
 
 namespace loom::runtime {
 
+Status Status::error(std::string message) {
+  Status s;
+  s.failed = true;
+  if (message.size() > kMaxMessageBytes) {
+    size_t head = kMaxMessageBytes * 3 / 4, tail = kMaxMessageBytes / 8;
+    size_t cut = message.size() - head - tail;
+    message = message.substr(0, head) + " [... " + std::to_string(cut) +
+              " bytes cut ...] " + message.substr(message.size() - tail);
+  }
+  s.msg = std::move(message);
+  return s;
+}
+
 Status Status::withContext(const std::string &prefix) const {
   if (isOk())
     return *this;

@@ -21,12 +21,10 @@ class [[nodiscard]] Status {
 public:
   Status() = default;
   static Status ok() { return Status(); }
-  static Status error(std::string message) {
-    Status s;
-    s.failed = true;
-    s.msg = std::move(message);
-    return s;
-  }
+  /// A message longer than `kMaxMessageBytes` keeps its start and end: a
+  /// name read from a file (an instruction's `loc`, a buffer's name) may be
+  /// megabytes long, and an error stays one readable line.
+  static Status error(std::string message);
 
   bool isOk() const { return !failed; }
   explicit operator bool() const { return !failed; }
@@ -34,6 +32,8 @@ public:
 
   /// Returns this error with `prefix + ": "` in front (no-op when ok).
   Status withContext(const std::string &prefix) const;
+
+  static constexpr size_t kMaxMessageBytes = 2048;
 
 private:
   bool failed = false;

@@ -10,6 +10,13 @@ $PY "$MODELS/bad_inputs.py" --out bad --sizes 8,16,4 --samples 64
 expect_error "cannot parse" loomc bad/truncated.onnx --cluster cpu:1 --global-batch 8 -o p.loomplan
 expect_error "unsupported ONNX op 'Hardmax' (opset 17) at node 'n3'" \
   loomc bad/unknown_op.onnx --cluster cpu:1 --global-batch 8 -o p.loomplan
+# A node name of a megabyte is cut in the one error line.
+expect_error "unsupported ONNX op 'Hardmax' (opset 17) at node 'nnnn" \
+  loomc bad/long_name.onnx --cluster cpu:1 --global-batch 8 -o p.loomplan
+grep -qF "...(1048576 bytes)'" err.txt || fail "the long node name is not cut"
+[ "$(wc -c < err.txt)" -lt 1000 ] || fail "the long node name's error is $(wc -c < err.txt) bytes"
+expect_error "cannot expand to [-1, 2, 8] at node 'expand0': Expand's sizes are at least 0" \
+  loomc bad/expand_negative.onnx --cluster cpu:1 --global-batch 2 --loss mse -o p.loomplan
 expect_error "no such file" loomc missing.onnx --global-batch 8 -o p.loomplan
 expect_error "not divisible by dp = 3" loomc model.onnx --cluster cpu:3 --global-batch 8 -o p.loomplan
 expect_error "bad cluster spec" loomc model.onnx --cluster tpu:9 --global-batch 8 -o p.loomplan

@@ -51,6 +51,31 @@ def unknown_op_model(n_in, n_hidden, n_out, seed):
     return model
 
 
+def long_name_model(n_in, n_hidden, n_out, seed):
+    """unknown_op's model with a node name of a megabyte on the refused node."""
+    model = unknown_op_model(n_in, n_hidden, n_out, seed)
+    model.graph.node[3].name = "n" * (1 << 20)
+    return model
+
+
+def expand_negative_model(n_in):
+    """An Expand to [-1, 2, n_in] of a constant: torch's -1, not ONNX's."""
+    nodes = [
+        helper.make_node("Expand", ["row", "shape"], ["rows"], name="expand0"),
+        helper.make_node("Add", ["x", "rows"], ["y"], name="add0"),
+    ]
+    graph = helper.make_graph(
+        nodes, "expand_negative",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 2, n_in])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 2, n_in])],
+        initializer=[numpy_helper.from_array(np.ones((1, n_in), np.float32), "row"),
+                     numpy_helper.from_array(np.array([-1, 2, n_in], np.int64), "shape")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                              producer_name="loom-test-bad-inputs")
+    model.ir_version = 8
+    return model
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -74,6 +99,8 @@ def main(argv=None):
         f.write(blob[: len(blob) // 2])
 
     onnx.save(unknown_op_model(n_in, n_hidden, n_out, args.seed), os.path.join(args.out, "unknown_op.onnx"))
+    onnx.save(long_name_model(n_in, n_hidden, n_out, args.seed), os.path.join(args.out, "long_name.onnx"))
+    onnx.save(expand_negative_model(n_in), os.path.join(args.out, "expand_negative.onnx"))
 
     rng = np.random.default_rng(args.seed)
     n = args.samples
@@ -85,7 +112,7 @@ def main(argv=None):
     np.save(os.path.join(args.out, "target_out_of_range.npy"), tgt)
     with open(os.path.join(args.out, "not_npy.npy"), "w") as f:
         f.write("this is not a numpy file\n1,2,3\n")
-    print("bad_inputs: truncated.onnx unknown_op.onnx x_wrong_shape.npy not_npy.npy x_float64.npy "
+    print("bad_inputs: truncated.onnx unknown_op.onnx long_name.onnx expand_negative.onnx x_wrong_shape.npy not_npy.npy x_float64.npy "
           "target_out_of_range.npy -> %s (%.2fs)" % (args.out, time.time() - t0))
     return 0
 

@@ -227,6 +227,18 @@ TEST(PlanTest, InstructionErrorsNameTheLocation) {
                "'mse' at 'loss': expects 1 output(s), got 0");
 }
 
+TEST(PlanTest, LongNamesAreCutInErrors) {
+  plan::Plan p = validPlan();
+  prog0(p).mutable_instructions(0)->set_op("conv");
+  prog0(p).mutable_instructions(0)->set_loc(std::string(1 << 20, 'x'));
+  Status s = validatePlan(p, "p.loomplan");
+  ASSERT_FALSE(s.isOk());
+  EXPECT_LE(s.message().size(), Status::kMaxMessageBytes + 64);
+  EXPECT_EQ(s.message().rfind("p.loomplan: program 0: instruction 0 'conv' at 'xxx", 0), 0u)
+      << s.message().substr(0, 80);
+  EXPECT_NE(s.message().find(" bytes cut ...] "), std::string::npos);
+}
+
 TEST(PlanTest, OperandDTypesAndShapes) {
   // matmul x[2,3] . target[2,2]: inner dims differ.
   EXPECT_ERROR([](plan::Plan &p) { prog0(p).mutable_instructions(0)->set_inputs(1, 1); },
