@@ -1,11 +1,15 @@
 # Loom: the two commands a new user needs (see README.md).
 #   make demo   - install what is missing, build, train a small model on 4 CPU ranks
 #   make check  - install what is missing, build, run every test suite
+#   make fuzz   - build the fuzz targets with clang, ASan and UBSan in $(FUZZ_BUILD)
+#                 and run each for FUZZ_SECONDS (docs/hardening.md)
 
 BUILD ?= build
 JOBS ?= $(shell nproc)
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 600
 
-.PHONY: demo check build deps
+.PHONY: demo check build deps fuzz
 
 deps:
 	@bash scripts/install-deps.sh
@@ -23,3 +27,15 @@ demo: build
 
 check: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+fuzz: build
+	@bash scripts/install-deps.sh --fuzz
+	@mkdir -p $(FUZZ_BUILD)
+	@cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
+	  -DLOOM_FUZZ=ON -DLOOM_ENABLE_CUDA=OFF \
+	  -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
+	  -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit >$(FUZZ_BUILD)/configure.log 2>&1 \
+	  || { cat $(FUZZ_BUILD)/configure.log; exit 1; }
+	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target loom-fuzz
+	@bash test/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)

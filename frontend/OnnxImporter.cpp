@@ -360,6 +360,34 @@ static LogicalResult applyShapeOptions(Location loc, StringRef path,
   return success();
 }
 
+/// Gives each Conv and ConvTranspose without `kernel_shape` the spatial dims
+/// of its initializer weight, as the operator's definition defaults it.
+/// ONNX's shape inference (1.12) reads those dims itself without checking
+/// them against the input's rank, and reads out of bounds when they
+/// disagree; with the attribute it checks the sizes and reports.
+static void fillKernelShapes(onnx::ModelProto &model) {
+  llvm::StringMap<const onnx::TensorProto *> initializers;
+  for (const onnx::TensorProto &t : model.graph().initializer())
+    initializers[t.name()] = &t;
+  for (onnx::NodeProto &node : *model.mutable_graph()->mutable_node()) {
+    if (node.op_type() != "Conv" && node.op_type() != "ConvTranspose")
+      continue;
+    if (node.input_size() < 2 ||
+        llvm::any_of(node.attribute(), [](const onnx::AttributeProto &a) {
+          return a.name() == "kernel_shape";
+        }))
+      continue;
+    auto weight = initializers.find(node.input(1));
+    if (weight == initializers.end() || weight->second->dims_size() < 3)
+      continue;
+    onnx::AttributeProto *kernel = node.add_attribute();
+    kernel->set_name("kernel_shape");
+    kernel->set_type(onnx::AttributeProto::INTS);
+    for (int d = 2; d < weight->second->dims_size(); ++d)
+      kernel->add_ints(weight->second->dims(d));
+  }
+}
+
 static std::string absolutePath(StringRef path) {
   SmallString<256> abs(path);
   (void)llvm::sys::fs::make_absolute(abs);
@@ -383,9 +411,8 @@ static OwningOpRef<ModuleOp> importImpl(MLIRContext *ctx, StringRef path,
       resolveExternalData(fileLoc, path, model, options.allowMissingWeights);
   if (failed(external))
     return nullptr;
-  if (failed(applyShapeOptions(fileLoc, path, model, *opset, options)))
-    return nullptr;
-
+  // Checked before any shape inference runs on it: ONNX's inference
+  // assumes a model its checker accepts.
   try {
     onnx::checker::check_model(model);
   } catch (const std::exception &e) {
@@ -393,6 +420,9 @@ static OwningOpRef<ModuleOp> importImpl(MLIRContext *ctx, StringRef path,
                        << "': " << oneLine(e.what());
     return nullptr;
   }
+  fillKernelShapes(model);
+  if (failed(applyShapeOptions(fileLoc, path, model, *opset, options)))
+    return nullptr;
   // Data propagation also computes the values of small integer tensors
   // (shape subgraphs: Shape, Gather, Unsqueeze, Concat, ...).
   std::unordered_map<std::string, onnx::TensorShapeProto> shapeData;

@@ -6,6 +6,8 @@
 #include "runtime/support/AtomicFile.h"
 #include "runtime/support/HostTensor.h"
 
+#include <google/protobuf/stubs/logging.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -410,7 +412,9 @@ Status validatePlanFormat(const plan::Plan &plan, const std::string &what,
       if (axis.size() < 1)
         return fail(makeError("mesh axis '%s' has size %lld",
                               axis.name().c_str(), (long long)axis.size()));
-      product *= axis.size();
+      if (__builtin_mul_overflow(product, axis.size(), &product))
+        return fail(makeError("mesh %s has more ranks than int64 holds",
+                              meshToString(plan).c_str()));
     }
     if (product != plan.world_size())
       return fail(makeError("mesh %s has %lld ranks but world_size is %d",
@@ -421,20 +425,26 @@ Status validatePlanFormat(const plan::Plan &plan, const std::string &what,
   if (plan.is_training() && plan.training().global_batch() < 1)
     return fail(makeError("training plan has global_batch %lld",
                           (long long)plan.training().global_batch()));
-  std::vector<int> owner(plan.world_size(), -1);
+  // Every rank in exactly one program, checked on the ranks the programs
+  // list (sorted), not on a table of world_size entries: the file says
+  // how large world_size is.
+  std::vector<std::pair<int, int>> owners; // (rank, program)
   for (int p = 0; p < plan.programs_size(); ++p) {
     for (int r : plan.programs(p).ranks()) {
       if (r < 0 || r >= plan.world_size())
         return fail(makeError("program %d lists rank %d outside [0, %d)", p, r,
                               plan.world_size()));
-      if (owner[r] != -1)
-        return fail(
-            makeError("rank %d appears in programs %d and %d", r, owner[r], p));
-      owner[r] = p;
+      owners.push_back({r, p});
     }
   }
+  std::sort(owners.begin(), owners.end());
+  for (size_t i = 1; i < owners.size(); ++i)
+    if (owners[i].first == owners[i - 1].first)
+      return fail(makeError("rank %d appears in programs %d and %d",
+                            owners[i].first, owners[i - 1].second,
+                            owners[i].second));
   for (int r = 0; r < plan.world_size(); ++r)
-    if (owner[r] == -1)
+    if (size_t(r) >= owners.size() || owners[r].first != r)
       return fail(makeError("rank %d is in no program", r));
   for (int p = 0; p < plan.programs_size(); ++p)
     LOOM_RETURN_IF_ERROR(
@@ -448,10 +458,28 @@ StatusOr<plan::Plan> readPlan(const std::string &path) {
   if (!in)
     return makeError("cannot open plan '%s': %s", path.c_str(),
                      std::strerror(errno));
+  // Protobuf logs why a parse failed (a string field of invalid UTF-8) on
+  // stderr; the reason belongs in the one error line instead.
+  static std::string parseLog;
+  parseLog.clear();
+  google::protobuf::LogHandler *previous = google::protobuf::SetLogHandler(
+      [](google::protobuf::LogLevel, const char *, int,
+         const std::string &message) {
+        if (!parseLog.empty())
+          return;
+        // Its advice to protobuf users is not the reader's.
+        parseLog = message.substr(0, message.find(". Use the 'bytes' type"));
+        while (!parseLog.empty() &&
+               (parseLog.back() == ' ' || parseLog.back() == '.'))
+          parseLog.pop_back();
+      });
   plan::Plan plan;
-  if (!plan.ParseFromIstream(&in))
-    return makeError("%s: not a valid .loomplan file (protobuf parse failed)",
-                     path.c_str());
+  bool parsed = plan.ParseFromIstream(&in);
+  google::protobuf::SetLogHandler(previous);
+  if (!parsed)
+    return makeError("%s: not a valid .loomplan file (protobuf parse failed%s%s)",
+                     path.c_str(), parseLog.empty() ? "" : ": ",
+                     parseLog.c_str());
   return plan;
 }
 

@@ -15,6 +15,11 @@ PKGS=(
   python3-venv
 )
 
+# `--fuzz` (make fuzz): clang with libFuzzer, the sanitizer runtimes and OpenMP.
+if [ "${1:-}" = --fuzz ]; then
+  PKGS+=(clang-22 libclang-rt-22-dev libomp-22-dev)
+fi
+
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

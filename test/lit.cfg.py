@@ -9,7 +9,7 @@ config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".onnxtext"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.loom_binary_dir, "test")
-config.excludes = ["unit", "e2e", "models", "Inputs", "lit.cfg.py", "CMakeLists.txt"]
+config.excludes = ["unit", "e2e", "fuzz", "models", "Inputs", "lit.cfg.py", "CMakeLists.txt"]
 config.environment["FILECHECK_OPTS"] = "-enable-var-scope --allow-unused-prefixes=false"
 
 llvm_config.use_default_substitutions()

@@ -250,6 +250,8 @@ Status copySample(const SampleArray &array, int64_t i, plan::DType dtype,
                   uint8_t *dst, int64_t limit, const char *limitWhat) {
   const uint8_t *src = array.sample(i);
   int64_t n = array.perSample();
+  if (n == 0) // a sample of no elements (shape (N, 0)): nothing to copy
+    return Status::ok();
   if (array.mapped)
     array.mapped->noteRead(static_cast<uint64_t>(n * dataTypeSize(array.type)));
   if (dtype == plan::F32) {

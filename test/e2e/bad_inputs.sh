@@ -92,6 +92,12 @@ for i in 1 2 3; do
 done
 ! ls both.onnx.tmp-* >/dev/null 2>&1 || fail "an export left its temporary"
 expect_error "cannot open plan" loom_run missing.loomplan --data x=x.npy --steps 1
+# A string of invalid UTF-8 in a plan: protobuf's reason in the one line.
+$PY -c "
+b = open('p2.loomplan', 'rb').read(); i = b.find(b'fc1.weight')
+open('utf.loomplan', 'wb').write(b[:i] + b'\\xff' + b[i + 1:])"
+expect_error "utf.loomplan: not a valid .loomplan file (protobuf parse failed: String field 'loom.plan.Buffer.name' contains invalid UTF-8 data" \
+  loom_run utf.loomplan --data x=x.npy --data target=target.npy --steps 1
 head -c 100 p2.loomplan > cut.loomplan
 expect_error "cut.loomplan" loom_run cut.loomplan --data x=x.npy --data target=target.npy --steps 1
 expect_error "unknown_op.onnx" loom_run --forward bad/unknown_op.onnx --input x=x.npy --output-dir o
