@@ -28,7 +28,7 @@ demo: build
 check: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-fuzz: build
+fuzz:
 	@bash scripts/install-deps.sh --fuzz
 	@mkdir -p $(FUZZ_BUILD)
 	@cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
