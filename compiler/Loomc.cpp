@@ -22,6 +22,7 @@
 #include "runtime/PlanFormat.h"
 #include "runtime/Workspace.h"
 #include "runtime/support/AtomicFile.h"
+#include "runtime/support/Checksum.h"
 #include "runtime/driver/Verify.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -476,10 +477,10 @@ int runBeside(const Options &o, const plan::Plan &plan,
   for (auto [p, path] : {std::pair{&plan, &planPath}, {&reference, &refPath}}) {
     std::error_code ec;
     llvm::raw_fd_ostream os(*path, ec, llvm::sys::fs::OF_None);
-    std::string bytes;
-    if (ec || !p->SerializeToString(&bytes))
+    auto bytes = ::loom::runtime::serializePlan(*p);
+    if (ec || !bytes)
       return fail("--verify-plan: cannot write '" + path->str() + "'");
-    os << bytes;
+    os << *bytes;
   }
   llvm::SmallVector<llvm::StringRef> args = {
       loomRun, planPath, "--verify-against", refPath, "--steps", "2"};
@@ -759,6 +760,12 @@ int run(Options &o, Attempt attempt, plan::Plan *planOut) {
   FailureOr<plan::Plan> plan = emitPlan(*module, emitOptions, &memory);
   if (failed(plan))
     return 1;
+  if (!plan->model_path().empty()) {
+    auto sum = ::loom::runtime::fileChecksum(plan->model_path());
+    if (!sum)
+      return fail(sum.status().message());
+    plan->set_model_checksum(*sum);
+  }
   if (o.verifyPlan) {
     ::loom::runtime::Status valid = ::loom::runtime::validatePlanFormat(
         *plan, o.outputFile.empty() ? std::string("plan") : o.outputFile.getValue());
@@ -938,10 +945,7 @@ int run(Options &o, Attempt attempt, plan::Plan *planOut) {
     llvm::outs() << text;
   }
   if (!o.outputFile.empty() && !o.planOnly) {
-    std::string bytes;
-    if (!plan->SerializeToString(&bytes))
-      return fail("cannot serialize the plan");
-    if (auto s = ::loom::runtime::writeFileAtomically(o.outputFile, bytes); !s)
+    if (auto s = ::loom::runtime::savePlan(*plan, o.outputFile); !s)
       return fail(s.message());
   }
   if (!o.quiet && !o.dumpPlan && training)

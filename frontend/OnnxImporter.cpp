@@ -360,22 +360,120 @@ static LogicalResult applyShapeOptions(Location loc, StringRef path,
   return success();
 }
 
-/// Gives each Conv and ConvTranspose without `kernel_shape` the spatial dims
-/// of its initializer weight, as the operator's definition defaults it.
-/// ONNX's shape inference (1.12) reads those dims itself without checking
-/// them against the input's rank, and reads out of bounds when they
-/// disagree; with the attribute it checks the sizes and reports.
-static void fillKernelShapes(onnx::ModelProto &model) {
+/// The bytes of one element of `dataType` in raw_data, or 0 for types not
+/// stored that way (strings, complex).
+static int64_t rawElementBytes(int32_t dataType) {
+  switch (dataType) {
+  case onnx::TensorProto::UINT8:
+  case onnx::TensorProto::INT8:
+  case onnx::TensorProto::BOOL:
+    return 1;
+  case onnx::TensorProto::UINT16:
+  case onnx::TensorProto::INT16:
+  case onnx::TensorProto::FLOAT16:
+  case onnx::TensorProto::BFLOAT16:
+    return 2;
+  case onnx::TensorProto::FLOAT:
+  case onnx::TensorProto::INT32:
+  case onnx::TensorProto::UINT32:
+    return 4;
+  case onnx::TensorProto::INT64:
+  case onnx::TensorProto::UINT64:
+  case onnx::TensorProto::DOUBLE:
+    return 8;
+  default:
+    return 0;
+  }
+}
+
+/// Whether a tensor stored in the model holds as many elements as its dims
+/// say, where it holds any (external data is checked where it is read).
+static bool holdsItsElements(const onnx::TensorProto &t) {
+  if (t.data_location() == onnx::TensorProto::EXTERNAL ||
+      t.external_data_size() > 0)
+    return true;
+  int64_t n = 1;
+  for (int64_t d : t.dims())
+    if (d < 0 || __builtin_mul_overflow(n, d, &n))
+      return false;
+  if (t.has_raw_data()) {
+    int64_t bytes = rawElementBytes(t.data_type());
+    return bytes == 0 || (n <= INT64_MAX / bytes &&
+                          static_cast<int64_t>(t.raw_data().size()) == n * bytes);
+  }
+  int64_t held = t.float_data_size() + t.int32_data_size() +
+                 t.int64_data_size() + t.double_data_size() +
+                 t.uint64_data_size() + t.string_data_size();
+  return held == 0 || held == n;
+}
+
+/// Every tensor stored in the model (initializers, node attributes) holds
+/// as many elements as its dims say: ONNX's data propagation reads a
+/// Constant's elements by its dims. Before external data is resolved (its
+/// bytes are checked as they are read).
+static LogicalResult checkStoredTensors(Location loc,
+                                        const onnx::ModelProto &model) {
+  for (const onnx::TensorProto &t : model.graph().initializer())
+    if (!holdsItsElements(t))
+      return emitError(loc) << "initializer '" << t.name()
+                            << "' holds a different number of elements than "
+                               "its dims say";
+  for (auto [index, node] : llvm::enumerate(model.graph().node()))
+    for (const onnx::AttributeProto &a : node.attribute())
+      if (a.has_t() && !holdsItsElements(a.t()))
+        return emitError(loc)
+               << node.op_type() << " at node '"
+               << nodeName(node, static_cast<int>(index)) << "': attribute "
+               << a.name()
+               << " holds a different number of elements than its dims say";
+  return success();
+}
+
+/// What ONNX 1.12's shape inference assumes of a model but its checker
+/// does not check, checked or made to hold before inference runs (it reads
+/// out of bounds or divides by zero otherwise): every input the operator
+/// requires is named (not ""); the windows of Conv, ConvTranspose and the
+/// pools have strides, dilations and kernel sizes of at least 1 and pads of
+/// at least 0; and a Conv or ConvTranspose without `kernel_shape` gets the
+/// spatial dims of its initializer weight (the operator's own default),
+/// which inference otherwise reads without checking them against the
+/// input's rank.
+static LogicalResult prepareForInference(Location loc, onnx::ModelProto &model,
+                                         int64_t opset) {
   llvm::StringMap<const onnx::TensorProto *> initializers;
   for (const onnx::TensorProto &t : model.graph().initializer())
     initializers[t.name()] = &t;
-  for (onnx::NodeProto &node : *model.mutable_graph()->mutable_node()) {
-    if (node.op_type() != "Conv" && node.op_type() != "ConvTranspose")
+  static const llvm::StringSet<> windowed = {"Conv", "ConvTranspose", "MaxPool",
+                                             "AveragePool", "LpPool"};
+  for (auto [index, node] :
+       llvm::enumerate(*model.mutable_graph()->mutable_node())) {
+    std::string name = nodeName(node, static_cast<int>(index));
+    const onnx::OpSchema *schema = onnx::OpSchemaRegistry::Schema(
+        node.op_type(), static_cast<int>(opset), node.domain());
+    if (schema)
+      for (int k = 0; k < std::min(schema->min_input(), node.input_size()); ++k)
+        if (node.input(k).empty())
+          return emitError(loc) << node.op_type() << " at node '" << name
+                                << "': its required input " << k
+                                << " is not given (an empty name)";
+    if (!windowed.contains(node.op_type()))
       continue;
-    if (node.input_size() < 2 ||
-        llvm::any_of(node.attribute(), [](const onnx::AttributeProto &a) {
-          return a.name() == "kernel_shape";
-        }))
+    bool hasKernel = false;
+    for (const onnx::AttributeProto &a : node.attribute()) {
+      hasKernel |= a.name() == "kernel_shape";
+      int64_t least = a.name() == "pads" ? 0 : 1;
+      if (a.name() != "strides" && a.name() != "dilations" &&
+          a.name() != "kernel_shape" && a.name() != "pads")
+        continue;
+      for (int64_t v : a.ints())
+        if (v < least)
+          return emitError(loc)
+                 << node.op_type() << " at node '" << name << "': "
+                 << a.name() << " holds " << v << "; each must be at least "
+                 << least;
+    }
+    if (hasKernel || node.input_size() < 2 ||
+        (node.op_type() != "Conv" && node.op_type() != "ConvTranspose"))
       continue;
     auto weight = initializers.find(node.input(1));
     if (weight == initializers.end() || weight->second->dims_size() < 3)
@@ -386,6 +484,7 @@ static void fillKernelShapes(onnx::ModelProto &model) {
     for (int d = 2; d < weight->second->dims_size(); ++d)
       kernel->add_ints(weight->second->dims(d));
   }
+  return success();
 }
 
 static std::string absolutePath(StringRef path) {
@@ -407,6 +506,8 @@ static OwningOpRef<ModuleOp> importImpl(MLIRContext *ctx, StringRef path,
   auto opset = defaultOpset(fileLoc, path, model);
   if (failed(opset))
     return nullptr;
+  if (failed(checkStoredTensors(fileLoc, model)))
+    return nullptr;
   auto external =
       resolveExternalData(fileLoc, path, model, options.allowMissingWeights);
   if (failed(external))
@@ -420,7 +521,8 @@ static OwningOpRef<ModuleOp> importImpl(MLIRContext *ctx, StringRef path,
                        << "': " << oneLine(e.what());
     return nullptr;
   }
-  fillKernelShapes(model);
+  if (failed(prepareForInference(fileLoc, model, *opset)))
+    return nullptr;
   if (failed(applyShapeOptions(fileLoc, path, model, *opset, options)))
     return nullptr;
   // Data propagation also computes the values of small integer tensors

@@ -59,13 +59,35 @@ std::string formatMetrics(const StepMetrics &m) {
          stagesJson(m.stages) + "}";
 }
 
+/// The length of the leading lines of the metrics file `fd` whose steps
+/// are 1..`lastStep` in order (each `{"step":N,...}` and a newline).
+static off_t keptLength(int fd, int64_t lastStep) {
+  std::string text;
+  char block[1 << 16];
+  ssize_t n;
+  while ((n = ::pread(fd, block, sizeof block,
+                      static_cast<off_t>(text.size()))) > 0)
+    text.append(block, static_cast<size_t>(n));
+  const std::string prefix = "{\"step\":";
+  size_t at = 0;
+  for (int64_t step = 1; step <= lastStep; ++step) {
+    size_t end = text.find('\n', at);
+    std::string expected = prefix + std::to_string(step) + ",";
+    if (end == std::string::npos ||
+        text.compare(at, expected.size(), expected) != 0)
+      break;
+    at = end + 1;
+  }
+  return static_cast<off_t>(at);
+}
+
 StatusOr<std::unique_ptr<MetricsWriter>>
-MetricsWriter::open(const std::string &path) {
+MetricsWriter::open(const std::string &path, int64_t keepThroughStep) {
   std::unique_ptr<MetricsWriter> w(new MetricsWriter());
   w->path = path;
   // Locked before it is emptied: a second run given the same file is
   // refused instead of interleaving its lines with the first's.
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0)
     return makeError("cannot create metrics file '%s': %s", path.c_str(),
                      std::strerror(errno));
@@ -79,7 +101,9 @@ MetricsWriter::open(const std::string &path) {
     return makeError("cannot lock metrics file '%s': %s", path.c_str(),
                      std::strerror(err));
   }
-  if (::ftruncate(fd, 0) != 0 || !(w->file = ::fdopen(fd, "w"))) {
+  off_t kept = keepThroughStep > 0 ? keptLength(fd, keepThroughStep) : 0;
+  if (::ftruncate(fd, kept) != 0 || ::lseek(fd, kept, SEEK_SET) < 0 ||
+      !(w->file = ::fdopen(fd, "w"))) {
     int err = errno;
     ::close(fd);
     return makeError("cannot write metrics file '%s': %s", path.c_str(),

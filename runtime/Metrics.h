@@ -53,7 +53,11 @@ std::string formatMetrics(const StepMetrics &m);
 /// same path is refused.
 class MetricsWriter {
 public:
-  static StatusOr<std::unique_ptr<MetricsWriter>> open(const std::string &path);
+  /// Opens `path` empty; with `keepThroughStep` >= 0 (a resumed run), keeps
+  /// the file's leading lines of steps 1..keepThroughStep and writes after
+  /// them (a later or cut line is dropped).
+  static StatusOr<std::unique_ptr<MetricsWriter>>
+  open(const std::string &path, int64_t keepThroughStep = -1);
   ~MetricsWriter();
   Status write(const StepMetrics &m);
 

@@ -6,6 +6,10 @@
 #include "runtime/support/AtomicFile.h"
 #include "runtime/support/HostTensor.h"
 
+#include "runtime/support/Checksum.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/stubs/logging.h>
 
 #include <algorithm>
@@ -46,6 +50,19 @@ const char *dtypeName(plan::DType dtype) {
 
 std::vector<int64_t> bufferShape(const plan::Buffer &buffer) {
   return {buffer.shape().begin(), buffer.shape().end()};
+}
+
+std::vector<int64_t> globalShape(const plan::Buffer &buffer) {
+  if (buffer.global_shape_size() == 0)
+    return bufferShape(buffer);
+  return {buffer.global_shape().begin(), buffer.global_shape().end()};
+}
+
+std::string exportName(const plan::Buffer &buffer) {
+  if (buffer.role() != plan::PARAMETER || !buffer.binding().empty())
+    return buffer.binding();
+  return !buffer.onnx_initializer().empty() ? buffer.onnx_initializer()
+                                            : buffer.name();
 }
 
 std::vector<int64_t> meshSizes(const plan::Plan &plan) {
@@ -480,13 +497,49 @@ StatusOr<plan::Plan> readPlan(const std::string &path) {
     return makeError("%s: not a valid .loomplan file (protobuf parse failed%s%s)",
                      path.c_str(), parseLog.empty() ? "" : ": ",
                      parseLog.c_str());
+  if (!plan.checksum().empty()) {
+    LOOM_ASSIGN_OR_RETURN(std::string sum, planChecksum(plan));
+    if (sum != plan.checksum())
+      return makeError(
+          "%s: the plan's checksum %s does not match its contents (%s): "
+          "the file changed after loomc wrote it; recompile it (a plan "
+          "edited on purpose runs with its checksum field cleared)",
+          path.c_str(), plan.checksum().c_str(), sum.c_str());
+  }
   return plan;
 }
 
-Status savePlan(const plan::Plan &plan, const std::string &path) {
+/// `plan` serialized with map entries in key order, so that the same plan
+/// always gives the same bytes.
+static bool serializeDeterministically(const plan::Plan &plan,
+                                       std::string &bytes) {
+  bytes.clear();
+  google::protobuf::io::StringOutputStream stream(&bytes);
+  google::protobuf::io::CodedOutputStream coded(&stream);
+  coded.SetSerializationDeterministic(true);
+  return plan.SerializeToCodedStream(&coded);
+}
+
+StatusOr<std::string> planChecksum(const plan::Plan &plan) {
+  plan::Plan copy = plan;
+  copy.clear_checksum();
   std::string bytes;
-  if (!plan.SerializeToString(&bytes))
-    return makeError("cannot serialize plan '%s'", path.c_str());
+  if (!serializeDeterministically(copy, bytes))
+    return makeError("cannot serialize the plan");
+  return checksumText(fnv1a64(bytes));
+}
+
+StatusOr<std::string> serializePlan(plan::Plan plan) {
+  LOOM_ASSIGN_OR_RETURN(std::string sum, planChecksum(plan));
+  plan.set_checksum(sum);
+  std::string bytes;
+  if (!serializeDeterministically(plan, bytes))
+    return makeError("cannot serialize the plan");
+  return bytes;
+}
+
+Status savePlan(const plan::Plan &plan, const std::string &path) {
+  LOOM_ASSIGN_OR_RETURN(std::string bytes, serializePlan(plan));
   return writeFileAtomically(path, bytes);
 }
 

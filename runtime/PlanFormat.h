@@ -39,11 +39,18 @@ using InstructionVerifier = std::function<Status(const OpView &view)>;
 Status validatePlanFormat(const plan::Plan &plan, const std::string &what,
                           const InstructionVerifier &verify = nullptr);
 
-/// Reads the binary plan at `path` without validating it. Errors are one
-/// line and start with `path`.
+/// Reads the binary plan at `path` without validating it, but checking its
+/// `checksum` when it has one. Errors are one line and start with `path`.
 StatusOr<plan::Plan> readPlan(const std::string &path);
 
-/// Writes `plan` in binary form to `path` (tools and tests).
+/// The checksum of `plan` as `checksum` records it: of its deterministic
+/// serialization with `checksum` empty.
+StatusOr<std::string> planChecksum(const plan::Plan &plan);
+
+/// `plan` in binary form with its `checksum` set, the bytes of a plan file.
+StatusOr<std::string> serializePlan(plan::Plan plan);
+
+/// Writes `serializePlan(plan)` to `path`, whole or not at all.
 Status savePlan(const plan::Plan &plan, const std::string &path);
 
 /// Index in `plan.programs()` of the program `rank` runs, or -1.
@@ -63,6 +70,12 @@ int64_t dtypeSize(plan::DType dtype);
 const char *dtypeName(plan::DType dtype);
 /// The buffer's local shape as a vector.
 std::vector<int64_t> bufferShape(const plan::Buffer &buffer);
+/// The buffer's global (unsharded) shape: `global_shape`, else its shape.
+std::vector<int64_t> globalShape(const plan::Buffer &buffer);
+/// The name a PARAMETER or RUNNING_STAT is exported (and checkpointed)
+/// under: a PARAMETER's binding, else its onnx_initializer, else its name;
+/// a RUNNING_STAT's binding.
+std::string exportName(const plan::Buffer &buffer);
 /// Sizes of the mesh axes, outermost first (empty mesh: {world_size}).
 std::vector<int64_t> meshSizes(const plan::Plan &plan);
 /// "dp=2 x tp=1" style text (or "1 rank" for an empty mesh).

@@ -203,21 +203,6 @@ std::map<std::string, HostTensor> Session::outputs() const {
 
 namespace {
 
-/// The name a buffer is exported under: a PARAMETER's binding, else its
-/// onnx_initializer, else its name; a RUNNING_STAT's binding.
-std::string exportName(const plan::Buffer &b) {
-  if (b.role() != plan::PARAMETER || !b.binding().empty())
-    return b.binding();
-  return !b.onnx_initializer().empty() ? b.onnx_initializer() : b.name();
-}
-
-/// The buffer's global (unsharded) shape.
-std::vector<int64_t> globalShape(const plan::Buffer &b) {
-  if (b.global_shape_size() == 0)
-    return bufferShape(b);
-  return {b.global_shape().begin(), b.global_shape().end()};
-}
-
 /// A rank's buffer of the value being gathered, and where its shard lies.
 struct Holder {
   int rank;

@@ -169,4 +169,77 @@ void copyShardToGlobal(const ShardLayout &layout, int64_t elemBytes,
               /*toShard=*/false);
 }
 
+namespace {
+
+/// A run of indices of one dimension held by both shards: `length`
+/// indices from local `fromStart` of one and `toStart` of the other.
+struct CommonRun {
+  int64_t fromStart, toStart, length;
+};
+
+/// The runs of dimension `d` that `from` and `to` both hold.
+std::vector<CommonRun> commonRuns(const ShardLayout &from,
+                                  const ShardLayout &to, size_t d) {
+  std::vector<CommonRun> runs;
+  for (const ShardSegment &a : from.dims[d])
+    for (const ShardSegment &b : to.dims[d]) {
+      int64_t lo = std::max(a.globalStart, b.globalStart);
+      int64_t hi = std::min(a.globalStart + a.length, b.globalStart + b.length);
+      if (lo < hi)
+        runs.push_back({a.localStart + lo - a.globalStart,
+                        b.localStart + lo - b.globalStart, hi - lo});
+    }
+  return runs;
+}
+
+} // namespace
+
+int64_t copyShardToShard(const ShardLayout &from, const void *src,
+                         const ShardLayout &to, void *dst, int64_t elemBytes) {
+  const auto *in = static_cast<const uint8_t *>(src);
+  auto *out = static_cast<uint8_t *>(dst);
+  size_t rank = from.local.size();
+  if (rank == 0) {
+    std::memcpy(out, in, elemBytes);
+    return 1;
+  }
+  // Per leading dimension, the (from, to) local index pairs both hold; the
+  // last dimension's common runs are copied whole.
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> pairs(rank - 1);
+  for (size_t d = 0; d + 1 < rank; ++d) {
+    for (const CommonRun &r : commonRuns(from, to, d))
+      for (int64_t i = 0; i < r.length; ++i)
+        pairs[d].push_back({r.fromStart + i, r.toStart + i});
+    if (pairs[d].empty())
+      return 0;
+  }
+  std::vector<CommonRun> last = commonRuns(from, to, rank - 1);
+  int64_t perRow = 0;
+  for (const CommonRun &r : last)
+    perRow += r.length;
+  if (perRow == 0)
+    return 0;
+  // Walk the rows both hold as a mixed-radix counter over `pairs`.
+  std::vector<size_t> at(rank - 1, 0);
+  int64_t copied = 0;
+  while (true) {
+    int64_t fromRow = 0, toRow = 0;
+    for (size_t d = 0; d + 1 < rank; ++d) {
+      fromRow = fromRow * from.local[d] + pairs[d][at[d]].first;
+      toRow = toRow * to.local[d] + pairs[d][at[d]].second;
+    }
+    const uint8_t *rowIn = in + fromRow * from.local.back() * elemBytes;
+    uint8_t *rowOut = out + toRow * to.local.back() * elemBytes;
+    for (const CommonRun &r : last)
+      std::memcpy(rowOut + r.toStart * elemBytes,
+                  rowIn + r.fromStart * elemBytes, r.length * elemBytes);
+    copied += perRow;
+    size_t d = rank - 1;
+    while (d > 0 && ++at[d - 1] == pairs[d - 1].size())
+      at[--d] = 0;
+    if (d == 0)
+      return copied;
+  }
+}
+
 } // namespace loom::runtime

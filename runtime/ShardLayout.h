@@ -112,6 +112,15 @@ void copyGlobalToShard(const ShardLayout &layout, int64_t elemBytes,
 void copyShardToGlobal(const ShardLayout &layout, int64_t elemBytes,
                        const void *local, void *global);
 
+/// Copies the elements that two shards of one global tensor (`from` and
+/// `to`, of the same global shape) both hold from the C-order `src` (shape
+/// `from.local`) into their places in the C-order `dst` (shape
+/// `to.local`), leaving `dst`'s other elements as they are; returns the
+/// number of elements copied (a checkpoint block into a rank's shard under
+/// another plan).
+int64_t copyShardToShard(const ShardLayout &from, const void *src,
+                         const ShardLayout &to, void *dst, int64_t elemBytes);
+
 } // namespace loom::runtime
 
 #endif // LOOM_RUNTIME_SHARDLAYOUT_H

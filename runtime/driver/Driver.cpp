@@ -13,6 +13,7 @@
 #include "runtime/Metrics.h"
 #include "runtime/Numerics.h"
 #include "runtime/Session.h"
+#include "runtime/checkpoint/Checkpoint.h"
 #include "runtime/comm/MpiCommunicator.h"
 #include "runtime/data/DataFeeder.h"
 #include "runtime/data/Npy.h"
@@ -20,6 +21,7 @@
 #include "runtime/driver/Agreement.h"
 #include "runtime/driver/Collectives.h"
 #include "runtime/driver/Verify.h"
+#include "runtime/support/Checksum.h"
 #include "runtime/support/MemoryLedger.h"
 #include "runtime/support/Threads.h"
 
@@ -154,21 +156,33 @@ Status locateModel(const RunOptions &opts, plan::Plan &plan) {
   const std::string recorded = plan.model_path();
   if (recorded.empty())
     return Status::ok();
+  // The file found in the recorded model's place must be the model loomc
+  // compiled; one passed with --model is the user's choice (weights of the
+  // same model trained elsewhere), checked by shape only.
+  auto found = [&](const fs::path &where) -> Status {
+    plan.set_model_path(where.string());
+    if (plan.model_checksum().empty() || !readsModel(opts, plan))
+      return Status::ok();
+    LOOM_ASSIGN_OR_RETURN(std::string sum, fileChecksum(where.string()));
+    if (sum != plan.model_checksum())
+      return makeError("%s: its model '%s' changed after loomc compiled the "
+                       "plan (checksum %s, was %s); recompile the plan, or "
+                       "pass --model to take this file's weights anyway",
+                       opts.planPath.c_str(), where.c_str(), sum.c_str(),
+                       plan.model_checksum().c_str());
+    return Status::ok();
+  };
   // loomc records an absolute path; a relative one (a hand-written plan)
   // is relative to the plan, not to where loom-run happens to run.
   fs::path planDir = fs::path(opts.planPath).parent_path();
   fs::path where = fs::path(recorded).is_absolute()
                        ? fs::path(recorded)
                        : planDir / fs::path(recorded);
-  if (fs::exists(where, ec)) {
-    plan.set_model_path(where.string());
-    return Status::ok();
-  }
+  if (fs::exists(where, ec))
+    return found(where);
   fs::path beside = planDir / fs::path(recorded).filename();
-  if (fs::exists(beside, ec)) {
-    plan.set_model_path(beside.string());
-    return Status::ok();
-  }
+  if (fs::exists(beside, ec))
+    return found(beside);
   if (!readsModel(opts, plan))
     return Status::ok();
   return makeError("%s: its ONNX model '%s' is missing, and no '%s' is next "
@@ -278,10 +292,55 @@ Status loadInputs(const RunOptions &opts, Communicator &world, Loaded &out) {
                        (long long)samples, (long long)(samples / batch),
                        (long long)batch, (long long)opts.evalBatches);
   }
-  if (world.rank() == 0 && !opts.metricsPath.empty()) {
-    LOOM_ASSIGN_OR_RETURN(out.metrics, MetricsWriter::open(opts.metricsPath));
-  }
   return Status::ok();
+}
+
+/// Where the run stands after `step` steps, as a checkpoint records it.
+TrainingPosition positionAt(const RunOptions &opts, const plan::Plan &plan,
+                            int64_t dataSamples, int64_t step) {
+  TrainingPosition p;
+  p.step = step;
+  p.globalBatch = plan.training().global_batch();
+  p.shuffled = opts.shuffle;
+  p.seed = static_cast<uint64_t>(opts.seed);
+  p.dataSamples = dataSamples;
+  return p;
+}
+
+/// `--resume`: loads the newest checkpoint that loads into the session
+/// (collective) and returns its step, 0 when --checkpoint-dir holds none.
+StatusOr<int64_t> resume(const RunOptions &opts, Communicator &world,
+                         Session &session, int64_t dataSamples) {
+  bool root = world.rank() == 0;
+  LOOM_ASSIGN_OR_RETURN(
+      std::optional<TrainingPosition> loaded,
+      resumeFromCheckpoints(
+          session, world, opts.checkpointDir,
+          positionAt(opts, session.plan(), dataSamples, 0),
+          [](const std::string &why) {
+            std::fprintf(stderr,
+                         "loom-run: warning: %s; trying the checkpoint "
+                         "before it\n",
+                         why.c_str());
+            std::fflush(stderr);
+          }));
+  if (!loaded) {
+    if (root && !opts.quiet)
+      std::printf("loom-run: --resume: no checkpoint in '%s'; starting at "
+                  "step 1\n",
+                  opts.checkpointDir.c_str());
+    return int64_t(0);
+  }
+  if (loaded->step > opts.steps)
+    return makeError("--resume: the newest checkpoint in '%s' is of step "
+                     "%lld, past --steps %lld (the total number of steps)",
+                     opts.checkpointDir.c_str(), (long long)loaded->step,
+                     (long long)opts.steps);
+  if (root && !opts.quiet)
+    std::printf("loom-run: resumed from %s (step %lld of %lld)\n",
+                checkpointPath(opts.checkpointDir, loaded->step).c_str(),
+                (long long)loaded->step, (long long)opts.steps);
+  return loaded->step;
 }
 
 /// The error of a step whose loss is `loss` (NaN or infinite).
@@ -359,6 +418,8 @@ int train(const RunOptions &opts, Communicator &world) {
                                       deviceWorld, collectives)))
     return 1;
   std::unique_ptr<Session> session;
+  // Every array holds the same number of samples (checkPlanData).
+  int64_t dataSamples = in.data.empty() ? 0 : in.data.begin()->second.samples();
   {
     Status s = Status::ok();
     StatusOr<std::unique_ptr<Session>> created =
@@ -387,6 +448,26 @@ int train(const RunOptions &opts, Communicator &world) {
   }
   in.data.clear();
   session->setCheckNumerics(opts.checkNumerics);
+  int64_t firstStep = 0;
+  if (opts.resume) {
+    StatusOr<int64_t> resumed = resume(opts, world, *session, dataSamples);
+    if (!agree(world, resumed.status()))
+      return 1;
+    firstStep = *resumed;
+  }
+  {
+    Status opened = Status::ok();
+    if (root && !opts.metricsPath.empty()) {
+      auto metrics = MetricsWriter::open(opts.metricsPath,
+                                         opts.resume ? firstStep : -1);
+      if (metrics.isOk())
+        in.metrics = std::move(metrics).value();
+      else
+        opened = metrics.status();
+    }
+    if (!agree(world, opened))
+      return 1;
+  }
   // The rank's tensor bytes as its ledger counts them: the device's on a
   // GPU, the host's on CPU ranks; what the kernels took at bind besides
   // the arena is their workspace (on a GPU, loomc's memory proof counts
@@ -420,7 +501,7 @@ int train(const RunOptions &opts, Communicator &world) {
       training.tokens_per_sample() > 0 ? training.tokens_per_sample() : 1;
   double total = 0;
   float lastLoss = NAN;
-  for (int64_t step = 0; step < opts.steps; ++step) {
+  for (int64_t step = firstStep; step < opts.steps; ++step) {
     auto start = std::chrono::steady_clock::now();
     // A rank's samples can hold a value it refuses (an id outside the
     // vocabulary): the ranks agree on the feed before the step's
@@ -526,6 +607,21 @@ int train(const RunOptions &opts, Communicator &world) {
                          lossFinite.isOk() ? "" : lossFinite.message());
       return kExitNonFinite;
     }
+    if (!opts.checkpointDir.empty() &&
+        (step + 1 == opts.steps ||
+         (opts.checkpointEvery > 0 && (step + 1) % opts.checkpointEvery == 0))) {
+      Status saved = saveCheckpoint(
+          *session, world, opts.checkpointDir,
+          positionAt(opts, in.plan, dataSamples, step + 1),
+          static_cast<int>(std::min<int64_t>(opts.keep, INT32_MAX)));
+      if (!agree(world, saved))
+        return 1;
+      if (root && !opts.quiet && logged) {
+        std::printf("checkpoint %s\n",
+                    checkpointPath(opts.checkpointDir, step + 1).c_str());
+        std::fflush(stdout);
+      }
+    }
   }
 
   // Every rank takes part (sharded parameters are gathered on rank 0 over
@@ -535,9 +631,16 @@ int train(const RunOptions &opts, Communicator &world) {
     exported = session->exportOnnx(world, opts.exportOnnxPath);
   if (!agree(world, exported))
     return 1;
-  if (root && !opts.quiet) {
+  int64_t ran = opts.steps - firstStep;
+  if (root && !opts.quiet && ran == 0)
+    std::printf("done: no steps to run after step %lld%s\n",
+                (long long)firstStep,
+                opts.exportOnnxPath.empty()
+                    ? ""
+                    : (", exported " + opts.exportOnnxPath).c_str());
+  else if (root && !opts.quiet) {
     std::printf("done: %lld steps in %.3f s (%.3f ms/step), final loss %.6f%s\n",
-                (long long)opts.steps, total, total / opts.steps * 1e3, lastLoss,
+                (long long)ran, total, total / ran * 1e3, lastLoss,
                 opts.exportOnnxPath.empty()
                     ? ""
                     : (", exported " + opts.exportOnnxPath).c_str());

@@ -19,6 +19,8 @@ const char *helpText() {
                  [--export-onnx FILE.onnx] [--log-every N] [--quiet]
                  [--device cpu|cuda] [--collectives nccl|host|auto]
                  [--model MODEL.onnx] [--check-numerics]
+                 [--checkpoint-dir D [--checkpoint-every N] [--keep K]
+                  [--resume]]
   loom-run --forward MODEL.onnx --input NAME=FILE.npy ... --output-dir DIR
                  [--precision fp32|bf16]
   loom-run PLAN --verify-against REF --steps K [--init onnx|random[:SEED]]
@@ -96,6 +98,23 @@ training options:
                           collectives, what overlap did not hide)
   --export-onnx FILE      rank 0 writes the plan's ONNX model with the trained
                           parameters (raw_data, external data inlined)
+  --checkpoint-dir D      write checkpoints in D: after every N-th step of
+                          --checkpoint-every N (and the last), each rank its
+                          shards of the parameters, optimizer state and
+                          running statistics, with the step and the data
+                          position; a checkpoint is whole or absent
+                          (written under a temporary name, then renamed).
+                          It loads under any plan of the same model and
+                          global batch, on any number of ranks
+  --checkpoint-every N    how often (default: the last step only)
+  --keep K                keep the newest K checkpoints (default: all)
+  --resume                start from the newest checkpoint in D that loads
+                          (one that does not, damaged or of another model,
+                          is named and the one before it tried); --steps K
+                          is then the total: steps S+1..K run after a
+                          checkpoint of S steps, and --metrics keeps the
+                          file's lines of steps 1..S. No checkpoint in D:
+                          training starts at step 1
   --log-every N           print every N-th step's loss (and the last);
                           metrics still record every step
   --quiet                 print only errors
@@ -116,7 +135,8 @@ training options:
                           and --export-onnx writes a copy of it with the
                           trained weights. Default: the path loomc
                           recorded, else the file of that name next to the
-                          plan (a plan moved with its model)
+                          plan (a plan moved with its model); either must
+                          be the file loomc compiled (its checksum)
   --check-numerics        after each instruction, scan its float outputs for
                           NaN and inf (and the step's data before it): the
                           first one stops the run, naming the step, the
@@ -237,6 +257,12 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
       opts.quiet = true;
       continue;
     }
+    if (flag == "--resume") {
+      if (inlineValue)
+        return makeError("--resume takes no value, got '%s'", value.c_str());
+      opts.resume = true;
+      continue;
+    }
     if (flag == "--check-numerics") {
       if (inlineValue)
         return makeError("--check-numerics takes no value, got '%s'",
@@ -250,7 +276,8 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
         "--log-every", "--device",      "--init",       "--precision",
         "--model",     "--collectives", "--verify-against", "--tokens",
         "--tokens-dtype", "--order", "--valid-data", "--valid-tokens",
-        "--eval-every", "--eval-batches"};
+        "--eval-every", "--eval-batches", "--checkpoint-dir",
+        "--checkpoint-every", "--keep"};
     bool known = false;
     for (const char *f : withValue)
       known |= flag == f;
@@ -282,6 +309,16 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
     } else if (flag == "--seed") {
       LOOM_ASSIGN_OR_RETURN(opts.seed, parseInt(flag, value));
       sawSeed = true;
+    } else if (flag == "--checkpoint-dir") {
+      if (value.empty())
+        return makeError("--checkpoint-dir needs a folder");
+      opts.checkpointDir = value;
+    } else if (flag == "--checkpoint-every" || flag == "--keep") {
+      LOOM_ASSIGN_OR_RETURN(int64_t n, parseInt(flag, value));
+      if (n < 1)
+        return makeError("%s must be at least 1, got %lld", flag.c_str(),
+                         (long long)n);
+      (flag == "--keep" ? opts.keep : opts.checkpointEvery) = n;
     } else if (flag == "--tokens") {
       opts.tokens = value;
     } else if (flag == "--valid-data") {
@@ -359,7 +396,7 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
                        positional[0].c_str());
     if (sawData || !opts.tokens.empty() || validation || opts.steps != -1 || !opts.metricsPath.empty() ||
         !opts.exportOnnxPath.empty() || sawInit || !opts.modelPath.empty() ||
-        opts.checkNumerics || sawCollectives)
+        opts.checkNumerics || sawCollectives || !opts.checkpointDir.empty())
       return makeError(
           "--forward takes --input, --output-dir and --precision only");
     if (opts.outputDir.empty())
@@ -394,6 +431,13 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
        opts.device != "cpu" || opts.checkNumerics))
     return makeError("--verify-against takes --steps, --init and --quiet only "
                      "(its data is synthetic, its ranks threads on the cpu)");
+  if (opts.checkpointDir.empty() &&
+      (opts.checkpointEvery || opts.keep || opts.resume))
+    return makeError("--checkpoint-every, --keep and --resume need "
+                     "--checkpoint-dir D");
+  if (!opts.verifyAgainst.empty() && !opts.checkpointDir.empty())
+    return makeError("--verify-against writes no checkpoints; drop "
+                     "--checkpoint-dir");
   if (!opts.validData.empty() && !opts.validTokens.empty())
     return makeError("--valid-data and --valid-tokens both give validation "
                      "data; pass one");

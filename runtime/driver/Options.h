@@ -42,6 +42,13 @@ struct RunOptions {
   CollectivesMode collectives = CollectivesMode::Auto; // --collectives
   std::string precision;      // --forward: loomc --precision (fp32 | bf16)
   std::string verifyAgainst;  // --verify-against REF.loomplan
+  // Checkpoints (docs/checkpoint.md): written to --checkpoint-dir after every
+  // --checkpoint-every N-th step (0: the last step only), the newest --keep K
+  // kept (0: all); --resume continues from the newest that loads.
+  std::string checkpointDir;
+  int64_t checkpointEvery = 0;
+  int64_t keep = 0;
+  bool resume = false;
 };
 
 /// Parses loom-run's arguments (`--flag value` or `--flag=value`).

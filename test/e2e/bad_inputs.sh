@@ -92,6 +92,24 @@ for i in 1 2 3; do
 done
 ! ls both.onnx.tmp-* >/dev/null 2>&1 || fail "an export left its temporary"
 expect_error "cannot open plan" loom_run missing.loomplan --data x=x.npy --steps 1
+# A plan changed after loomc wrote it (one byte of a name: it still parses
+# and validates).
+$PY -c "
+b = bytearray(open('p2.loomplan', 'rb').read()); b[b.find(b'fc1.weight')] ^= 1
+open('edited.loomplan', 'wb').write(bytes(b))"
+expect_error "edited.loomplan: the plan's checksum fnv1a64:" \
+  loom_run edited.loomplan --data x=x.npy --data target=target.npy --steps 1
+grep -qF "does not match its contents" err.txt || fail "the edited plan's error does not say why"
+# The model beside a plan replaced after loomc read it: refused; --model
+# takes that file's weights on purpose.
+mkdir -p moved && $PY "$MODELS/mlp.py" --out moved --sizes 8,16,4 --samples 64 --seed 2
+loomc moved/model.onnx --cluster cpu:1 --global-batch 8 -o moved/p.loomplan --quiet
+$PY "$MODELS/mlp.py" --out moved --sizes 8,16,4 --samples 64 --seed 3
+expect_error "moved/p.loomplan: its model '" \
+  loom_run moved/p.loomplan --data x=x.npy --data target=target.npy --steps 1
+grep -qF "changed after loomc compiled the plan" err.txt || fail "the changed model's error does not say why"
+loom_run moved/p.loomplan --model moved/model.onnx --data x=x.npy \
+  --data target=target.npy --steps 1 > /dev/null
 # A string of invalid UTF-8 in a plan: protobuf's reason in the one line.
 $PY -c "
 b = open('p2.loomplan', 'rb').read(); i = b.find(b'fc1.weight')

@@ -6,8 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <unistd.h>
 
 using namespace loom::runtime;
@@ -52,6 +54,44 @@ TEST(PlanTest, SaveAndLoadRoundTrip) {
   ASSERT_TRUE(p.isOk()) << p.status().message();
   EXPECT_EQ(p->world_size(), 2);
   EXPECT_EQ(p->programs_size(), 2);
+}
+
+TEST(PlanTest, ChecksumCatchesAChangedFile) {
+  std::string path = ::testing::TempDir() + "/plan_sum_" +
+                     std::to_string(getpid()) + ".loomplan";
+  plan::Plan valid = validPlan();
+  ASSERT_TRUE(savePlan(valid, path).isOk());
+  StatusOr<plan::Plan> saved = loadPlan(path);
+  ASSERT_TRUE(saved.isOk()) << saved.status().message();
+  EXPECT_EQ(saved->checksum().rfind("fnv1a64:", 0), 0u);
+  EXPECT_EQ(saved->checksum(), *planChecksum(valid));
+
+  // One character of a buffer name changed, the length kept: the file
+  // still parses and validates, and only the checksum tells.
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  size_t at = bytes.find(valid.programs(0).buffers(0).name());
+  ASSERT_NE(at, std::string::npos);
+  bytes[at] ^= 1;
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+  StatusOr<plan::Plan> changed = loadPlan(path);
+  ASSERT_FALSE(changed.isOk());
+  EXPECT_NE(changed.status().message().find(
+                "does not match its contents (fnv1a64:"),
+            std::string::npos)
+      << changed.status().message();
+
+  // A plan edited on purpose runs with its checksum cleared.
+  plan::Plan edited = valid;
+  edited.mutable_programs(0)->mutable_buffers(0)->set_name("renamed");
+  std::string raw;
+  ASSERT_TRUE(edited.SerializeToString(&raw));
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << raw;
+  EXPECT_TRUE(loadPlan(path).isOk());
+  std::remove(path.c_str());
 }
 
 TEST(PlanTest, LoadErrors) {

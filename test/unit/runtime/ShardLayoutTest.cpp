@@ -192,6 +192,49 @@ TEST(ShardLayoutTest, ScalarsAndEmptyTensorsCopy) {
   EXPECT_TRUE(empty.dims[0].empty());
 }
 
+TEST(ShardLayoutTest, CopiesBetweenShardsOfDifferentMeshes) {
+  // [6, 4] with dim 0 in 3 blocks: written by tp = 2 (each rank rows of
+  // every block), read by tp = 3 splitting dim 1 instead, and by whole
+  // tensors; the pieces of each source meet each destination in runs.
+  std::vector<int64_t> global = {6, 4};
+  std::vector<float> whole(24);
+  std::iota(whole.begin(), whole.end(), 1.f);
+  plan::Plan writer = meshPlan(1, 2, {3, 4}, global);
+  shard(weight(writer), {1}, 3);
+  shard(weight(writer), {}, 0);
+  plan::Plan reader = meshPlan(1, 2, {6, 2}, global);
+  shard(weight(reader), {}, 0);
+  shard(weight(reader), {1}, 1);
+  for (int64_t t = 0; t < 2; ++t) {
+    ShardLayout to = at(weight(reader), 1, 2, 0, t);
+    std::vector<float> want(12), got(12, -1.f);
+    copyGlobalToShard(to, 4, whole.data(), want.data());
+    int64_t copied = 0;
+    for (int64_t w = 0; w < 2; ++w) {
+      ShardLayout from = at(weight(writer), 1, 2, 0, w);
+      std::vector<float> piece(12);
+      copyGlobalToShard(from, 4, whole.data(), piece.data());
+      copied += copyShardToShard(from, piece.data(), to, got.data(), 4);
+    }
+    EXPECT_EQ(copied, 12) << "each element of the shard once";
+    EXPECT_EQ(got, want) << "reader rank " << t;
+  }
+  // Disjoint shards share nothing; a whole tensor takes all of a shard.
+  ShardLayout top = blockLayout(global, {0, 0}, {3, 4});
+  ShardLayout bottom = blockLayout(global, {3, 0}, {3, 4});
+  ShardLayout all = blockLayout(global, {0, 0}, {6, 4});
+  std::vector<float> out(24, 0.f);
+  EXPECT_EQ(copyShardToShard(top, whole.data(), bottom, out.data(), 4), 0);
+  EXPECT_EQ(copyShardToShard(bottom, whole.data() + 12, all, out.data(), 4),
+            12);
+  EXPECT_EQ(std::vector<float>(out.begin() + 12, out.end()),
+            std::vector<float>(whole.begin() + 12, whole.end()));
+  ShardLayout scalar = blockLayout({}, {}, {});
+  float one = 3.5f, into = 0;
+  EXPECT_EQ(copyShardToShard(scalar, &one, scalar, &into, 4), 1);
+  EXPECT_EQ(into, 3.5f);
+}
+
 // --- Plan validation ------------------------------------------------------
 
 /// The error `validatePlan` gives after `mutate` changes a valid fused
