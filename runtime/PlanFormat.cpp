@@ -4,12 +4,9 @@
 
 #include "runtime/PlanIntegrity.h"
 #include "runtime/support/AtomicFile.h"
+#include "runtime/support/Checksum.h"
 #include "runtime/support/HostTensor.h"
 
-#include "runtime/support/Checksum.h"
-
-#include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/stubs/logging.h>
 
 #include <algorithm>
@@ -509,24 +506,10 @@ StatusOr<plan::Plan> readPlan(const std::string &path) {
   return plan;
 }
 
-/// `plan` serialized with map entries in key order, so that the same plan
-/// always gives the same bytes.
-static bool serializeDeterministically(const plan::Plan &plan,
-                                       std::string &bytes) {
-  bytes.clear();
-  google::protobuf::io::StringOutputStream stream(&bytes);
-  google::protobuf::io::CodedOutputStream coded(&stream);
-  coded.SetSerializationDeterministic(true);
-  return plan.SerializeToCodedStream(&coded);
-}
-
 StatusOr<std::string> planChecksum(const plan::Plan &plan) {
   plan::Plan copy = plan;
   copy.clear_checksum();
-  std::string bytes;
-  if (!serializeDeterministically(copy, bytes))
-    return makeError("cannot serialize the plan");
-  return checksumText(fnv1a64(bytes));
+  return messageChecksum(copy);
 }
 
 StatusOr<std::string> serializePlan(plan::Plan plan) {

@@ -2,6 +2,8 @@
 
 #include "runtime/Session.h"
 
+#include "runtime/checkpoint/CheckpointLayout.h"
+
 #include "runtime/ShardLayout.h"
 #include "runtime/data/DataFeeder.h"
 #include "runtime/onnx/OnnxWeights.h"
@@ -201,17 +203,6 @@ std::map<std::string, HostTensor> Session::outputs() const {
   return out;
 }
 
-namespace {
-
-/// A rank's buffer of the value being gathered, and where its shard lies.
-struct Holder {
-  int rank;
-  const plan::Buffer *buffer;
-  ShardLayout layout;
-};
-
-} // namespace
-
 StatusOr<std::map<std::string, HostTensor>> Session::parameters() const {
   std::map<std::string, HostTensor> params;
   std::vector<int64_t> sizes = meshSizes(*thePlan);
@@ -244,65 +235,25 @@ Session::gather(Communicator &world, plan::Role role) const {
                      planPath.c_str(), world.rank(), world.size(),
                      plan.world_size(), exec->rank());
   // Every rank reads the same plan, so every rank makes the same choices
-  // below and calls the same broadcasts in the same order.
-  std::vector<int64_t> sizes = meshSizes(plan);
-  std::map<std::string, std::vector<std::pair<int, const plan::Buffer *>>>
-      byName;
-  for (int r = 0; r < plan.world_size(); ++r)
-    for (const plan::Buffer &b :
-         plan.programs(findProgramIndex(plan, r)).buffers())
-      if (b.role() == role)
-        byName[exportName(b)].push_back({r, &b});
-
+  // below and calls the same broadcasts in the same order: one sender per
+  // distinct shard, the lowest rank holding it (a replica is skipped; a
+  // whole copy alone suffices).
+  LOOM_ASSIGN_OR_RETURN(std::vector<HeldTensor> held,
+                        heldTensors(plan, planPath));
   bool root = world.rank() == 0;
   std::map<std::string, HostTensor> out;
   std::vector<uint8_t> scratch;
-  for (const auto &[name, buffers] : byName) {
-    std::string what =
-        planPath + ": " +
-        (role == plan::PARAMETER ? "parameter" : "running stat") + " '" +
-        name + "'";
-    // One sender per distinct shard (a rank that repeats another's, such as
-    // its data-parallel replica, is skipped); a whole copy alone suffices,
-    // the lowest rank's (rank 0's where it has one).
-    std::vector<Holder> senders;
-    const auto &[firstRank, first] = buffers.front();
-    std::vector<int64_t> global = globalShape(*first);
-    for (const auto &[rank, b] : buffers) {
-      if (b->dtype() != first->dtype() || globalShape(*b) != global)
-        return makeError("%s: rank %d holds a %s %s, rank %d a %s %s",
-                         what.c_str(), firstRank, dtypeName(first->dtype()),
-                         shapeToString(global).c_str(), rank,
-                         dtypeName(b->dtype()),
-                         shapeToString(globalShape(*b)).c_str());
-      ShardLayout layout = shardLayout(*b, sizes, meshCoordinates(rank, sizes));
-      if (layout.isWhole()) {
-        senders = {{rank, b, std::move(layout)}};
-        break;
-      }
-      bool repeated = false;
-      for (const Holder &h : senders)
-        repeated |= h.layout.dims == layout.dims;
-      if (!repeated)
-        senders.push_back({rank, b, std::move(layout)});
-    }
-    int64_t covered = 0;
-    for (const Holder &h : senders)
-      covered += numElements(h.layout.local);
-    if (covered != numElements(global))
-      return makeError("%s: the shards of the ranks hold %lld of the %lld "
-                       "elements of its global shape %s",
-                       what.c_str(), (long long)covered,
-                       (long long)numElements(global),
-                       shapeToString(global).c_str());
-
-    int64_t elemBytes = dtypeSize(first->dtype());
+  for (const HeldTensor &tensor : held) {
+    if (tensor.key.role != role)
+      continue;
+    int64_t elemBytes = dtypeSize(tensor.dtype);
     HostTensor value;
     if (root)
-      value = HostTensor(first->dtype() == plan::I64 ? ElemType::I64
-                                                     : ElemType::F32,
-                         global);
-    for (const Holder &h : senders) {
+      value = HostTensor(tensor.dtype == plan::I64 ? ElemType::I64
+                                                   : ElemType::F32,
+                         tensor.globalShape);
+    for (const std::vector<ShardHolder> &copies : tensor.shards) {
+      const ShardHolder &h = copies.front();
       if (h.rank == world.rank()) {
         HostTensor mine = exec->readBuffer(*h.buffer);
         if (root)
@@ -323,7 +274,7 @@ Session::gather(Communicator &world, plan::Role role) const {
                           value.bytes.data());
     }
     if (root)
-      out[name] = std::move(value);
+      out[tensor.key.name] = std::move(value);
   }
   return out;
 }

@@ -5,6 +5,7 @@
 #include "runtime/PlanFormat.h"
 #include "runtime/checkpoint/CheckpointLayout.h"
 #include "runtime/checkpoint/Manifest.h"
+#include "runtime/support/AtomicFile.h"
 #include "runtime/support/Checksum.h"
 #include "runtime/support/HostTensor.h"
 
@@ -119,22 +120,14 @@ private:
   int fd = -1;
 };
 
-/// Writes `bytes` to `path`, whole and synced to disk.
-Status writeSynced(const std::string &path, const std::string &bytes) {
-  SyncedFile file;
-  LOOM_RETURN_IF_ERROR(file.create(path));
-  LOOM_RETURN_IF_ERROR(file.append(bytes.data(), bytes.size()));
-  return file.close();
-}
-
 /// Rank 0, before the ranks write: `dir` exists, and `partial` is an empty
 /// folder (what a killed writer left there is removed).
 Status prepareFolder(const std::string &dir, const std::string &partial) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec)
-    return makeError("--checkpoint-dir '%s': cannot create it: %s",
-                     dir.c_str(), ec.message().c_str());
+    return makeError("--checkpoint-dir '%s': cannot create it: %s", dir.c_str(),
+                     ec.message().c_str());
   for (const fs::directory_entry &e : fs::directory_iterator(dir, ec)) {
     std::string name = e.path().filename().string();
     if (name.rfind(kStepPrefix, 0) == 0 && name.size() > 8 &&
@@ -152,9 +145,9 @@ Status prepareFolder(const std::string &dir, const std::string &partial) {
 /// folder made visible under its final name, then the oldest pruned.
 Status publish(const checkpoint::Manifest &manifest, const std::string &dir,
                const std::string &partial, const std::string &final,
-               int keep) {
+               int64_t keep) {
   LOOM_ASSIGN_OR_RETURN(std::string json, manifestToJson(manifest));
-  LOOM_RETURN_IF_ERROR(writeSynced(partial + "/manifest.json", json));
+  LOOM_RETURN_IF_ERROR(writeFileAtomically(partial + "/manifest.json", json));
   LOOM_RETURN_IF_ERROR(syncFolder(partial));
   std::error_code ec;
   // A checkpoint of the same step from an earlier run (resumed from before
@@ -252,9 +245,9 @@ Status writeBlocks(const Executor &exec, const CheckpointLayout &layout,
                          "says %lld",
                          what.c_str(), t.key.describe().c_str(), me,
                          value.bytes.size(), (long long)b.sizeBytes);
-      sums[static_cast<size_t>(b.indexInRank)] = fnv1a64(
-          {reinterpret_cast<const char *>(value.bytes.data()),
-           value.bytes.size()});
+      sums[static_cast<size_t>(b.indexInRank)] =
+          fnv1a64({reinterpret_cast<const char *>(value.bytes.data()),
+                   value.bytes.size()});
       LOOM_RETURN_IF_ERROR(file.append(value.bytes.data(), value.bytes.size()));
     }
   return file.close();
@@ -264,7 +257,7 @@ Status writeBlocks(const Executor &exec, const CheckpointLayout &layout,
 
 Status saveCheckpoint(const Session &session, Communicator &world,
                       const std::string &dir, const TrainingPosition &position,
-                      int keep) {
+                      int64_t keep) {
   const plan::Plan &plan = session.plan();
   const Executor &exec = session.executor();
   const std::string final = checkpointPath(dir, position.step);
@@ -278,14 +271,13 @@ Status saveCheckpoint(const Session &session, Communicator &world,
   LOOM_RETURN_IF_ERROR(agreeOnError(world, prepared));
 
   // This rank's blocks, in file order, and their checksums.
-  int maxBlocks = std::max(
-      1, *std::max_element(layout->blocksPerRank.begin(),
-                           layout->blocksPerRank.end()));
+  int maxBlocks = std::max(1, *std::max_element(layout->blocksPerRank.begin(),
+                                                layout->blocksPerRank.end()));
   std::vector<uint64_t> sums(static_cast<size_t>(maxBlocks), 0);
   Status wrote = Status::ok();
   if (layout->blocksPerRank[me] > 0)
-    wrote = writeBlocks(exec, *layout, partial + "/" + rankFileName(me),
-                        final, me, sums);
+    wrote = writeBlocks(exec, *layout, partial + "/" + rankFileName(me), final,
+                        me, sums);
   LOOM_RETURN_IF_ERROR(agreeOnError(world, wrote));
 
   std::vector<uint64_t> all(sums.size() * static_cast<size_t>(world.size()));
@@ -402,8 +394,8 @@ public:
     if (it == fds.end()) {
       int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
       if (fd < 0)
-        return makeError("%s: cannot open '%s': %s", what.c_str(),
-                         path.c_str(), std::strerror(errno));
+        return makeError("%s: cannot open '%s': %s", what.c_str(), path.c_str(),
+                         std::strerror(errno));
       it = fds.emplace(name, fd).first;
     }
     struct stat st;
@@ -421,13 +413,12 @@ public:
       if (n < 0 && errno == EINTR)
         continue;
       if (n <= 0)
-        return makeError("%s: cannot read '%s': %s", what.c_str(),
-                         path.c_str(),
+        return makeError("%s: cannot read '%s': %s", what.c_str(), path.c_str(),
                          n == 0 ? "unexpected end" : std::strerror(errno));
       done += static_cast<size_t>(n);
     }
-    std::string sum = checksumText(fnv1a64(
-        {reinterpret_cast<const char *>(bytes.data()), bytes.size()}));
+    std::string sum = checksumText(
+        fnv1a64({reinterpret_cast<const char *>(bytes.data()), bytes.size()}));
     if (sum != b.checksum())
       return makeError("%s: the block at byte %lld of '%s' has checksum %s, "
                        "the manifest says %s (a damaged checkpoint)",
@@ -445,6 +436,11 @@ private:
 Status checkSameModel(const checkpoint::Manifest &manifest,
                       const plan::Plan &plan, const std::string &path) {
   std::map<TensorKey, TensorShape> wanted = planTensors(plan);
+  std::string otherOptimizer =
+      manifest.optimizer() == plan.training().optimizer()
+          ? ""
+          : " (or of another optimizer: it was written under " +
+                manifest.optimizer() + ")";
   std::map<TensorKey, const checkpoint::Tensor *> held;
   for (const checkpoint::Tensor &t : manifest.tensors()) {
     TensorKey key{t.role(), t.name(), t.state()};
@@ -452,11 +448,7 @@ Status checkSameModel(const checkpoint::Manifest &manifest,
       return makeError("%s holds the %s, which the plan has not: a "
                        "checkpoint of another model%s",
                        path.c_str(), key.describe().c_str(),
-                       manifest.optimizer() != plan.training().optimizer()
-                           ? (" (or of another optimizer: it was written "
-                              "under " + manifest.optimizer() + ")")
-                                 .c_str()
-                           : "");
+                       otherOptimizer.c_str());
     held[key] = &t;
   }
   for (const auto &[key, shape] : wanted) {
@@ -464,11 +456,7 @@ Status checkSameModel(const checkpoint::Manifest &manifest,
     if (it == held.end())
       return makeError("%s holds no %s: a checkpoint of another model%s",
                        path.c_str(), key.describe().c_str(),
-                       manifest.optimizer() != plan.training().optimizer()
-                           ? (" (or of another optimizer: it was written "
-                              "under " + manifest.optimizer() + ")")
-                                 .c_str()
-                           : "");
+                       otherOptimizer.c_str());
     const checkpoint::Tensor &t = *it->second;
     std::vector<int64_t> global(t.global_shape().begin(),
                                 t.global_shape().end());
@@ -499,7 +487,8 @@ Status checkPosition(const TrainingPosition &saved,
     return makeError("%s was written by a run reading its data %s, and this "
                      "run's order is %s; resume with the same --order and "
                      "--seed",
-                     path.c_str(), orderText(saved.shuffled, saved.seed).c_str(),
+                     path.c_str(),
+                     orderText(saved.shuffled, saved.seed).c_str(),
                      orderText(current.shuffled, current.seed).c_str());
   if (saved.dataSamples != current.dataSamples)
     return makeError("%s was written by a run whose data held %lld "
@@ -521,8 +510,7 @@ StatusOr<TrainingPosition> loadCheckpoint(Session &session,
       *failure = {s.message(), fatal};
     return s;
   };
-  StatusOr<checkpoint::Manifest> read =
-      readManifest(path + "/manifest.json");
+  StatusOr<checkpoint::Manifest> read = readManifest(path + "/manifest.json");
   if (!read.isOk())
     return fail(read.status());
   const checkpoint::Manifest &manifest = *read;
@@ -565,15 +553,13 @@ StatusOr<TrainingPosition> loadCheckpoint(Session &session,
       covered += copyShardToShard(*shard, bytes->data(), mine,
                                   value.bytes.data(), elemBytes);
     }
-    if (total != numElements(mine.global) ||
-        covered != numElements(mine.local))
-      return fail(makeError("%s: its blocks hold %lld of its %lld elements "
-                            "and %lld of the %lld of rank %d's shard (a "
-                            "missing or damaged block list)",
-                            what.c_str(), (long long)total,
-                            (long long)numElements(mine.global),
-                            (long long)covered,
-                            (long long)numElements(mine.local), exec.rank()));
+    if (total != numElements(mine.global) || covered != numElements(mine.local))
+      return fail(makeError(
+          "%s: its blocks hold %lld of its %lld elements "
+          "and %lld of the %lld of rank %d's shard (a "
+          "missing or damaged block list)",
+          what.c_str(), (long long)total, (long long)numElements(mine.global),
+          (long long)covered, (long long)numElements(mine.local), exec.rank()));
     if (Status s = exec.writeBuffer(b, value); !s)
       return fail(s.withContext(what));
   }
@@ -592,8 +578,8 @@ resumeFromCheckpoints(Session &session, Communicator &world,
   LOOM_RETURN_IF_ERROR(world.broadcast(&count, sizeof count, 0));
   steps.resize(static_cast<size_t>(count));
   if (count > 0)
-    LOOM_RETURN_IF_ERROR(world.broadcast(
-        steps.data(), count * int64_t(sizeof(int64_t)), 0));
+    LOOM_RETURN_IF_ERROR(
+        world.broadcast(steps.data(), count * int64_t(sizeof(int64_t)), 0));
   if (count == 0)
     return std::optional<TrainingPosition>();
 

@@ -1,4 +1,5 @@
-//===- Checkpoint.h - Sharded checkpoints that load under any plan -*- C++ -*-===//
+//===- Checkpoint.h - Sharded checkpoints that load under any plan -*- C++
+//-*-===//
 //
 // `loom-run --checkpoint-dir D` writes the training state after a step as a
 // folder `D/step-NNNNNNNN`: one file of raw shards per rank that writes any
@@ -34,8 +35,8 @@ struct TrainingPosition {
   int64_t step = 0; ///< completed steps
   int64_t globalBatch = 0;
   bool shuffled = false;
-  uint64_t seed = 0;        ///< the sample order's seed (shuffled)
-  int64_t dataSamples = 0;  ///< samples of the training data (0: none)
+  uint64_t seed = 0;       ///< the sample order's seed (shuffled)
+  int64_t dataSamples = 0; ///< samples of the training data (0: none)
 };
 
 /// The folder of the checkpoint after `step` steps in `dir`.
@@ -53,7 +54,7 @@ std::vector<int64_t> listCheckpoints(const std::string &dir);
 /// they were.
 Status saveCheckpoint(const Session &session, Communicator &world,
                       const std::string &dir, const TrainingPosition &position,
-                      int keep);
+                      int64_t keep);
 
 /// Why a checkpoint was not loaded: `fatal` when no other checkpoint
 /// would do either (the run's settings disagree with every one of them).

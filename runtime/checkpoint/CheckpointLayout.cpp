@@ -6,6 +6,8 @@
 #include "runtime/comm/Communicator.h"
 #include "runtime/support/HostTensor.h"
 
+#include <algorithm>
+
 namespace loom::runtime {
 
 std::string TensorKey::describe() const {
@@ -38,21 +40,10 @@ TensorKey tensorKey(const plan::Buffer &b) {
   return key;
 }
 
-namespace {
-
-/// A rank's buffer of a tensor and the place of its shard.
-struct Holder {
-  int rank;
-  const plan::Buffer *buffer;
-  ShardLayout layout;
-};
-
-} // namespace
-
-StatusOr<CheckpointLayout> computeCheckpointLayout(const plan::Plan &plan,
-                                                   const std::string &what) {
+StatusOr<std::vector<HeldTensor>> heldTensors(const plan::Plan &plan,
+                                              const std::string &what) {
   std::vector<int64_t> sizes = meshSizes(plan);
-  std::map<TensorKey, std::vector<Holder>> holders;
+  std::map<TensorKey, std::vector<ShardHolder>> holders;
   for (int r = 0; r < plan.world_size(); ++r) {
     int index = findProgramIndex(plan, r);
     if (index < 0)
@@ -60,27 +51,15 @@ StatusOr<CheckpointLayout> computeCheckpointLayout(const plan::Plan &plan,
     std::vector<int64_t> coords = meshCoordinates(r, sizes);
     for (const plan::Buffer &b : plan.programs(index).buffers())
       if (isCheckpointed(b))
-        holders[tensorKey(b)].push_back(
-            {r, &b, shardLayout(b, sizes, coords)});
+        holders[tensorKey(b)].push_back({r, &b, shardLayout(b, sizes, coords)});
   }
-
-  CheckpointLayout layout;
-  layout.blocksPerRank.assign(plan.world_size(), 0);
-  layout.bytesPerRank.assign(plan.world_size(), 0);
-  int64_t tensorIndex = 0;
+  std::vector<HeldTensor> tensors;
   for (auto &[key, list] : holders) {
-    const Holder &first = list.front();
-    CheckpointTensor tensor;
-    tensor.key = key;
-    tensor.dtype = first.buffer->dtype();
-    tensor.globalShape = globalShape(*first.buffer);
+    const ShardHolder &first = list.front();
+    HeldTensor tensor{
+        key, first.buffer->dtype(), globalShape(*first.buffer), {}};
     std::string where = what + ": " + key.describe();
-    if (tensor.dtype != plan::F32 && tensor.dtype != plan::I64)
-      return makeError("%s is %s; checkpoints hold f32 and i64 tensors",
-                       where.c_str(), dtypeName(tensor.dtype));
-    // The distinct shards, each with the ranks that hold a copy of it.
-    std::vector<std::vector<const Holder *>> shards;
-    for (const Holder &h : list) {
+    for (const ShardHolder &h : list) {
       if (h.buffer->dtype() != tensor.dtype ||
           globalShape(*h.buffer) != tensor.globalShape)
         return makeError("%s: rank %d holds a %s %s, rank %d a %s %s",
@@ -88,48 +67,57 @@ StatusOr<CheckpointLayout> computeCheckpointLayout(const plan::Plan &plan,
                          shapeToString(tensor.globalShape).c_str(), h.rank,
                          dtypeName(h.buffer->dtype()),
                          shapeToString(globalShape(*h.buffer)).c_str());
-      bool found = false;
-      for (std::vector<const Holder *> &copies : shards)
-        if (copies.front()->layout.dims == h.layout.dims) {
-          copies.push_back(&h);
-          found = true;
-          break;
-        }
-      if (!found)
-        shards.push_back({&h});
+      auto same = std::find_if(
+          tensor.shards.begin(), tensor.shards.end(), [&](const auto &copies) {
+            return copies.front().layout.dims == h.layout.dims;
+          });
+      if (same != tensor.shards.end())
+        same->push_back(h);
+      else
+        tensor.shards.push_back({h});
     }
-    // A whole copy alone is the tensor.
-    for (std::vector<const Holder *> &copies : shards)
-      if (copies.front()->layout.isWhole()) {
-        std::vector<const Holder *> whole = copies;
-        shards = {whole};
+    for (std::vector<ShardHolder> &copies : tensor.shards)
+      if (copies.front().layout.isWhole()) {
+        std::vector<ShardHolder> whole = std::move(copies);
+        tensor.shards = {std::move(whole)};
         break;
       }
     int64_t covered = 0;
-    for (const std::vector<const Holder *> &copies : shards)
-      covered += numElements(copies.front()->layout.local);
+    for (const std::vector<ShardHolder> &copies : tensor.shards)
+      covered += numElements(copies.front().layout.local);
     if (covered != numElements(tensor.globalShape))
       return makeError("%s: the shards of the ranks hold %lld of the %lld "
                        "elements of its global shape %s",
                        where.c_str(), (long long)covered,
                        (long long)numElements(tensor.globalShape),
                        shapeToString(tensor.globalShape).c_str());
-    for (const std::vector<const Holder *> &copies : shards) {
-      const Holder &writer =
-          *copies[static_cast<size_t>(tensorIndex) % copies.size()];
-      CheckpointBlock block;
-      block.rank = writer.rank;
-      block.buffer = writer.buffer;
-      block.layout = writer.layout;
-      block.sizeBytes =
-          numElements(writer.layout.local) * dtypeSize(tensor.dtype);
-      block.offset = layout.bytesPerRank[writer.rank];
-      block.indexInRank = layout.blocksPerRank[writer.rank]++;
-      layout.bytesPerRank[writer.rank] += block.sizeBytes;
-      tensor.blocks.push_back(std::move(block));
+    tensors.push_back(std::move(tensor));
+  }
+  return tensors;
+}
+
+StatusOr<CheckpointLayout> computeCheckpointLayout(const plan::Plan &plan,
+                                                   const std::string &what) {
+  LOOM_ASSIGN_OR_RETURN(std::vector<HeldTensor> held, heldTensors(plan, what));
+  CheckpointLayout layout;
+  layout.blocksPerRank.assign(plan.world_size(), 0);
+  layout.bytesPerRank.assign(plan.world_size(), 0);
+  for (size_t i = 0; i < held.size(); ++i) {
+    const HeldTensor &h = held[i];
+    if (h.dtype != plan::F32 && h.dtype != plan::I64)
+      return makeError("%s: %s is %s; checkpoints hold f32 and i64 tensors",
+                       what.c_str(), h.key.describe().c_str(),
+                       dtypeName(h.dtype));
+    CheckpointTensor tensor{h.key, h.dtype, h.globalShape, {}};
+    // Replicas take turns by tensor, spreading the writing over them.
+    for (const std::vector<ShardHolder> &copies : h.shards) {
+      const ShardHolder &writer = copies[i % copies.size()];
+      int64_t bytes = numElements(writer.layout.local) * dtypeSize(h.dtype);
+      tensor.blocks.push_back({writer, layout.bytesPerRank[writer.rank], bytes,
+                               layout.blocksPerRank[writer.rank]++});
+      layout.bytesPerRank[writer.rank] += bytes;
     }
     layout.tensors.push_back(std::move(tensor));
-    ++tensorIndex;
   }
   return layout;
 }

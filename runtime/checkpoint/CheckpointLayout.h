@@ -1,4 +1,5 @@
-//===- CheckpointLayout.h - Which rank writes which shard ---------*- C++ -*-===//
+//===- CheckpointLayout.h - Which rank writes which shard ---------*- C++
+//-*-===//
 //
 // The state a checkpoint holds is every PARAMETER, OPTIMIZER_STATE and
 // RUNNING_STAT of the plan, each a global tensor named by a `TensorKey`.
@@ -48,12 +49,33 @@ struct TensorKey {
 bool isCheckpointed(const plan::Buffer &b);
 TensorKey tensorKey(const plan::Buffer &b);
 
-/// One written shard: the rank whose buffer it copies, where it lies in
-/// the tensor, and where in the rank's file.
-struct CheckpointBlock {
+/// A rank's buffer of a tensor and the place of its shard in it.
+struct ShardHolder {
   int rank = 0;
   const plan::Buffer *buffer = nullptr; ///< in `rank`'s program
   ShardLayout layout;
+};
+
+/// A tensor of the training state and who holds it: its distinct shards
+/// (disjoint, covering it once), each with the ranks that hold a copy of
+/// it in rank order. A whole copy is the only shard when any rank has one.
+struct HeldTensor {
+  TensorKey key;
+  plan::DType dtype = plan::DTYPE_UNSPECIFIED;
+  std::vector<int64_t> globalShape;
+  std::vector<std::vector<ShardHolder>> shards;
+};
+
+/// Every checkpointed tensor of a validated `plan`, in key order. Errors
+/// (one line, prefixed with `what`) when the ranks disagree on a tensor's
+/// type or global shape, or when its distinct shards do not cover it
+/// exactly once. What `--export-onnx` gathers and a checkpoint writes.
+StatusOr<std::vector<HeldTensor>> heldTensors(const plan::Plan &plan,
+                                              const std::string &what);
+
+/// One written shard (the writer's copy of it) and where it lies in the
+/// writer's file.
+struct CheckpointBlock : ShardHolder {
   int64_t offset = 0; ///< byte offset in rank's file
   int64_t sizeBytes = 0;
   int indexInRank = 0; ///< position among `rank`'s blocks
@@ -74,10 +96,8 @@ struct CheckpointLayout {
   std::vector<int64_t> bytesPerRank;
 };
 
-/// Computes the layout of a validated `plan`. Errors (one line, prefixed
-/// with `what`) when the ranks disagree on a tensor's type or global
-/// shape, when its distinct shards do not cover it exactly once, or when a
-/// checkpointed buffer is not F32 or I64.
+/// Computes the layout of a validated `plan`: `heldTensors`' errors, and
+/// one for a checkpointed buffer that is not F32 or I64.
 StatusOr<CheckpointLayout> computeCheckpointLayout(const plan::Plan &plan,
                                                    const std::string &what);
 

@@ -4,35 +4,20 @@
 
 #include "runtime/support/Checksum.h"
 
-#include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/util/json_util.h>
 
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 
 namespace loom::runtime {
 
-namespace {
-
 /// The checksum of `manifest` with its `checksum` empty, over its
 /// deterministic binary form (JSON's spacing does not count).
-StatusOr<std::string> manifestChecksum(checkpoint::Manifest manifest) {
+static StatusOr<std::string> manifestChecksum(checkpoint::Manifest manifest) {
   manifest.clear_checksum();
-  std::string bytes;
-  {
-    google::protobuf::io::StringOutputStream stream(&bytes);
-    google::protobuf::io::CodedOutputStream coded(&stream);
-    coded.SetSerializationDeterministic(true);
-    if (!manifest.SerializeToCodedStream(&coded))
-      return makeError("cannot serialize a checkpoint manifest");
-  }
-  return checksumText(fnv1a64(bytes));
+  return messageChecksum(manifest);
 }
-
-} // namespace
 
 StatusOr<std::string> manifestToJson(checkpoint::Manifest manifest) {
   LOOM_ASSIGN_OR_RETURN(std::string sum, manifestChecksum(manifest));

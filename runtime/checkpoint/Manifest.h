@@ -1,4 +1,5 @@
-//===- Manifest.h - A checkpoint's manifest.json ------------------*- C++ -*-===//
+//===- Manifest.h - A checkpoint's manifest.json ------------------*- C++
+//-*-===//
 //
 // The manifest ties a checkpoint's files together (checkpoint.proto), and is
 // written as JSON so that people and other tools can read it. It carries a

@@ -143,8 +143,9 @@ bool readsModel(const RunOptions &opts, const plan::Plan &plan) {
 /// Points the plan at its ONNX model where it is now: --model, else the path
 /// loomc recorded (a relative one taken from the plan's folder), else the
 /// file of that name next to the plan (plans travel with their model to
-/// machines with other paths).
-Status locateModel(const RunOptions &opts, plan::Plan &plan) {
+/// machines with other paths). With `checkSum` (rank 0: one read of the
+/// file suffices), a model found that way must be the one loomc read.
+Status locateModel(const RunOptions &opts, plan::Plan &plan, bool checkSum) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!opts.modelPath.empty()) {
@@ -161,7 +162,7 @@ Status locateModel(const RunOptions &opts, plan::Plan &plan) {
   // same model trained elsewhere), checked by shape only.
   auto found = [&](const fs::path &where) -> Status {
     plan.set_model_path(where.string());
-    if (plan.model_checksum().empty() || !readsModel(opts, plan))
+    if (!checkSum || plan.model_checksum().empty() || !readsModel(opts, plan))
       return Status::ok();
     LOOM_ASSIGN_OR_RETURN(std::string sum, fileChecksum(where.string()));
     if (sum != plan.model_checksum())
@@ -261,7 +262,7 @@ Status loadInputs(const RunOptions &opts, Communicator &world, Loaded &out) {
     return makeError("%s is a forward plan; train with a plan compiled "
                      "without --forward-only",
                      opts.planPath.c_str());
-  LOOM_RETURN_IF_ERROR(locateModel(opts, out.plan));
+  LOOM_RETURN_IF_ERROR(locateModel(opts, out.plan, world.rank() == 0));
   if (out.plan.world_size() != world.size())
     return makeError("plan is for %d rank(s) but %d were launched; run with "
                      "mpirun -np %d",
@@ -612,8 +613,7 @@ int train(const RunOptions &opts, Communicator &world) {
          (opts.checkpointEvery > 0 && (step + 1) % opts.checkpointEvery == 0))) {
       Status saved = saveCheckpoint(
           *session, world, opts.checkpointDir,
-          positionAt(opts, in.plan, dataSamples, step + 1),
-          static_cast<int>(std::min<int64_t>(opts.keep, INT32_MAX)));
+          positionAt(opts, in.plan, dataSamples, step + 1), opts.keep);
       if (!agree(world, saved))
         return 1;
       if (root && !opts.quiet && logged) {

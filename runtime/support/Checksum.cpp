@@ -2,6 +2,10 @@
 
 #include "runtime/support/Checksum.h"
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/message_lite.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -23,6 +27,23 @@ std::string checksumText(uint64_t value) {
   std::snprintf(hex, sizeof hex, "%016llx",
                 static_cast<unsigned long long>(value));
   return std::string("fnv1a64:") + hex;
+}
+
+bool serializeDeterministically(const google::protobuf::MessageLite &message,
+                                std::string &bytes) {
+  bytes.clear();
+  google::protobuf::io::StringOutputStream stream(&bytes);
+  google::protobuf::io::CodedOutputStream coded(&stream);
+  coded.SetSerializationDeterministic(true);
+  return message.SerializeToCodedStream(&coded);
+}
+
+StatusOr<std::string>
+messageChecksum(const google::protobuf::MessageLite &message) {
+  std::string bytes;
+  if (!serializeDeterministically(message, bytes))
+    return makeError("cannot serialize a %s", message.GetTypeName().c_str());
+  return checksumText(fnv1a64(bytes));
 }
 
 StatusOr<std::string> fileChecksum(const std::string &path) {

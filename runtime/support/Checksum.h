@@ -16,6 +16,10 @@
 #include <string>
 #include <string_view>
 
+namespace google::protobuf {
+class MessageLite;
+} // namespace google::protobuf
+
 namespace loom::runtime {
 
 /// The checksum of `bytes`, continuing from `state` (a running checksum).
@@ -24,6 +28,16 @@ uint64_t fnv1a64(std::string_view bytes,
 
 /// "fnv1a64:" and the 16 hex digits of `value`.
 std::string checksumText(uint64_t value);
+
+/// `message` serialized with map entries in key order, so that the same
+/// message always gives the same bytes; false when it cannot be.
+bool serializeDeterministically(const google::protobuf::MessageLite &message,
+                                std::string &bytes);
+
+/// The checksum text of `serializeDeterministically(message)` (a plan's or
+/// a checkpoint manifest's, taken with its own checksum field empty).
+StatusOr<std::string>
+messageChecksum(const google::protobuf::MessageLite &message);
 
 /// The checksum text of the file at `path`, read in blocks.
 StatusOr<std::string> fileChecksum(const std::string &path);

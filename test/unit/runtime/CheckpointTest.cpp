@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ShardedModel.h"
 #include "runtime/checkpoint/Checkpoint.h"
+#include "ShardedModel.h"
 #include "runtime/comm/ThreadCommunicator.h"
 
 #include <filesystem>
@@ -71,9 +71,9 @@ TEST_F(CheckpointTest, FourShardedRanksLoadOnOneAndBack) {
     files.push_back(e.path().filename().string());
   std::sort(files.begin(), files.end());
   // Replicas take turns: every rank writes some of the 5 tensors' shards.
-  EXPECT_EQ(files, (std::vector<std::string>{
-                       "manifest.json", "rank-00000.bin", "rank-00001.bin",
-                       "rank-00002.bin", "rank-00003.bin"}));
+  EXPECT_EQ(files, (std::vector<std::string>{"manifest.json", "rank-00000.bin",
+                                             "rank-00001.bin", "rank-00002.bin",
+                                             "rank-00003.bin"}));
 
   // One rank, starting from other values: the global tensors come back.
   LocalCommunicator one;
@@ -97,17 +97,16 @@ TEST_F(CheckpointTest, FourShardedRanksLoadOnOneAndBack) {
   }
 
   // Saved by the one rank, loaded by four: each takes its slice.
-  auto back = Session::create(makeShardedPlan(1, 1, false), one, "one",
-                              nullptr, random);
+  auto back = Session::create(makeShardedPlan(1, 1, false), one, "one", nullptr,
+                              random);
   ASSERT_TRUE(back.isOk());
   std::map<std::string, std::vector<float>> randomValues = values(**back);
   ASSERT_TRUE(saveCheckpoint(**back, one, ckpt(), position(20), 0).isOk());
   plan::Plan sharded = makeShardedPlan(2, 2, true);
   std::vector<std::string> errors = runRanks(4, [&](Communicator &world) {
     LOOM_ASSIGN_OR_RETURN(auto s, Session::create(sharded, world, "p"));
-    LOOM_ASSIGN_OR_RETURN(auto at,
-                          resumeFromCheckpoints(*s, world, ckpt(), position(0),
-                                                nullptr));
+    LOOM_ASSIGN_OR_RETURN(auto at, resumeFromCheckpoints(*s, world, ckpt(),
+                                                         position(0), nullptr));
     if (!at || at->step != 20)
       return makeError("resumed at the wrong step");
     int r = world.rank();
@@ -124,8 +123,7 @@ TEST_F(CheckpointTest, FourShardedRanksLoadOnOneAndBack) {
 
 /// The error of loading `path` into a one-rank session of `plan`.
 std::string loadError(const plan::Plan &plan, const std::string &path,
-                      const TrainingPosition &position,
-                      bool *fatal = nullptr) {
+                      const TrainingPosition &position, bool *fatal = nullptr) {
   LocalCommunicator one;
   auto s = Session::create(plan, one, "one");
   if (!s.isOk())
@@ -155,9 +153,9 @@ TEST_F(CheckpointTest, DamagedOrForeignCheckpointsAreRefusedInOneLine) {
 
   // Another model: one more parameter, or one of another shape.
   plan::Plan more = plan;
-  plan::Buffer &extra = buffer(*more.mutable_programs(0),
-                               addBuffer(*more.mutable_programs(0), "extra",
-                                         plan::PARAMETER, {2}));
+  plan::Buffer &extra = buffer(
+      *more.mutable_programs(0),
+      addBuffer(*more.mutable_programs(0), "extra", plan::PARAMETER, {2}));
   extra.set_binding("extra");
   extra.set_zeros(true);
   EXPECT_EQ(loadError(more, path, position(0)),
@@ -204,8 +202,9 @@ TEST_F(CheckpointTest, DamagedOrForeignCheckpointsAreRefusedInOneLine) {
   EXPECT_NE(manifestError.find("the manifest's checksum"), std::string::npos)
       << manifestError;
   std::ofstream(path + "/manifest.json") << "{\"format_version\": 1, \"nope\"";
-  EXPECT_NE(loadError(plan, path, position(0)).find("not a checkpoint manifest"),
-            std::string::npos);
+  EXPECT_NE(
+      loadError(plan, path, position(0)).find("not a checkpoint manifest"),
+      std::string::npos);
   std::ofstream(path + "/manifest.json") << json;
 
   // A missing shard file.

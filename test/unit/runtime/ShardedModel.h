@@ -1,4 +1,5 @@
-//===- ShardedModel.h - A small model sharded over dp x tp ---------*- C++ -*-===//
+//===- ShardedModel.h - A small model sharded over dp x tp ---------*- C++
+//-*-===//
 //
 // Test fixture of the sharded-parameter and checkpoint tests: an ONNX file of
 // five initializers and plans that split them over a dp x tp mesh in every
@@ -86,14 +87,14 @@ inline std::vector<float> initializer(const Param &p) {
 /// `i` of a dimension of `size` in `blocks` blocks over `n` ranks, on the
 /// rank of index `k` among them.
 inline int64_t pieceIndex(int64_t i, int64_t size, int64_t blocks, int64_t n,
-                   int64_t k) {
+                          int64_t k) {
   int64_t piece = size / blocks / n;
   return (i / piece) * (size / blocks) + k * piece + i % piece;
 }
 
 /// The elements of `whole` that rank (d, t) of the 2 x 2 mesh holds.
-inline std::vector<float> sliceOf(const Param &p, const std::vector<float> &whole,
-                           int64_t d, int64_t t) {
+inline std::vector<float>
+sliceOf(const Param &p, const std::vector<float> &whole, int64_t d, int64_t t) {
   if (p.splits.empty())
     return whole;
   std::vector<int64_t> local = p.global, coord = {d, t};
