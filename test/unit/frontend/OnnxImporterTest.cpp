@@ -427,6 +427,38 @@ TEST_F(OnnxImporterTest, FreezeAndTrainOverrideTheDefaults) {
             std::string::npos);
 }
 
+TEST_F(OnnxImporterTest, WhatShapeInferenceAssumesIsCheckedFirst) {
+  // Forms ONNX's checker lets through but its shape inference reads out of
+  // bounds on: each refused in one line before inference runs.
+  auto importModel = [&](const onnx::ModelProto &model) {
+    errors.clear();
+    return importOnnxFile(&ctx, write("m.onnx", model.SerializeAsString()),
+                          OnnxImportOptions());
+  };
+  onnx::ModelProto model;
+  ASSERT_TRUE(onnx::OnnxParser::Parse(model, R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[2, 3] x) => (float[2, 3] y) {
+  y = Min(x, x)
+})").IsOK());
+  onnx::ModelProto empty = model;
+  empty.mutable_graph()->mutable_node(0)->set_input(0, "");
+  EXPECT_FALSE(importModel(empty));
+  EXPECT_NE(onlyError().find("Min at node 'Min_0': its required input 0 is "
+                             "not given (an empty name)"),
+            std::string::npos);
+
+  onnx::ModelProto cut = model;
+  onnx::TensorProto *c = cut.mutable_graph()->add_initializer();
+  c->set_name("c");
+  c->set_data_type(onnx::TensorProto::FLOAT);
+  c->add_dims(4);
+  c->set_raw_data(std::string(12, '\0')); // 3 floats for 4
+  EXPECT_FALSE(importModel(cut));
+  EXPECT_NE(onlyError().find("initializer 'c' holds a different number of "
+                             "elements than its dims say"),
+            std::string::npos);
+}
+
 TEST_F(OnnxImporterTest, ComposedOpsRefuseWhatTheyCannotBuild) {
   const std::pair<const char *, const char *> cases[] = {
       {R"(<ir_version: 8, opset_import: ["" : 17]>
