@@ -1,6 +1,7 @@
 //===- Options.cpp - loom-run's command line ---------------------*- C++ -*-===//
 
 #include "runtime/driver/Options.h"
+#include "runtime/driver/RunFlags.h"
 
 #include <cerrno>
 #include <cstdlib>
@@ -270,16 +271,8 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
       opts.checkNumerics = true;
       continue;
     }
-    static const char *const withValue[] = {
-        "--data",      "--input",       "--steps",      "--seed",
-        "--metrics",   "--export-onnx", "--output-dir", "--forward",
-        "--log-every", "--device",      "--init",       "--precision",
-        "--model",     "--collectives", "--verify-against", "--tokens",
-        "--tokens-dtype", "--order", "--valid-data", "--valid-tokens",
-        "--eval-every", "--eval-batches", "--checkpoint-dir",
-        "--checkpoint-every", "--keep"};
-    bool known = false;
-    for (const char *f : withValue)
+    bool known = isTrainingValueFlag(flag);
+    for (std::string_view f : kOtherValueFlags)
       known |= flag == f;
     if (!known)
       return makeError("unknown option '%s'; see loom-run --help",
