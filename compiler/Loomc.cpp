@@ -7,6 +7,7 @@
 
 #include "compiler/Loomc.h"
 #include "compiler/PlanCost.h"
+#include "compiler/Sbatch.h"
 #include "compiler/Summary.h"
 #include "emit/PlanEmitter.h"
 #include "frontend/OnnxImporter.h"
@@ -150,6 +151,18 @@ struct Options {
   cl::opt<std::string> summaryJson{"summary-json",
                                    cl::desc("write the machine summary here"),
                                    cl::value_desc("FILE"), cl::cat(cat)};
+  cl::opt<std::string> emitSbatch{
+      "emit-sbatch",
+      cl::desc("write a Slurm batch script that runs the plan of -o with "
+               "srun (nodes, tasks and GPUs per node from --cluster, "
+               "--requeue); its arguments are loom-run's (docs/elastic.md)"),
+      cl::value_desc("FILE"), cl::cat(cat)};
+  cl::opt<bool> sbatchElastic{
+      "sbatch-elastic",
+      cl::desc("with --emit-sbatch: the script runs loom-elastic on the "
+               "allocation instead, which plans for the devices it gets and "
+               "re-plans when one is lost"),
+      cl::cat(cat)};
   cl::opt<std::string> report{"report", cl::desc("HTML report - not available yet"),
                               cl::value_desc("FILE.html"), cl::cat(cat)};
   cl::opt<EmitKind> emit{
@@ -443,6 +456,16 @@ int compileReference(Options &o, plan::Plan &reference) {
   return rc;
 }
 
+/// `name` next to loomc (the build's bin/ or the install's), absolute.
+std::string besideLoomc(llvm::StringRef name) {
+  static int anchor;
+  llvm::SmallString<256> path(
+      llvm::sys::fs::getMainExecutable("loomc", &anchor));
+  llvm::sys::path::remove_filename(path);
+  llvm::sys::path::append(path, name);
+  return path.str().str();
+}
+
 /// --verify-plan's run: `plan` and its one-device `reference` train 2 steps
 /// side by side in `loom-run PLAN --verify-against REF` (loomc links no
 /// kernels; loom-run is found next to loomc, or in $LOOM_RUN).
@@ -452,12 +475,7 @@ int runBeside(const Options &o, const plan::Plan &plan,
   if (const char *env = std::getenv("LOOM_RUN")) {
     loomRun = env;
   } else {
-    static int anchor;
-    llvm::SmallString<256> dir(
-        llvm::sys::fs::getMainExecutable("loomc", &anchor));
-    llvm::sys::path::remove_filename(dir);
-    llvm::sys::path::append(dir, "loom-run");
-    loomRun = dir.str().str();
+    loomRun = besideLoomc("loom-run");
   }
   if (!llvm::sys::fs::can_execute(loomRun))
     return fail("--verify-plan runs the plan with loom-run, which is not at '" +
@@ -512,6 +530,81 @@ int runBeside(const Options &o, const plan::Plan &plan,
   return 0;
 }
 
+std::string absolute(llvm::StringRef path) {
+  llvm::SmallString<256> abs(path);
+  llvm::sys::fs::make_absolute(abs);
+  llvm::sys::path::remove_dots(abs, true);
+  return abs.str().str();
+}
+
+/// --emit-sbatch: the batch script for the plan of -o, or for loom-elastic
+/// with the training flags loomc was given.
+int writeSbatch(const Options &o, const Cluster &cluster) {
+  SbatchJob job;
+  llvm::StringRef stem = llvm::sys::path::stem(o.model);
+  job.jobName = "loom-" + (stem.empty() ? std::string("job") : stem.str());
+  for (char &c : job.jobName)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_')
+      c = '_';
+  job.nodes = cluster.nodes;
+  job.tasksPerNode = cluster.devicesPerNode;
+  job.gpus = cluster.deviceName != "cpu";
+  job.loomRun = besideLoomc("loom-run");
+  job.elastic = o.sbatchElastic;
+  if (!job.elastic) {
+    job.plan = absolute(o.outputFile);
+  } else {
+    job.loomElastic = besideLoomc("loom-elastic");
+    std::vector<std::string> &a = job.elasticArgs;
+    a = {"--model", absolute(o.model), "--cluster",
+         llvm::StringRef(o.cluster).split(':').first.str()};
+    if (job.gpus)
+      a.push_back("--devices-per-node=" + std::to_string(job.tasksPerNode));
+    // The training flags as given; loom-elastic hands them to loomc.
+    auto given = [&](const cl::Option &opt, const std::string &value) {
+      if (opt.getNumOccurrences() > 0)
+        a.push_back("--" + opt.ArgStr.str() + "=" + value);
+    };
+    auto number = [](double v) { // the shortest text that reads back as v
+      char text[32];
+      for (int digits = 1; digits <= 17; ++digits) {
+        std::snprintf(text, sizeof(text), "%.*g", digits, v);
+        if (std::strtod(text, nullptr) == v)
+          break;
+      }
+      return std::string(text);
+    };
+    given(o.globalBatch, std::to_string(o.globalBatch));
+    given(o.microBatch, std::to_string(o.microBatch));
+    given(o.loss, o.loss);
+    given(o.output, o.output);
+    given(o.optimizer, o.optimizer);
+    given(o.lr, number(o.lr));
+    given(o.weightDecay, number(o.weightDecay));
+    given(o.momentum, number(o.momentum));
+    given(o.precision, o.precision);
+    given(o.commBuckets, o.commBuckets);
+    given(o.train, o.train);
+    given(o.freeze, o.freeze);
+    given(o.force, o.force);
+    for (const std::string &shape : o.inputShapes)
+      a.push_back("--input-shape=" + shape);
+    for (const cl::opt<bool> *flag : {&o.localBatchNorm, &o.noRaise,
+                                      &o.noWeights})
+      if (*flag)
+        a.push_back("--" + flag->ArgStr.str());
+    if (job.gpus)
+      a.push_back("--device=cuda");
+  }
+  std::string text = sbatchScript(job);
+  if (auto s = ::loom::runtime::writeFileAtomically(o.emitSbatch, text); !s)
+    return fail(s.message());
+  llvm::sys::fs::setPermissions(o.emitSbatch, llvm::sys::fs::all_read |
+                                                  llvm::sys::fs::owner_all |
+                                                  llvm::sys::fs::all_exe);
+  return 0;
+}
+
 /// Compiles the model once with `attempt`'s choices (a plan that does not
 /// fit retries the next). With `planOut` the plan goes there and nothing is
 /// written or printed.
@@ -535,8 +628,20 @@ int run(Options &o, Attempt attempt, plan::Plan *planOut) {
     return fail("--report is not available yet");
   bool training = !o.forwardOnly;
   bool wantsPlan = o.emit == EmitKind::Plan;
+  if (o.sbatchElastic && o.emitSbatch.empty())
+    return fail("--sbatch-elastic shapes the script of --emit-sbatch FILE; "
+                "give both");
+  if (!o.emitSbatch.empty() && !o.sbatchElastic &&
+      (o.outputFile.empty() || o.planOnly))
+    return fail("--emit-sbatch writes a script that runs the plan: give -o "
+                "PLAN too (or --sbatch-elastic, which plans at run time)");
+  if (!o.emitSbatch.empty() && !training)
+    return fail("--emit-sbatch writes a training job; drop --forward-only");
+  if (o.sbatchElastic && llvm::StringRef(o.cluster).ends_with(".json"))
+    return fail("--sbatch-elastic runs loom-elastic, which plans for a "
+                "preset (cpu, a100-80g, h100, h200), not a cluster file");
   if (wantsPlan && o.outputFile.empty() && !o.dumpPlan && !o.planOnly &&
-      o.summaryJson.empty())
+      o.summaryJson.empty() && o.emitSbatch.empty())
     return fail("no output: give -o PLAN, --plan-only, --summary-json FILE "
                 "or --dump-plan");
 
@@ -948,6 +1053,9 @@ int run(Options &o, Attempt attempt, plan::Plan *planOut) {
     if (auto s = ::loom::runtime::savePlan(*plan, o.outputFile); !s)
       return fail(s.message());
   }
+  if (!o.emitSbatch.empty())
+    if (int rc = writeSbatch(o, *cluster))
+      return rc;
   if (!o.quiet && !o.dumpPlan && training)
     llvm::outs() << summary;
   return 0;

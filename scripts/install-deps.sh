@@ -19,6 +19,10 @@ PKGS=(
 if [ "${1:-}" = --fuzz ]; then
   PKGS+=(clang-22 libclang-rt-22-dev libomp-22-dev)
 fi
+# `--slurm` (test/e2e/slurm.sh): Slurm's daemons and clients, and munge.
+if [ "${1:-}" = --slurm ]; then
+  PKGS+=(slurm-wlm munge)
+fi
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -119,3 +119,12 @@ expect_error "utf.loomplan: not a valid .loomplan file (protobuf parse failed: S
 head -c 100 p2.loomplan > cut.loomplan
 expect_error "cut.loomplan" loom_run cut.loomplan --data x=x.npy --data target=target.npy --steps 1
 expect_error "unknown_op.onnx" loom_run --forward bad/unknown_op.onnx --input x=x.npy --output-dir o
+# Batch scripts (--emit-sbatch) run a written plan, and loom-elastic plans for presets.
+expect_error "--emit-sbatch writes a script that runs the plan: give -o PLAN too" \
+  loomc model.onnx --cluster cpu:2 --global-batch 8 --emit-sbatch job.sh --plan-only
+expect_error "--sbatch-elastic shapes the script of --emit-sbatch FILE" \
+  loomc model.onnx --cluster cpu:2 --global-batch 8 --sbatch-elastic -o p.loomplan
+echo '{}' > c.json
+expect_error "--sbatch-elastic runs loom-elastic, which plans for a preset" \
+  loomc model.onnx --cluster c.json --global-batch 8 --emit-sbatch job.sh --sbatch-elastic
+[ ! -e job.sh ] || fail "a refused --emit-sbatch wrote job.sh"
