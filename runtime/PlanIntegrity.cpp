@@ -55,6 +55,63 @@ bool definedAtStart(plan::Role role) {
   return role != plan::TEMPORARY && role != plan::LOSS && role != plan::OUTPUT;
 }
 
+/// Roles whose bytes hold a value from one step to the next: no other
+/// buffer may be written over them.
+bool persistent(plan::Role role) {
+  return role == plan::PARAMETER || role == plan::OPTIMIZER_STATE ||
+         role == plan::RUNNING_STAT || role == plan::CONSTANT;
+}
+
+/// The persistent buffers of a program by arena offset, checked not to
+/// overlap one another; `overlapping` finds one whose bytes meet a range.
+class PersistentBytes {
+public:
+  static StatusOr<PersistentBytes> of(const plan::Program &program) {
+    PersistentBytes p;
+    for (const plan::Buffer &b : program.buffers())
+      if (persistent(b.role()) && b.size_bytes() > 0)
+        p.byOffset.push_back(&b);
+    std::sort(p.byOffset.begin(), p.byOffset.end(),
+              [](const plan::Buffer *a, const plan::Buffer *b) {
+                return a->offset() < b->offset();
+              });
+    for (size_t i = 1; i < p.byOffset.size(); ++i) {
+      const plan::Buffer &a = *p.byOffset[i - 1], &b = *p.byOffset[i];
+      if (a.offset() + a.size_bytes() > b.offset())
+        return makeError("%s buffer %d '%s' and %s buffer %d '%s' share "
+                         "arena bytes [%lld, %lld), but each keeps its value "
+                         "across steps",
+                         plan::Role_Name(a.role()).c_str(), a.id(),
+                         a.name().c_str(), plan::Role_Name(b.role()).c_str(),
+                         b.id(), b.name().c_str(), (long long)b.offset(),
+                         (long long)std::min(a.offset() + a.size_bytes(),
+                                             b.offset() + b.size_bytes()));
+    }
+    return p;
+  }
+
+  /// A persistent buffer other than `b` whose bytes meet `b`'s.
+  const plan::Buffer *overlapping(const plan::Buffer &b) const {
+    int64_t end = b.offset() + b.size_bytes();
+    auto it = std::upper_bound(
+        byOffset.begin(), byOffset.end(), end,
+        [](int64_t v, const plan::Buffer *x) { return v <= x->offset(); });
+    // Persistent buffers are disjoint: only the one before the first that
+    // starts at or after `end`, and those after it, can meet [offset, end).
+    while (it != byOffset.begin()) {
+      const plan::Buffer *x = *--it;
+      if (x->offset() + x->size_bytes() <= b.offset())
+        break;
+      if (x->id() != b.id())
+        return x;
+    }
+    return nullptr;
+  }
+
+private:
+  std::vector<const plan::Buffer *> byOffset;
+};
+
 /// The INPUT/TARGET buffers of each binding tile [0, share).
 Status checkDataBuffers(const plan::Plan &plan, const plan::Program &program) {
   int64_t dp = meshAxisSize(plan, "dp");
@@ -98,6 +155,9 @@ Status checkProgramOrder(const plan::Plan &plan, const plan::Program &program) {
   std::map<int32_t, const plan::Buffer *> byId;
   for (const plan::Buffer &b : program.buffers())
     byId[b.id()] = &b;
+  StatusOr<PersistentBytes> persistentBytes = PersistentBytes::of(program);
+  if (!persistentBytes)
+    return persistentBytes.status();
   // The union of the arena bytes written so far, as disjoint [begin, end)
   // ranges by begin. Buffers may be views of others, which no instruction
   // writes (a reshape's result is its operand's bytes, a parameter's too; a
@@ -141,8 +201,24 @@ Status checkProgramOrder(const plan::Plan &plan, const plan::Program &program) {
           inst.loc().empty() ? "" : (" at '" + inst.loc() + "'").c_str(),
           plan::Role_Name(b.role()).c_str(), id, b.name().c_str());
     }
-    for (int32_t id : inst.outputs())
-      write(*byId.at(id));
+    for (int32_t id : inst.outputs()) {
+      const plan::Buffer &b = *byId.at(id);
+      if (b.size_bytes() > 0)
+        if (const plan::Buffer *kept = persistentBytes->overlapping(b))
+          return makeError(
+              "instruction %d '%s'%s writes %s buffer %d '%s' (arena bytes "
+              "[%lld, %lld)) over %s buffer %d '%s' ([%lld, %lld)), which "
+              "keeps its value across steps; the plan's arena placement is "
+              "broken: compile it again with loomc",
+              i, inst.op().c_str(),
+              inst.loc().empty() ? "" : (" at '" + inst.loc() + "'").c_str(),
+              plan::Role_Name(b.role()).c_str(), id, b.name().c_str(),
+              (long long)b.offset(), (long long)(b.offset() + b.size_bytes()),
+              plan::Role_Name(kept->role()).c_str(), kept->id(),
+              kept->name().c_str(), (long long)kept->offset(),
+              (long long)(kept->offset() + kept->size_bytes()));
+      write(b);
+    }
   }
   if (plan.is_training())
     LOOM_RETURN_IF_ERROR(checkDataBuffers(plan, program));

@@ -129,6 +129,33 @@ TEST(PlanTest, InstructionsRunInOrder) {
                "instruction 0 'mse' at 'loss' reads TEMPORARY buffer 3 'y'");
 }
 
+TEST(PlanTest, NothingIsWrittenOverWhatKeepsItsValue) {
+  // A temporary placed over the parameter it is computed from.
+  EXPECT_ERROR(
+      [](plan::Plan &p) {
+        buffer(prog0(p), 3).set_offset(buffer(prog0(p), 2).offset());
+      },
+      "instruction 0 'matmul' at 'linear' writes TEMPORARY buffer 3 'y' "
+      "(arena bytes [");
+  // The gradient placed over it: the update would read its own gradient.
+  EXPECT_ERROR(
+      [](plan::Plan &p) {
+        buffer(prog0(p), 7).set_offset(buffer(prog0(p), 2).offset());
+      },
+      "instruction 5 'matmul' at 'linear_grad' writes TEMPORARY buffer 7 'dW' "
+      "(arena bytes [128, 152)) over PARAMETER buffer 2 'W' ([128, 152))");
+  // Two buffers that each keep their value, in the same bytes.
+  EXPECT_ERROR(
+      [](plan::Plan &p) {
+        int32_t c = addBuffer(prog0(p), "c", plan::CONSTANT, {32});
+        buffer(prog0(p), c).set_offset(buffer(prog0(p), 2).offset() - 64);
+        setData(buffer(prog0(p), c), std::vector<float>(32, 1.0f));
+      },
+      "CONSTANT buffer 8 'c' and PARAMETER buffer 2 'W' share arena bytes "
+      "[128, 152)");
+  // The in-place update writes the parameter itself: allowed (validPlan).
+}
+
 TEST(PlanTest, SettingsAreKnown) {
   EXPECT_ERROR([](plan::Plan &p) { p.mutable_mesh(0)->set_name("dq"); },
                "mesh axis 'dq' is unknown; a plan's mesh axes are pp, dp and tp");
