@@ -25,7 +25,9 @@ Status checkPlanSettings(const plan::Plan &plan);
 
 /// One program's order: a TEMPORARY, LOSS or OUTPUT buffer is read only after
 /// an instruction wrote bytes of it (plans leave views implicit: a reshape's
-/// result, a gradient inside its bucket, are other buffers' bytes), and a
+/// result, a gradient inside its bucket, are other buffers' bytes); no
+/// instruction writes over a PARAMETER, OPTIMIZER_STATE, RUNNING_STAT or
+/// CONSTANT buffer other than itself, and no two of those share bytes; a
 /// training program has instructions; the INPUT/TARGET buffers of each
 /// binding cover [0, global_batch / dp) once. Instruction operands must exist
 /// (checked before).
