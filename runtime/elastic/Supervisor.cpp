@@ -16,6 +16,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdarg>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -223,15 +224,15 @@ int Supervisor::runAttempt(const std::vector<std::string> &cmd, int64_t n,
       std::string text = readText(opts.hostfile);
       if (text != hostfileText) {
         StatusOr<std::vector<Host>> found = parseHostfile(text, opts.hostfile);
-        int64_t now =
+        int64_t offered =
             found ? usableDevices(opts.cluster, perNode(),
                                   std::min(totalSlots(*found),
                                            opts.np > 0 ? opts.np : INT64_MAX))
                   : n;
-        if (found && now != n) {
+        if (found && offered != n) {
           say("the hostfile now offers %lld device(s); stopping the %lld "
               "rank(s) to restart on them from the newest checkpoint",
-              static_cast<long long>(now), static_cast<long long>(n));
+              static_cast<long long>(offered), static_cast<long long>(n));
           kill(pid, SIGTERM);
           signalled = true;
           resized = true;
@@ -313,6 +314,13 @@ int Supervisor::run() {
     }
     if (resized)
       continue;
+    bool anyStarted = false;
+    for (int64_t rank = 0; rank < *n; ++rank)
+      anyStarted |= readRecord(dir, rank).has_value();
+    if (!anyStarted)
+      return fail(makeError("mpirun started no rank (exit status %d, its "
+                            "output above); check --mpirun and --mpirun-arg",
+                            status));
     std::vector<LostRank> lost = lostRanks(dir, *n);
     if (lost.empty()) {
       std::fprintf(stderr,

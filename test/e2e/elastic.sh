@@ -13,8 +13,8 @@
 # - A hostfile that grows from 2 to 3 slots while the job runs: restarted on
 #   3 ranks, within 1e-5.
 # - Ranks that fail of their own (a token outside the vocabulary) are not
-#   restarted: loom-run's error, then the launcher's one line; and its flags'
-#   misuse is refused in one line.
+#   restarted: loom-run's error, then the launcher's one line; nor is an
+#   mpirun that starts no rank; and its flags' misuse is refused in one line.
 source "$(dirname "$0")/lib.sh"
 
 $PY "$MODELS/hf_models.py" --model gpt2 --out . --batch 12 > /dev/null
@@ -122,4 +122,6 @@ expect_error "--cluster takes a preset's name without a count" "$LOOM_BIN/loom-e
   --cluster cpu:2 --model model.onnx --steps 3 --checkpoint-dir x
 expect_error "how many devices?" "$LOOM_BIN/loom-elastic" --model model.onnx --steps 3 \
   --checkpoint-dir x
+# A launcher that starts no rank is not a lost rank: no restart.
+expect_error "mpirun started no rank" elastic nostart --np 2 --mpirun-arg=--no-such-flag
 echo "elastic: ok"
