@@ -228,11 +228,39 @@ std::vector<int64_t> listCheckpoints(const std::string &dir) {
 
 namespace {
 
+/// The chunk checksums of a block (none for a block of one chunk).
+int64_t listedChunks(int64_t blockBytes) {
+  int64_t n = chunkCount(blockBytes);
+  return n > 1 ? n : 0;
+}
+
+/// Where each block's chunk checksums start among its rank's, by rank and
+/// `indexInRank`, in `starts`; returns the most any rank has.
+int64_t chunkStarts(const CheckpointLayout &layout,
+                    std::vector<std::vector<int64_t>> &starts) {
+  starts.assign(layout.blocksPerRank.size(), {});
+  for (size_t r = 0; r < starts.size(); ++r)
+    starts[r].assign(static_cast<size_t>(layout.blocksPerRank[r]) + 1, 0);
+  for (const CheckpointTensor &t : layout.tensors)
+    for (const CheckpointBlock &b : t.blocks)
+      starts[b.rank][b.indexInRank + 1] = listedChunks(b.sizeBytes);
+  int64_t most = 0;
+  for (std::vector<int64_t> &s : starts) {
+    for (size_t i = 1; i < s.size(); ++i)
+      s[i] += s[i - 1];
+    most = std::max(most, s.back());
+  }
+  return most;
+}
+
 /// Writes rank `me`'s blocks of `layout` to `path` in file order, keeping
-/// each one's checksum at its index among them in `sums`.
+/// each one's checksum at its index among them in `sums`, and its chunks'
+/// at `starts[me][index]` on in `chunkSums`.
 Status writeBlocks(const Executor &exec, const CheckpointLayout &layout,
                    const std::string &path, const std::string &what, int me,
-                   std::vector<uint64_t> &sums) {
+                   std::vector<uint64_t> &sums,
+                   const std::vector<std::vector<int64_t>> &starts,
+                   std::vector<uint64_t> &chunkSums) {
   SyncedFile file;
   LOOM_RETURN_IF_ERROR(file.create(path));
   for (const CheckpointTensor &t : layout.tensors)
@@ -245,9 +273,16 @@ Status writeBlocks(const Executor &exec, const CheckpointLayout &layout,
                          "says %lld",
                          what.c_str(), t.key.describe().c_str(), me,
                          value.bytes.size(), (long long)b.sizeBytes);
+      const char *data = reinterpret_cast<const char *>(value.bytes.data());
       sums[static_cast<size_t>(b.indexInRank)] =
-          fnv1a64({reinterpret_cast<const char *>(value.bytes.data()),
-                   value.bytes.size()});
+          fnv1a64({data, value.bytes.size()});
+      int64_t first = starts[me][b.indexInRank];
+      for (int64_t c = 0; c < listedChunks(b.sizeBytes); ++c) {
+        int64_t begin = c * kChunkBytes;
+        int64_t end = std::min(b.sizeBytes, begin + kChunkBytes);
+        chunkSums[static_cast<size_t>(first + c)] =
+            fnv1a64({data + begin, static_cast<size_t>(end - begin)});
+      }
       LOOM_RETURN_IF_ERROR(file.append(value.bytes.data(), value.bytes.size()));
     }
   return file.close();
@@ -274,15 +309,22 @@ Status saveCheckpoint(const Session &session, Communicator &world,
   int maxBlocks = std::max(1, *std::max_element(layout->blocksPerRank.begin(),
                                                 layout->blocksPerRank.end()));
   std::vector<uint64_t> sums(static_cast<size_t>(maxBlocks), 0);
+  std::vector<std::vector<int64_t>> starts;
+  int64_t maxChunks = std::max<int64_t>(1, chunkStarts(*layout, starts));
+  std::vector<uint64_t> chunkSums(static_cast<size_t>(maxChunks), 0);
   Status wrote = Status::ok();
   if (layout->blocksPerRank[me] > 0)
     wrote = writeBlocks(exec, *layout, partial + "/" + rankFileName(me), final,
-                        me, sums);
+                        me, sums, starts, chunkSums);
   LOOM_RETURN_IF_ERROR(agreeOnError(world, wrote));
 
   std::vector<uint64_t> all(sums.size() * static_cast<size_t>(world.size()));
   LOOM_RETURN_IF_ERROR(world.allGather(sums.data(), all.data(),
                                        maxBlocks * int64_t(sizeof(uint64_t))));
+  std::vector<uint64_t> allChunks(chunkSums.size() *
+                                  static_cast<size_t>(world.size()));
+  LOOM_RETURN_IF_ERROR(world.allGather(chunkSums.data(), allChunks.data(),
+                                       maxChunks * int64_t(sizeof(uint64_t))));
   Status published = Status::ok();
   if (me == 0) {
     checkpoint::Manifest manifest;
@@ -308,6 +350,13 @@ Status saveCheckpoint(const Session &session, Communicator &world,
         block->set_size_bytes(b.sizeBytes);
         block->set_checksum(checksumText(
             all[static_cast<size_t>(b.rank) * maxBlocks + b.indexInRank]));
+        if (int64_t n = listedChunks(b.sizeBytes); n > 0) {
+          block->set_chunk_bytes(kChunkBytes);
+          size_t first = static_cast<size_t>(b.rank * maxChunks +
+                                             starts[b.rank][b.indexInRank]);
+          for (int64_t c = 0; c < n; ++c)
+            block->add_chunk_checksums(checksumText(allChunks[first + c]));
+        }
         for (const std::vector<ShardSegment> &segments : b.layout.dims) {
           checkpoint::BlockDim *dim = block->add_dims();
           for (const ShardSegment &s : segments) {
@@ -337,7 +386,7 @@ StatusOr<ShardLayout> blockShard(const checkpoint::Block &b,
   layout.global = global;
   layout.dims.resize(global.size());
   for (size_t d = 0; d < global.size(); ++d) {
-    int64_t local = 0;
+    int64_t local = 0, end = 0;
     for (const checkpoint::Run &r : b.dims(static_cast<int>(d)).runs()) {
       if (r.start() < 0 || r.length() <= 0 || r.start() > global[d] ||
           r.length() > global[d] - r.start())
@@ -345,6 +394,15 @@ StatusOr<ShardLayout> blockShard(const checkpoint::Block &b,
                          "lies outside its size %lld",
                          what.c_str(), (long long)r.start(),
                          (long long)r.length(), d, (long long)global[d]);
+      // Increasing and disjoint, as written: a block then holds each
+      // element once, and its shape fits the tensor's.
+      if (r.start() < end)
+        return makeError("%s: a block's run [%lld, +%lld) of dimension %zu "
+                         "starts before the end %lld of the run before it "
+                         "(an edited or damaged manifest)",
+                         what.c_str(), (long long)r.start(),
+                         (long long)r.length(), d, (long long)end);
+      end = r.start() + r.length();
       layout.dims[d].push_back({r.start(), local, r.length()});
       local += r.length();
     }
@@ -372,65 +430,148 @@ bool overlaps(const ShardLayout &a, const ShardLayout &b) {
   return true;
 }
 
-/// The checkpoint's files, opened once each.
-class BlockReader {
-public:
-  explicit BlockReader(std::string folder) : folder(std::move(folder)) {}
-  ~BlockReader() {
-    for (auto &[name, fd] : fds)
-      ::close(fd);
+} // namespace
+
+CheckpointFiles::~CheckpointFiles() {
+  for (auto &[name, fd] : fds)
+    ::close(fd);
+}
+
+StatusOr<int> CheckpointFiles::open(const checkpoint::Block &b,
+                                    const std::string &what) {
+  const std::string &name = b.file();
+  if (name.empty() || name.find('/') != std::string::npos || name == "." ||
+      name == "..")
+    return makeError("%s: a block names the file '%s'; blocks lie in "
+                     "files of the checkpoint's folder",
+                     what.c_str(), name.c_str());
+  std::string path = folder + "/" + name;
+  auto it = fds.find(name);
+  if (it == fds.end()) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+      return makeError("%s: cannot open '%s': %s", what.c_str(), path.c_str(),
+                       std::strerror(errno));
+    it = fds.emplace(name, fd).first;
   }
-  /// The bytes of `b`, checked against its checksum.
-  StatusOr<std::vector<uint8_t>> read(const checkpoint::Block &b,
-                                      const std::string &what) {
-    const std::string &name = b.file();
-    if (name.empty() || name.find('/') != std::string::npos || name == "." ||
-        name == "..")
-      return makeError("%s: a block names the file '%s'; blocks lie in "
-                       "files of the checkpoint's folder",
-                       what.c_str(), name.c_str());
-    std::string path = folder + "/" + name;
-    auto it = fds.find(name);
-    if (it == fds.end()) {
-      int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-      if (fd < 0)
-        return makeError("%s: cannot open '%s': %s", what.c_str(), path.c_str(),
-                         std::strerror(errno));
-      it = fds.emplace(name, fd).first;
-    }
-    struct stat st;
-    if (::fstat(it->second, &st) != 0 || b.offset() < 0 ||
-        b.offset() > st.st_size || b.size_bytes() > st.st_size - b.offset())
-      return makeError("%s: '%s' is %lld bytes, too short for a block of "
-                       "%lld at %lld (a cut or damaged checkpoint)",
-                       what.c_str(), path.c_str(), (long long)st.st_size,
-                       (long long)b.size_bytes(), (long long)b.offset());
-    std::vector<uint8_t> bytes(static_cast<size_t>(b.size_bytes()));
-    size_t done = 0;
-    while (done < bytes.size()) {
-      ssize_t n = ::pread(it->second, bytes.data() + done, bytes.size() - done,
+  struct stat st;
+  if (::fstat(it->second, &st) != 0 || b.offset() < 0 ||
+      b.offset() > st.st_size || b.size_bytes() < 0 ||
+      b.size_bytes() > st.st_size - b.offset())
+    return makeError("%s: '%s' is %lld bytes, too short for a block of "
+                     "%lld at %lld (a cut or damaged checkpoint)",
+                     what.c_str(), path.c_str(), (long long)st.st_size,
+                     (long long)b.size_bytes(), (long long)b.offset());
+  return it->second;
+}
+
+StatusOr<std::vector<uint8_t>>
+CheckpointFiles::read(const checkpoint::Block &b,
+                      const std::vector<bool> &chunks,
+                      const std::string &what) {
+  LOOM_ASSIGN_OR_RETURN(int fd, open(b, what));
+  std::string path = folder + "/" + b.file();
+  std::vector<uint8_t> bytes(static_cast<size_t>(b.size_bytes()));
+  // [begin, end) of the block, checked against `expected`.
+  auto readRange = [&](int64_t begin, int64_t end, const std::string &expected,
+                       const std::string &which) -> Status {
+    int64_t done = begin;
+    while (done < end) {
+      ssize_t n = ::pread(fd, bytes.data() + done, end - done,
                           b.offset() + static_cast<off_t>(done));
       if (n < 0 && errno == EINTR)
         continue;
       if (n <= 0)
         return makeError("%s: cannot read '%s': %s", what.c_str(), path.c_str(),
                          n == 0 ? "unexpected end" : std::strerror(errno));
-      done += static_cast<size_t>(n);
+      done += n;
     }
+    readBytes += end - begin;
     std::string sum = checksumText(
-        fnv1a64({reinterpret_cast<const char *>(bytes.data()), bytes.size()}));
-    if (sum != b.checksum())
-      return makeError("%s: the block at byte %lld of '%s' has checksum %s, "
+        fnv1a64({reinterpret_cast<const char *>(bytes.data() + begin),
+                 static_cast<size_t>(end - begin)}));
+    if (sum != expected)
+      return makeError("%s: the %s at byte %lld of '%s' has checksum %s, "
                        "the manifest says %s (a damaged checkpoint)",
-                       what.c_str(), (long long)b.offset(), path.c_str(),
-                       sum.c_str(), b.checksum().c_str());
+                       what.c_str(), which.c_str(),
+                       (long long)(b.offset() + begin), path.c_str(),
+                       sum.c_str(), expected.c_str());
+    return Status::ok();
+  };
+  bool partial = !chunks.empty() &&
+                 std::find(chunks.begin(), chunks.end(), false) != chunks.end();
+  if (!partial) {
+    LOOM_RETURN_IF_ERROR(readRange(0, b.size_bytes(), b.checksum(), "block"));
     return bytes;
   }
+  int64_t count = chunkCount(b.size_bytes());
+  if (b.chunk_bytes() != kChunkBytes || b.chunk_checksums_size() != count ||
+      static_cast<int64_t>(chunks.size()) != count)
+    return makeError("%s: the block at byte %lld of '%s' lists %d chunk "
+                     "checksum(s) of %lld bytes; a block of %lld bytes has "
+                     "%lld of %lld (an edited or damaged manifest)",
+                     what.c_str(), (long long)b.offset(), path.c_str(),
+                     b.chunk_checksums_size(), (long long)b.chunk_bytes(),
+                     (long long)b.size_bytes(), (long long)count,
+                     (long long)kChunkBytes);
+  for (int64_t c = 0; c < count; ++c)
+    if (chunks[c])
+      LOOM_RETURN_IF_ERROR(readRange(
+          c * kChunkBytes, std::min(b.size_bytes(), (c + 1) * kChunkBytes),
+          b.chunk_checksums(static_cast<int>(c)), "chunk"));
+  return bytes;
+}
 
-private:
-  std::string folder;
-  std::map<std::string, int> fds;
-};
+int64_t chunkCount(int64_t blockBytes) {
+  return blockBytes <= kChunkBytes
+             ? 1
+             : (blockBytes + kChunkBytes - 1) / kChunkBytes;
+}
+
+Status loadShard(const checkpoint::Tensor &t, const ShardLayout &mine,
+                 int64_t elemBytes, const BlockReadFn &read, void *dst,
+                 int rank, const std::string &what) {
+  // Blocks that overlap each other could add up to the right count and
+  // leave elements unwritten: the shard's elements are counted once each.
+  std::vector<uint8_t> written(static_cast<size_t>(numElements(mine.local)));
+  std::vector<uint8_t> ones; // over `mine`, made when a block has chunks
+  int64_t total = 0;
+  for (const checkpoint::Block &block : t.blocks()) {
+    LOOM_ASSIGN_OR_RETURN(ShardLayout shard,
+                          blockShard(block, mine.global, elemBytes, what));
+    total += numElements(shard.local);
+    if (!overlaps(shard, mine))
+      continue;
+    // The chunks holding elements of `mine`, when the block has chunks.
+    std::vector<bool> chunks;
+    if (block.chunk_checksums_size() > 0) {
+      std::vector<uint8_t> need(static_cast<size_t>(numElements(shard.local)));
+      if (ones.empty())
+        ones.assign(static_cast<size_t>(numElements(mine.local)), 1);
+      copyShardToShard(mine, ones.data(), shard, need.data(), 1);
+      int64_t perChunk = kChunkBytes / elemBytes;
+      chunks.assign(static_cast<size_t>(chunkCount(block.size_bytes())), false);
+      for (size_t e = 0; e < need.size(); ++e)
+        if (need[e] && static_cast<size_t>(e / perChunk) < chunks.size())
+          chunks[e / perChunk] = true;
+    }
+    LOOM_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, read(block, chunks));
+    copyShardToShard(shard, bytes.data(), mine, dst, elemBytes);
+    std::vector<uint8_t> ones(static_cast<size_t>(numElements(shard.local)), 1);
+    copyShardToShard(shard, ones.data(), mine, written.data(), 1);
+  }
+  int64_t covered = std::count(written.begin(), written.end(), 1);
+  if (total != numElements(mine.global) || covered != numElements(mine.local))
+    return makeError("%s: its blocks hold %lld of its %lld elements and %lld "
+                     "of the %lld of rank %d's shard (a missing or damaged "
+                     "block list)",
+                     what.c_str(), (long long)total,
+                     (long long)numElements(mine.global), (long long)covered,
+                     (long long)numElements(mine.local), rank);
+  return Status::ok();
+}
+
+namespace {
 
 /// Checks that the manifest holds exactly the tensors of `plan`.
 Status checkSameModel(const checkpoint::Manifest &manifest,
@@ -527,7 +668,7 @@ StatusOr<TrainingPosition> loadCheckpoint(Session &session,
   Executor &exec = session.executor();
   std::vector<int64_t> sizes = meshSizes(plan);
   std::vector<int64_t> coords = meshCoordinates(exec.rank(), sizes);
-  BlockReader reader(path);
+  CheckpointFiles files(path);
   for (const plan::Buffer &b : exec.program().buffers()) {
     if (!isCheckpointed(b))
       continue;
@@ -535,31 +676,16 @@ StatusOr<TrainingPosition> loadCheckpoint(Session &session,
     const checkpoint::Tensor &t = *tensors.at(key);
     std::string what = path + ": " + key.describe();
     ShardLayout mine = shardLayout(b, sizes, coords);
-    int64_t elemBytes = dtypeSize(b.dtype());
     HostTensor value(b.dtype() == plan::I64 ? ElemType::I64 : ElemType::F32,
                      mine.local);
-    int64_t covered = 0, total = 0;
-    for (const checkpoint::Block &block : t.blocks()) {
-      StatusOr<ShardLayout> shard =
-          blockShard(block, mine.global, elemBytes, what);
-      if (!shard.isOk())
-        return fail(shard.status());
-      total += numElements(shard->local);
-      if (!overlaps(*shard, mine))
-        continue;
-      StatusOr<std::vector<uint8_t>> bytes = reader.read(block, what);
-      if (!bytes.isOk())
-        return fail(bytes.status());
-      covered += copyShardToShard(*shard, bytes->data(), mine,
-                                  value.bytes.data(), elemBytes);
-    }
-    if (total != numElements(mine.global) || covered != numElements(mine.local))
-      return fail(makeError(
-          "%s: its blocks hold %lld of its %lld elements "
-          "and %lld of the %lld of rank %d's shard (a "
-          "missing or damaged block list)",
-          what.c_str(), (long long)total, (long long)numElements(mine.global),
-          (long long)covered, (long long)numElements(mine.local), exec.rank()));
+    auto read = [&](const checkpoint::Block &block,
+                    const std::vector<bool> &chunks) {
+      return files.read(block, chunks, what);
+    };
+    if (Status s = loadShard(t, mine, dtypeSize(b.dtype()), read,
+                             value.bytes.data(), exec.rank(), what);
+        !s)
+      return fail(s);
     if (Status s = exec.writeBuffer(b, value); !s)
       return fail(s.withContext(what));
   }

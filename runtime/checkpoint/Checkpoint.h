@@ -18,11 +18,14 @@
 #define LOOM_RUNTIME_CHECKPOINT_CHECKPOINT_H
 
 #include "runtime/Session.h"
+#include "runtime/ShardLayout.h"
+#include "runtime/checkpoint/checkpoint.pb.h"
 #include "runtime/comm/Communicator.h"
 #include "runtime/support/Status.h"
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -75,6 +78,55 @@ StatusOr<TrainingPosition> loadCheckpoint(Session &session,
                                           const std::string &path,
                                           const TrainingPosition &current,
                                           LoadFailure *failure = nullptr);
+
+/// A block larger than this has a checksum for each chunk of this many
+/// bytes, so a rank that needs part of it reads only the chunks holding
+/// that part (a multiple of every element size).
+constexpr int64_t kChunkBytes = int64_t(4) << 20;
+
+/// The chunks of a block (kChunkBytes each, the last may be shorter).
+int64_t chunkCount(int64_t blockBytes);
+
+/// Reads one block of a checkpoint's tensor: with `chunks` empty all of it
+/// (checked against the block's checksum), else a buffer of the block's
+/// size in which the chunks marked true are read and checked against their
+/// own checksums (the rest left zero).
+using BlockReadFn = std::function<StatusOr<std::vector<uint8_t>>(
+    const checkpoint::Block &, const std::vector<bool> &chunks)>;
+
+/// The files of a checkpoint folder, opened once each: reads blocks as
+/// BlockReadFn says, `what` prefixing errors. Names outside the folder,
+/// blocks past a file's end and checksum mismatches are one-line errors.
+class CheckpointFiles {
+public:
+  explicit CheckpointFiles(std::string folder) : folder(std::move(folder)) {}
+  CheckpointFiles(const CheckpointFiles &) = delete;
+  CheckpointFiles &operator=(const CheckpointFiles &) = delete;
+  ~CheckpointFiles();
+  StatusOr<std::vector<uint8_t>> read(const checkpoint::Block &b,
+                                      const std::vector<bool> &chunks,
+                                      const std::string &what);
+  /// Bytes read so far.
+  int64_t bytesRead() const { return readBytes; }
+
+private:
+  StatusOr<int> open(const checkpoint::Block &b, const std::string &what);
+  std::string folder;
+  std::map<std::string, int> fds;
+  int64_t readBytes = 0;
+};
+
+/// The part of `loadCheckpoint` that needs no session, for one tensor:
+/// checks each block of the manifest's tensor `t` against its global shape
+/// `mine.global` (runs inside it, the size they give at `elemBytes` an
+/// element), reads with `read` the blocks that overlap the shard `mine` (of
+/// a block with chunk checksums, only the chunks holding elements of
+/// `mine`) and copies them into `dst` (C order, shape `mine.local`). Errors
+/// (one line, prefixed with `what`) when a block does not fit, or the blocks do
+/// not hold the tensor's elements, and those of `rank`'s shard, once.
+Status loadShard(const checkpoint::Tensor &t, const ShardLayout &mine,
+                 int64_t elemBytes, const BlockReadFn &read, void *dst,
+                 int rank, const std::string &what);
 
 /// `--resume`: loads the newest checkpoint of `dir` that every rank can
 /// load, passing each one that fails (`warn` is called on rank 0 with its

@@ -137,6 +137,31 @@ loom_run_np 2 p2.loomplan "${data[@]}" --steps 30 --checkpoint-dir ckk --resume 
   --metrics rk.jsonl
 same_as_reference rk.jsonl 11
 
+# A block larger than a chunk (4 MiB): an MLP's 1200x1000 weight saved by one
+# rank, its chunks' checksums in the manifest; two tp ranks each read the
+# chunks of their half and continue as the uninterrupted run does.
+mkdir -p big && $PY "$MODELS/mlp.py" --out big --sizes 16,1200,1000,4 --samples 64 \
+  --seed 1 > /dev/null
+bigopts=(--global-batch 8 --optimizer adamw --lr 1e-3 --quiet)
+loomc big/model.onnx --cluster cpu:1 "${bigopts[@]}" -o big1.loomplan
+loomc big/model.onnx --cluster cpu:2 --force tp=2 "${bigopts[@]}" -o big2.loomplan
+bigdata=(--data x=big/x.npy --data target=big/target.npy)
+loom_run big1.loomplan "${bigdata[@]}" --steps 6 --metrics big-m1.jsonl
+perturbed bigpert big/model.onnx
+loom_run big1.loomplan --model bigpert/model.onnx "${bigdata[@]}" --steps 6 \
+  --metrics bigpert/m1.jsonl
+loom_run big1.loomplan "${bigdata[@]}" --steps 3 --checkpoint-dir bigck --metrics big-r.jsonl
+$PY - bigck/step-00000003/manifest.json <<'PY' || fail "no chunk checksums"
+import json, sys
+m = json.load(open(sys.argv[1]))
+chunked = [b for t in m['tensors'] for b in t['blocks'] if b.get('chunk_checksums')]
+assert chunked and all(len(b['chunk_checksums']) == 2 for b in chunked), chunked
+PY
+loom_run_np 2 big2.loomplan "${bigdata[@]}" --steps 6 --checkpoint-dir bigck --resume \
+  --metrics big-r.jsonl
+$PY "$MODELS/compare.py" --metrics big-r.jsonl --metrics2 big-m1.jsonl --first-step 4 \
+  --rtol 1e-5 --sensitivity bigpert/m1.jsonl
+
 # The data position is in whole batches: another global batch is refused.
 loomc model.onnx --cluster cpu:2 --global-batch 6 --optimizer adamw --lr 1e-3 \
   -o p2b6.loomplan --quiet

@@ -11,7 +11,9 @@
 #include "runtime/checkpoint/Checkpoint.h"
 #include "ShardedModel.h"
 #include "runtime/comm/ThreadCommunicator.h"
+#include "runtime/support/Checksum.h"
 
+#include <cstring>
 #include <filesystem>
 
 using namespace loom::runtime;
@@ -269,6 +271,121 @@ TEST_F(CheckpointTest, KeepsTheNewestAndIgnoresAKilledWritersFolder) {
   // The same step again (a run resumed from before it) replaces it.
   save(plan, 30, {}, 0, 2);
   EXPECT_EQ(listCheckpoints(ckpt()), (std::vector<int64_t>{30, 20}));
+}
+
+} // namespace
+
+namespace {
+
+namespace checkpoint = loom::checkpoint;
+
+/// A block holding the whole of a tensor of `rows` rows of one chunk each.
+checkpoint::Tensor rowsOfOneChunk(int64_t rows) {
+  checkpoint::Tensor t;
+  t.set_dtype(plan::F32);
+  t.add_global_shape(rows);
+  t.add_global_shape(kChunkBytes / 4);
+  checkpoint::Block *b = t.add_blocks();
+  b->set_file("rank-00000.bin");
+  b->set_size_bytes(rows * kChunkBytes);
+  b->set_chunk_bytes(kChunkBytes);
+  for (int64_t r = 0; r < rows; ++r)
+    b->add_chunk_checksums("fnv1a64:0");
+  b->add_dims()->add_runs()->set_length(rows);
+  b->add_dims()->add_runs()->set_length(kChunkBytes / 4);
+  return t;
+}
+
+TEST(CheckpointChunksTest, AShardReadsOnlyTheChunksThatHoldIt) {
+  checkpoint::Tensor t = rowsOfOneChunk(4);
+  int64_t cols = kChunkBytes / 4;
+  // Rows 1 and 2 of 4: the second and third chunks.
+  ShardLayout mine;
+  mine.global = {4, cols};
+  mine.local = {2, cols};
+  mine.dims = {{{1, 0, 2}}, {{0, 0, cols}}};
+  std::vector<std::vector<bool>> asked;
+  auto read =
+      [&](const checkpoint::Block &b,
+          const std::vector<bool> &chunks) -> StatusOr<std::vector<uint8_t>> {
+    asked.push_back(chunks);
+    std::vector<float> rows(static_cast<size_t>(4 * cols));
+    for (size_t i = 0; i < rows.size(); ++i)
+      rows[i] = static_cast<float>(i / cols);
+    std::vector<uint8_t> bytes(static_cast<size_t>(b.size_bytes()));
+    std::memcpy(bytes.data(), rows.data(), bytes.size());
+    return bytes;
+  };
+  std::vector<float> dst(static_cast<size_t>(2 * cols), -1);
+  ASSERT_TRUE(loadShard(t, mine, 4, read, dst.data(), 1, "t").isOk());
+  ASSERT_EQ(asked.size(), 1u);
+  EXPECT_EQ(asked[0], (std::vector<bool>{false, true, true, false}));
+  EXPECT_EQ(dst.front(), 1.0f);
+  EXPECT_EQ(dst.back(), 2.0f);
+
+  // The whole tensor asks for every chunk (read whole, one checksum).
+  ShardLayout whole;
+  whole.global = whole.local = {4, cols};
+  whole.dims = {{{0, 0, 4}}, {{0, 0, cols}}};
+  std::vector<float> all(static_cast<size_t>(4 * cols));
+  ASSERT_TRUE(loadShard(t, whole, 4, read, all.data(), 0, "t").isOk());
+  EXPECT_EQ(asked.back(), std::vector<bool>(4, true));
+}
+
+TEST_F(CheckpointTest, ChunksNotReadAreNotChecked) {
+  // A file of three chunks and a bit, as a block with its checksums.
+  fs::create_directories(ckpt());
+  int64_t size = 3 * kChunkBytes + 4096;
+  std::vector<char> bytes(static_cast<size_t>(size));
+  for (size_t i = 0; i < bytes.size(); ++i)
+    bytes[i] = static_cast<char>(i * 7 + i / 4099);
+  std::ofstream(ckpt() + "/rank-00000.bin", std::ios::binary)
+      .write(bytes.data(), size);
+  checkpoint::Block b;
+  b.set_file("rank-00000.bin");
+  b.set_size_bytes(size);
+  b.set_checksum(checksumText(fnv1a64({bytes.data(), bytes.size()})));
+  b.set_chunk_bytes(kChunkBytes);
+  ASSERT_EQ(chunkCount(size), 4);
+  for (int64_t c = 0; c < 4; ++c) {
+    int64_t end = std::min(size, (c + 1) * kChunkBytes);
+    b.add_chunk_checksums(
+        checksumText(fnv1a64({bytes.data() + c * kChunkBytes,
+                              static_cast<size_t>(end - c * kChunkBytes)})));
+  }
+  std::vector<bool> lastTwo = {false, false, true, true};
+  {
+    CheckpointFiles files(ckpt());
+    auto got = files.read(b, lastTwo, "t");
+    ASSERT_TRUE(got.isOk()) << got.status().message();
+    EXPECT_EQ(files.bytesRead(), kChunkBytes + 4096);
+    EXPECT_EQ(std::memcmp(bytes.data() + 2 * kChunkBytes,
+                          got->data() + 2 * kChunkBytes,
+                          static_cast<size_t>(size - 2 * kChunkBytes)),
+              0);
+  }
+  // A flipped byte in the first chunk: the last two still read; the whole
+  // block and the first chunk do not.
+  flipByte(ckpt() + "/rank-00000.bin", 100);
+  CheckpointFiles files(ckpt());
+  EXPECT_TRUE(files.read(b, lastTwo, "t").isOk());
+  auto whole = files.read(b, {}, "t");
+  ASSERT_FALSE(whole.isOk());
+  EXPECT_NE(whole.status().message().find("t: the block at byte 0 of"),
+            std::string::npos)
+      << whole.status().message();
+  auto first = files.read(b, {true, false, false, false}, "t");
+  ASSERT_FALSE(first.isOk());
+  EXPECT_NE(first.status().message().find("t: the chunk at byte 0 of"),
+            std::string::npos)
+      << first.status().message();
+  // Chunk checksums that do not fit the block are an edited manifest.
+  b.mutable_chunk_checksums()->RemoveLast();
+  auto edited = files.read(b, lastTwo, "t");
+  ASSERT_FALSE(edited.isOk());
+  EXPECT_NE(edited.status().message().find("lists 3 chunk checksum(s)"),
+            std::string::npos)
+      << edited.status().message();
 }
 
 } // namespace
