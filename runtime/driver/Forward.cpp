@@ -10,6 +10,7 @@
 
 #include "runtime/Session.h"
 #include "runtime/data/Npy.h"
+#include "runtime/support/Exec.h"
 
 #include <cerrno>
 #include <climits>
@@ -64,14 +65,7 @@ StatusOr<int> runChild(const std::vector<std::string> &args,
     dup2(fds[1], STDERR_FILENO);
     close(fds[0]);
     close(fds[1]);
-    std::vector<char *> argv;
-    for (const std::string &a : args)
-      argv.push_back(const_cast<char *>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(argv[0], argv.data());
-    std::fprintf(stderr, "cannot execute %s: %s\n", argv[0],
-                 std::strerror(errno));
-    _exit(127);
+    execOrExit(args, "loom-run");
   }
   close(fds[1]);
   char buf[4096];

@@ -3,6 +3,7 @@
 
 #include "runtime/elastic/RankRecord.h"
 #include "runtime/support/AtomicFile.h"
+#include "runtime/support/Exec.h"
 
 #include <fcntl.h>
 #include <sys/prctl.h>
@@ -133,7 +134,8 @@ std::vector<LostRank> lostRanks(const std::string &dir, int64_t worldSize) {
   return killed.empty() ? silent : killed;
 }
 
-int runRankWrapper(const std::string &dir, std::vector<std::string> argv) {
+int runRankWrapper(const std::string &dir,
+                   const std::vector<std::string> &argv) {
   RankRecord record;
   record.rank = launcherRank();
   record.host = hostName();
@@ -156,14 +158,7 @@ int runRankWrapper(const std::string &dir, std::vector<std::string> argv) {
     signal(SIGTERM, SIG_DFL);
     signal(SIGINT, SIG_DFL);
     signal(SIGHUP, SIG_DFL);
-    std::vector<char *> args;
-    for (std::string &a : argv)
-      args.push_back(a.data());
-    args.push_back(nullptr);
-    execvp(args[0], args.data());
-    std::fprintf(stderr, "loom-elastic: error: cannot run '%s': %s\n", args[0],
-                 std::strerror(errno));
-    _exit(127);
+    execOrExit(argv, "loom-elastic");
   }
   record.pid = pid;
   std::string path = recordPath(dir, record.rank);

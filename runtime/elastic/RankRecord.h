@@ -51,7 +51,8 @@ std::vector<LostRank> lostRanks(const std::string &dir, int64_t worldSize);
 /// `dir` under this process's MPI rank; returns the exit status to leave
 /// with (128 + the signal for a killed child). Signals that stop the job
 /// (TERM, INT, HUP) are passed on to the child.
-int runRankWrapper(const std::string &dir, std::vector<std::string> argv);
+int runRankWrapper(const std::string &dir,
+                   const std::vector<std::string> &argv);
 
 } // namespace loom::runtime
 

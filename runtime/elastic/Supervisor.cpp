@@ -6,6 +6,7 @@
 #include "runtime/elastic/RankRecord.h"
 #include "runtime/elastic/Slots.h"
 #include "runtime/support/AtomicFile.h"
+#include "runtime/support/Exec.h"
 
 #include <fcntl.h>
 #include <sys/wait.h>
@@ -73,14 +74,7 @@ pid_t spawn(const std::vector<std::string> &argv, const std::string &log) {
       close(fd);
     }
   }
-  std::vector<char *> args;
-  for (const std::string &a : argv)
-    args.push_back(const_cast<char *>(a.c_str()));
-  args.push_back(nullptr);
-  execvp(args[0], args.data());
-  std::fprintf(stderr, "loom-elastic: error: cannot run '%s': %s\n", args[0],
-               std::strerror(errno));
-  _exit(127);
+  execOrExit(argv, "loom-elastic");
 }
 
 /// The exit status of a waited process (128 + signal when killed).
