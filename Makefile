@@ -3,13 +3,19 @@
 #   make check  - install what is missing, build, run every test suite
 #   make fuzz   - build the fuzz targets with clang, ASan and UBSan in $(FUZZ_BUILD)
 #                 and run each for FUZZ_SECONDS (docs/hardening.md)
+#   make check-asan - build with UBSan (and the runtime with ASan) in $(ASAN_BUILD)
+#                 and run the unit and lit suites and the hostile-input e2e tests
 
 BUILD ?= build
 JOBS ?= $(shell nproc)
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 600
+ASAN_BUILD ?= build-asan
+# Open MPI and the BLAS leak at exit by design: leaks are not what this finds.
+ASAN_ENV = ASAN_OPTIONS=detect_leaks=0:abort_on_error=0:detect_container_overflow=0 \
+  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
-.PHONY: demo check build deps fuzz
+.PHONY: demo check build deps fuzz check-asan
 
 deps:
 	@bash scripts/install-deps.sh
@@ -39,3 +45,14 @@ fuzz:
 	  || { cat $(FUZZ_BUILD)/configure.log; exit 1; }
 	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target loom-fuzz
 	@bash test/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
+check-asan: deps
+	@mkdir -p $(ASAN_BUILD)
+	@cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DLOOM_SANITIZE=ON -DLOOM_ENABLE_CUDA=OFF \
+	  -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
+	  -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit >$(ASAN_BUILD)/configure.log 2>&1 \
+	  || { cat $(ASAN_BUILD)/configure.log; exit 1; }
+	@cmake --build $(ASAN_BUILD) -j $(JOBS)
+	@cd $(ASAN_BUILD) && $(ASAN_ENV) ctest --output-on-failure -j $(JOBS) -L 'unit|lit|hostile' \
+	  -E compiler.loomc_links_no_runtime

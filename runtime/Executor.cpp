@@ -657,7 +657,8 @@ HostTensor Executor::readBuffer(const plan::Buffer &b) const {
         t.data<float>()[i] = NAN;
     return t;
   }
-  std::memcpy(t.bytes.data(), bufferData(b), b.size_bytes());
+  if (b.size_bytes() > 0) // a buffer of no bytes has no address
+    std::memcpy(t.bytes.data(), bufferData(b), b.size_bytes());
   return t;
 }
 

@@ -316,11 +316,10 @@ Status checkBuffer(const plan::Plan &plan, const plan::Program &program,
                          "%lld", (long long)batch, (long long)dp);
       int64_t share = batch / dp;
       if (b.shape(0) > share || b.sample_offset() > share - b.shape(0))
-        return makeError("samples [%lld, %lld) exceed a data-parallel "
+        return makeError("samples [%lld, +%lld) exceed a data-parallel "
                          "rank's share of %lld samples (global batch %lld / "
                          "dp = %lld)",
-                         (long long)b.sample_offset(),
-                         (long long)(b.sample_offset() + b.shape(0)),
+                         (long long)b.sample_offset(), (long long)b.shape(0),
                          (long long)share, (long long)batch, (long long)dp);
     }
   }

@@ -80,8 +80,10 @@ inline float fastExp(float x) {
   p = p * r2 + r + 1.0f;
   // 2^n as 2^n1 * 2^n2 with n1 = floor(n / 2): both are normal floats for
   // n in [-150, 129].
+  // (Shifted as unsigned: a NaN's n is garbage, and its result is x.)
   int32_t n1 = ni >> 1, n2 = ni - n1;
-  float s1 = floatOf((n1 + 127) << 23), s2 = floatOf((n2 + 127) << 23);
+  float s1 = floatOf(int32_t(uint32_t(n1 + 127) << 23));
+  float s2 = floatOf(int32_t(uint32_t(n2 + 127) << 23));
   float y = p * s1 * s2;
   return x != x ? x : y;
 }

@@ -263,7 +263,7 @@ TEST(PlanTest, DataBuffers) {
                "INPUT buffer has no binding");
   EXPECT_ERROR(
       [](plan::Plan &p) { prog0(p).mutable_buffers(0)->set_sample_offset(3); },
-      "samples [3, 5) exceed a data-parallel rank's share of 2 samples "
+      "samples [3, +2) exceed a data-parallel rank's share of 2 samples "
       "(global batch 4 / dp = 2)");
   // A micro-batch's offset inside the share is checked without overflow.
   EXPECT_ERROR(
