@@ -42,9 +42,13 @@ mlir::loom::detail::broadcastShapes(ValueRange values) {
 FailureOr<SmallVector<int64_t>>
 mlir::loom::inferReshape(ArrayRef<int64_t> input, ArrayRef<int64_t> spec,
                          std::string &why) {
+  // Sizes from a model file: their products must not wrap.
   int64_t total = 1;
   for (int64_t d : input)
-    total *= d;
+    if (__builtin_mul_overflow(total, d, &total)) {
+      why = "the input has more than 2^63 elements";
+      return failure();
+    }
   SmallVector<int64_t> out;
   int64_t known = 1;
   int inferAt = -1;
@@ -69,7 +73,10 @@ mlir::loom::inferReshape(ArrayRef<int64_t> input, ArrayRef<int64_t> spec,
       why = "negative shape entry " + std::to_string(d);
       return failure();
     }
-    known *= d;
+    if (__builtin_mul_overflow(known, d, &known)) {
+      why = "the shape has more than 2^63 elements";
+      return failure();
+    }
     out.push_back(d);
   }
   if (inferAt >= 0) {

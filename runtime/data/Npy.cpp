@@ -80,6 +80,13 @@ Status parseHeader(const std::string &header, const std::string &what,
                        what.c_str(), num.c_str());
     shape.push_back(v);
   }
+  // Readers multiply sizes in any order (a sample's elements, then the
+  // whole's): the product of those that are not 0 must fit.
+  int64_t elems = 1;
+  for (int64_t d : shape)
+    if (d != 0 && __builtin_mul_overflow(elems, d, &elems))
+      return makeError("%s: shape %s is too large", what.c_str(),
+                       shapeToString(shape).c_str());
   return Status::ok();
 }
 

@@ -11,10 +11,12 @@ set -euo pipefail
 build=$(cd "$1" && pwd); seconds=$2; shift 2
 src=$(cd "$(dirname "$0")" && pwd)
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(plan npy onnx onnxtext)
+[ ${#targets[@]} -gt 0 ] || targets=(plan npy checkpoint onnx onnxtext)
 declare -A seeds=([plan]="$src/seeds/plan" [npy]="$src/seeds/npy"
+                  [checkpoint]="$src/seeds/checkpoint"
                   [onnx]="$src/seeds/onnx" [onnxtext]="$src/../Frontend")
-declare -A maxlen=([plan]=65536 [npy]=4096 [onnx]=65536 [onnxtext]=16384)
+declare -A maxlen=([plan]=65536 [npy]=4096 [checkpoint]=16384 [onnx]=65536
+                   [onnxtext]=16384)
 failed=0
 for t in "${targets[@]}"; do
   bin="$build/bin/loom-fuzz-$t"
