@@ -50,16 +50,18 @@ std::string shapeToString(const std::vector<int64_t> &shape) {
 HostTensor HostTensor::fromF32(std::vector<int64_t> shape,
                                const std::vector<float> &values) {
   HostTensor t(ElemType::F32, std::move(shape));
-  std::memcpy(t.bytes.data(), values.data(),
-              std::min(t.bytes.size(), values.size() * sizeof(float)));
+  size_t n = std::min(t.bytes.size(), values.size() * sizeof(float));
+  if (n > 0) // an empty tensor's or vector's data() may be null
+    std::memcpy(t.bytes.data(), values.data(), n);
   return t;
 }
 
 HostTensor HostTensor::fromI64(std::vector<int64_t> shape,
                                const std::vector<int64_t> &values) {
   HostTensor t(ElemType::I64, std::move(shape));
-  std::memcpy(t.bytes.data(), values.data(),
-              std::min(t.bytes.size(), values.size() * sizeof(int64_t)));
+  size_t n = std::min(t.bytes.size(), values.size() * sizeof(int64_t));
+  if (n > 0) // an empty tensor's or vector's data() may be null
+    std::memcpy(t.bytes.data(), values.data(), n);
   return t;
 }
 
