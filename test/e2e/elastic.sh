@@ -56,7 +56,7 @@ elastic ck --np 4 --metrics killed.jsonl > killed.out 2> killed.err &
 launcher=$!
 records=ck/.elastic/attempt-0
 for _ in $(seq 1 3000); do
-  [ "$(wc -l < killed.jsonl 2> /dev/null || echo 0)" -ge 15 ] && break
+  [ "$(cat killed.jsonl 2> /dev/null | wc -l)" -ge 15 ] && break
   sleep 0.01
 done
 # Every rank is paused while rank 1 is killed, so the step is known.
@@ -93,11 +93,21 @@ same_as_reference damaged.jsonl
 echo "localhost slots=2" > hosts
 elastic grown --hostfile hosts --metrics grown.jsonl > grown.out 2> grown.err &
 launcher=$!
+steps_in() { cat "$1" 2> /dev/null | wc -l; }
 for _ in $(seq 1 3000); do
-  [ "$(wc -l < grown.jsonl 2> /dev/null || echo 0)" -ge 3 ] && break
+  [ "$(steps_in grown.jsonl)" -ge 3 ] && break
   sleep 0.01
 done
+# The ranks are paused until the launcher has seen the new hostfile (it
+# looks once a second), so the job cannot end before.
+pids=$(for r in 0 1; do awk '{print $2}' grown/.elastic/attempt-0/rank-$r; done)
+kill -STOP $pids
 echo "localhost slots=3" > hosts
+for _ in $(seq 1 300); do
+  grep -q "the hostfile now offers" grown.err && break
+  sleep 0.1
+done
+kill -CONT $pids 2> /dev/null || true
 wait $launcher || { cat grown.err; fail "loom-elastic did not finish after the hostfile grew"; }
 grep -q "the hostfile now offers 3 device(s)" grown.err || { cat grown.err; fail "growth not seen"; }
 grep -q "done on 3 rank(s) after 0 restart(s)" grown.err || { cat grown.err; fail "not done on 3"; }
