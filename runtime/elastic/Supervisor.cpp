@@ -256,9 +256,11 @@ int Supervisor::run() {
   for (int sig : {SIGTERM, SIGINT, SIGHUP})
     sigaction(sig, &sa, nullptr);
 
-  std::string self = besideSelf("loom-elastic");
-  if (fs::path p = fs::read_symlink("/proc/self/exe", ec); !ec)
-    self = p.string();
+  // The ranks' wrapper is this very binary.
+  std::string self = fs::read_symlink("/proc/self/exe", ec).string();
+  if (ec)
+    return fail(makeError("cannot find this program (/proc/self/exe): %s",
+                          ec.message().c_str()));
   int64_t restarts = 0;
   for (int64_t attempt = 0;; ++attempt) {
     StatusOr<int64_t> available = availableDevices();
