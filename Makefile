@@ -3,7 +3,7 @@
 #   make check  - install what is missing, build, run every test suite
 #   make fuzz   - build the fuzz targets with clang, ASan and UBSan in $(FUZZ_BUILD)
 #                 and run each for FUZZ_SECONDS (docs/hardening.md)
-#   make check-asan - build with UBSan (and the runtime with ASan) in $(ASAN_BUILD)
+#   make check-asan - build with clang, UBSan and ASan in $(ASAN_BUILD)
 #                 and run the unit and lit suites and the hostile-input e2e tests
 
 BUILD ?= build
@@ -46,9 +46,11 @@ fuzz:
 	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target loom-fuzz
 	@bash test/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
-check-asan: deps
+check-asan:
+	@bash scripts/install-deps.sh --fuzz
 	@mkdir -p $(ASAN_BUILD)
 	@cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
 	  -DLOOM_SANITIZE=ON -DLOOM_ENABLE_CUDA=OFF \
 	  -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
 	  -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit >$(ASAN_BUILD)/configure.log 2>&1 \
