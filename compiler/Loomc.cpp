@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Loomc.h"
+#include "compiler/ModelSpecPlan.h"
 #include "compiler/PlanCost.h"
 #include "compiler/Sbatch.h"
 #include "compiler/Summary.h"
@@ -20,6 +21,7 @@
 #include "passes/RecomputePlan.h"
 #include "passes/planner/Cluster.h"
 #include "passes/planner/PipelineSchedule.h"
+#include "passes/planner/PlanChoice.h"
 #include "runtime/PlanFormat.h"
 #include "runtime/Workspace.h"
 #include "runtime/support/AtomicFile.h"
@@ -67,7 +69,22 @@ struct Options {
   cl::opt<std::string> model{cl::Positional, cl::desc("<model.onnx | model.onnxtext>"),
                              cl::cat(cat)};
   cl::opt<std::string> modelSpec{
-      "model-spec", cl::desc("built-in model spec (gpt:l=..,h=..) - not available yet"),
+      "model-spec",
+      cl::desc("plan a transformer given by its shape instead of a model "
+               "file: gpt:l=LAYERS,h=HIDDEN,a=HEADS,s=SEQ,v=VOCAB[,ffn=N,"
+               "kv_heads=N,arch=gpt|llama]; the joint search chooses dp, tp, "
+               "pp, micro-batches, schedule, ZeRO and recomputation and "
+               "prints the plan (no plan file)"),
+      cl::value_desc("SPEC"), cl::cat(cat)};
+  cl::opt<bool> explain{
+      "explain",
+      cl::desc("with --model-spec: also print what binds the plan, why each "
+               "choice won and the best plan of the next meshes"),
+      cl::cat(cat)};
+  cl::opt<double> searchSeconds{
+      "search-seconds", cl::init(5),
+      cl::desc("with --model-spec: the joint search's time budget; past it "
+               "the best plan found so far wins"),
       cl::cat(cat)};
   cl::opt<std::string> cluster{"cluster", cl::init("cpu:1"),
                                cl::desc("cluster: cpu:N, a100-80g:NxG, h100:NxG, "
@@ -231,53 +248,20 @@ int fail(const llvm::Twine &message) {
 }
 
 llvm::Expected<Forced> parseForce(llvm::StringRef text) {
+  llvm::Expected<planner::ChoicePins> pins = planner::parseChoicePins(text);
+  if (!pins)
+    return pins.takeError();
   Forced f;
-  llvm::SmallVector<llvm::StringRef> items;
-  text.split(items, ',', -1, false);
-  for (llvm::StringRef item : items) {
-    auto [key, value] = item.split('=');
-    auto bad = [&](const llvm::Twine &why) {
-      return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                     "bad --force item '" + item + "': " + why);
-    };
-    if (key == "remat") {
-      if (!parseRematMode(value))
-        return bad("expected none, selective, full or auto");
-      f.remat = value.str();
-      continue;
-    }
-    if (key == "schedule") {
-      if (!planner::parseSchedule(value))
-        return bad("expected gpipe, 1f1b, interleaved or zb-h1");
-      f.schedule = value.str();
-      continue;
-    }
-    int64_t v;
-    if (value.getAsInteger(10, v) || v < 0)
-      return bad("expected a non-negative integer");
-    if ((key == "dp" || key == "tp" || key == "pp" || key == "micro" ||
-         key == "virtual") &&
-        v < 1)
-      return bad("must be at least 1");
-    if (key == "dp")
-      f.dp = v;
-    else if (key == "tp")
-      f.tp = v;
-    else if (key == "pp")
-      f.pp = v;
-    else if (key == "micro")
-      f.micro = v;
-    else if (key == "virtual")
-      f.virtualStages = v;
-    else if (key == "zero") {
-      if (v > 3)
-        return bad("ZeRO stages are 0 to 3");
-      f.zero = v;
-      f.zeroGiven = true;
-    } else
-      return bad("unknown key; expected dp, tp, pp, micro, zero, remat, "
-                 "schedule, virtual");
-  }
+  f.dp = pins->dp.value_or(0);
+  f.tp = pins->tp.value_or(1);
+  f.pp = pins->pp.value_or(1);
+  f.micro = pins->micro.value_or(0);
+  f.virtualStages = pins->chunks.value_or(1);
+  f.zeroGiven = pins->zero.has_value();
+  f.zero = pins->zero.value_or(0);
+  f.remat = pins->remat.value_or("");
+  if (pins->schedule)
+    f.schedule = planner::stringifySchedule(*pins->schedule).str();
   // A schedule orders pipeline stages: without them there is none.
   if (f.pp == 1 && (f.schedule != "1f1b" || f.virtualStages != 1))
     return llvm::createStringError(
@@ -615,8 +599,28 @@ int run(Options &o, Attempt attempt, plan::Plan *planOut) {
     llvm::outs() << listSupportedOnnxOps();
     return 0;
   }
-  if (!o.modelSpec.empty())
-    return fail("--model-spec is not available yet; give an ONNX model");
+  if (!o.modelSpec.empty()) {
+    if (!o.model.empty())
+      return fail("give a model file or --model-spec, not both");
+    if (!o.outputFile.empty() || o.dumpPlan || o.emit != EmitKind::Plan ||
+        !o.emitSbatch.empty())
+      return fail("--model-spec plans by shape and writes no plan or IR; "
+                  "use --plan-only or --summary-json FILE (docs/loomc.md)");
+    ModelSpecOptions spec;
+    spec.spec = o.modelSpec;
+    spec.cluster = o.cluster;
+    spec.precision = o.precision;
+    spec.optimizer = o.optimizer;
+    spec.force = o.force;
+    spec.summaryJson = o.summaryJson;
+    spec.globalBatch = o.globalBatch;
+    spec.searchSeconds = o.searchSeconds;
+    spec.explain = o.explain;
+    spec.quiet = o.quiet;
+    return planModelSpec(spec);
+  }
+  if (o.explain || o.searchSeconds.getNumOccurrences())
+    return fail("--explain and --search-seconds apply to --model-spec only");
   if (o.model.empty())
     return fail("no model given; usage: loomc MODEL.onnx --cluster SPEC "
                 "--global-batch B -o PLAN (see --help)");

@@ -6,7 +6,7 @@ from lit.llvm import llvm_config
 
 config.name = "Loom"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
-config.suffixes = [".mlir", ".onnxtext"]
+config.suffixes = [".mlir", ".onnxtext", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.loom_binary_dir, "test")
 config.excludes = ["unit", "e2e", "fuzz", "models", "Inputs", "lit.cfg.py", "CMakeLists.txt"]

@@ -50,6 +50,19 @@ bool planner::isComputeBound(const OpRecord &op, const Cluster &cluster) {
   return op.flops > 0 && flopTime >= memoryTime;
 }
 
+double planner::gemmSeconds(double m, double n, double k, Precision precision,
+                            const Cluster &cluster,
+                            const KernelEfficiency &efficiency) {
+  auto q = [&](double d) { return d / (d + efficiency.gemmHalfDim); };
+  double share = efficiency.gemmMax * q(m) * q(n) * q(k);
+  double peak = peakFlops(cluster, precision) * share;
+  double elementBytes = precision == Precision::Bf16 ? 2 : 4;
+  double bytes = elementBytes * (m * k + k * n + m * n);
+  double hbm = cluster.hbmGBps * 1e9;
+  return std::max(peak > 0 ? 2 * m * n * k / peak : 0,
+                  hbm > 0 ? bytes / hbm : 0);
+}
+
 double planner::collectiveSeconds(CollectiveKind kind, double bytes,
                                   int64_t groupSize, const Link &link) {
   if (groupSize <= 1)

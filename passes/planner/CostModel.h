@@ -67,6 +67,26 @@ struct CollectiveRecord {
 /// bandwidth); a missing peak or bandwidth drops its term.
 double rooflineSeconds(const OpRecord &op, const Cluster &cluster);
 
+/// What share of the peak a kernel reaches (docs/planner.md, "Kernel
+/// efficiency", gives each constant's source). A matrix product of
+/// m x k by k x n runs at gemmMax x q(m) q(n) q(k), q(d) = d / (d +
+/// gemmHalfDim): large products near the best cuBLAS reaches, a dimension
+/// of one tile at half of it. Attention (FlashAttention-2) runs at its own
+/// share forward and backward.
+struct KernelEfficiency {
+  double gemmMax = 0.8;
+  double gemmHalfDim = 128;
+  double attentionForward = 0.6, attentionBackward = 0.5;
+};
+
+/// Seconds of an m x k by k x n matrix product in `precision`: its FLOPs
+/// (2mnk) at the peak times the efficiency above, or its bytes (each operand
+/// read and the result written once, 2 or 4 bytes an element) at the HBM
+/// bandwidth, whichever is longer.
+double gemmSeconds(double m, double n, double k, Precision precision,
+                   const Cluster &cluster,
+                   const KernelEfficiency &efficiency = {});
+
 /// Whether `op`'s FLOP time is at least its memory time (and it has FLOPs).
 bool isComputeBound(const OpRecord &op, const Cluster &cluster);
 

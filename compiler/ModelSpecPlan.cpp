@@ -1,0 +1,180 @@
+//===- ModelSpecPlan.cpp - loomc --model-spec: plan by shape -----*- C++ -*-===//
+
+#include "compiler/ModelSpecPlan.h"
+#include "passes/planner/JointSearch.h"
+#include "runtime/support/AtomicFile.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir::loom;
+using namespace mlir::loom::planner;
+
+namespace {
+
+int fail(const llvm::Twine &message) {
+  llvm::errs() << "loomc: error: " << message << "\n";
+  return 1;
+}
+
+double gib(int64_t bytes) { return double(bytes) / (1 << 30); }
+
+llvm::json::Object memoryJson(const DeviceMemory &m) {
+  return llvm::json::Object{{"parameters", m.parameters},
+                            {"gradients", m.gradients},
+                            {"optimizer_state", m.optimizerState},
+                            {"activations", m.activations},
+                            {"workspace", m.workspace}};
+}
+
+llvm::json::Object planJson(const RankedPlan &p) {
+  const PlanChoice &c = p.choice;
+  const CandidatePrediction &q = p.prediction;
+  const StepBreakdown &t = q.time;
+  return llvm::json::Object{
+      {"mesh", llvm::json::Object{{"dp", c.dp}, {"tp", c.tp}, {"pp", c.pp}}},
+      {"micro_batch", c.microBatchSize},
+      {"num_micro_batches", c.microBatches},
+      {"schedule", c.pp > 1 ? stringifySchedule(c.schedule).str() : "none"},
+      {"virtual", c.chunks},
+      {"zero_stage", c.zero},
+      {"remat", stringifyRemat(c.remat)},
+      {"step_time_s", q.stepSeconds},
+      {"model_tflops_per_device", q.modelTflopsPerDevice},
+      {"mfu", q.mfu},
+      {"peak_memory_bytes_per_device", q.memory.total()},
+      {"memory_breakdown_bytes_per_device", memoryJson(q.memory)},
+      {"time_breakdown_s",
+       llvm::json::Object{{"compute", t.compute},
+                          {"recompute", t.recompute},
+                          {"pipeline_bubble", t.bubble},
+                          {"tensor_parallel", t.tensorParallel},
+                          {"pipeline_transfers", t.pipelineTransfers},
+                          {"data_parallel_exposed", t.dataParallel},
+                          {"optimizer", t.optimizer}}},
+      {"dominant_cost", t.dominant()}};
+}
+
+void printPlan(llvm::raw_ostream &os, const SearchRequest &r,
+               const SearchResult &s, bool explain) {
+  const RankedPlan &best = s.best;
+  const CandidatePrediction &q = best.prediction;
+  const StepBreakdown &t = q.time;
+  const DeviceMemory &m = q.memory;
+  double usable = r.cluster.usableMemoryBytes() / (1 << 30);
+  bool billions = r.spec.parameters() >= 1000000000;
+  os << "loomc: model spec " << r.spec.text << "\n"
+     << llvm::format("  parameters  %.2f%s (%s)\n",
+                     double(r.spec.parameters()) / (billions ? 1e9 : 1e6),
+                     billions ? "B" : "M",
+                     r.spec.arch == Arch::Gpt ? "gpt" : "llama")
+     << "  cluster     " << r.cluster.spec << " ("
+     << r.cluster.numDevices() << " x " << r.cluster.deviceName
+     << llvm::format(", %.1f GiB usable)\n", usable)
+     << "  plan        " << best.choice.text() << "\n"
+     << llvm::format("  predicted   step %.3f s, %.1f TFLOP/s per device, "
+                     "MFU %.1f%%\n",
+                     q.stepSeconds, q.modelTflopsPerDevice, 100 * q.mfu)
+     << llvm::format("  memory      %.2f GiB per device of %.1f GiB usable "
+                     "(parameters %.2f, gradients %.2f, optimizer %.2f, "
+                     "activations %.2f)\n",
+                     gib(m.total()), usable, gib(m.parameters),
+                     gib(m.gradients), gib(m.optimizerState),
+                     gib(m.activations))
+     << llvm::format("  time        compute %.3f s, recomputation %.3f s, "
+                     "bubble %.3f s, tp %.3f s, stage transfers %.3f s, dp "
+                     "%.3f s, optimizer %.3f s\n",
+                     t.compute, t.recompute, t.bubble, t.tensorParallel,
+                     t.pipelineTransfers, t.dataParallel, t.optimizer)
+     << llvm::format("  search      %lld choices costed (%lld fit, %lld "
+                     "meshes pruned) in %.3f s%s\n",
+                     (long long)s.candidates, (long long)s.feasible,
+                     (long long)s.prunedMeshes, s.seconds,
+                     s.complete ? "" : " (time budget reached: the best so far)");
+  if (!explain)
+    return;
+  os << "  binding     " << s.binding << "\n"
+     << "  dominant    " << t.dominant() << "\n";
+  for (const ChoiceReason &reason : s.reasons)
+    os << "  why         " << reason.dimension << " " << reason.text << "\n";
+  os << "  alternatives (the best plan of each mesh):\n";
+  for (const RankedPlan &p : s.alternatives)
+    os << llvm::format("    %-62s step %9.3f s  MFU %5.1f%%  %6.2f GiB\n",
+                       p.choice.text().c_str(), p.prediction.stepSeconds,
+                       100 * p.prediction.mfu,
+                       gib(p.prediction.memory.total()));
+}
+
+} // namespace
+
+int mlir::loom::planModelSpec(const ModelSpecOptions &o) {
+  SearchRequest r;
+  llvm::Expected<GptSpec> spec = parseModelSpec(o.spec);
+  if (!spec)
+    return fail(llvm::toString(spec.takeError()));
+  r.spec = *spec;
+  llvm::Expected<Cluster> cluster = parseCluster(o.cluster);
+  if (!cluster)
+    return fail(llvm::toString(cluster.takeError()));
+  r.cluster = *cluster;
+  if (o.globalBatch <= 0)
+    return fail("--model-spec needs --global-batch: the samples of a step");
+  r.setup.globalBatch = o.globalBatch;
+  if (o.precision != "fp32" && o.precision != "bf16")
+    return fail("unknown --precision '" + o.precision +
+                "'; expected fp32 or bf16");
+  r.setup.precision = o.precision == "bf16" ? Precision::Bf16 : Precision::Fp32;
+  if (o.optimizer != "adamw" && o.optimizer != "sgd")
+    return fail("unknown --optimizer '" + o.optimizer +
+                "'; expected adamw or sgd");
+  r.setup.optimizerMoments = o.optimizer == "adamw" ? 2 : 0;
+  llvm::Expected<ChoicePins> pins = parseChoicePins(o.force);
+  if (!pins)
+    return fail(llvm::toString(pins.takeError()));
+  r.pins = *pins;
+  if (!(o.searchSeconds > 0))
+    return fail("--search-seconds must be positive");
+  r.timeBudgetSeconds = o.searchSeconds;
+
+  llvm::Expected<SearchResult> found = searchPlan(r);
+  if (!found)
+    return fail(llvm::toString(found.takeError()));
+  if (!o.quiet)
+    printPlan(llvm::outs(), r, *found, o.explain);
+  if (o.summaryJson.empty())
+    return 0;
+
+  llvm::json::Array alternatives, reasons;
+  for (const RankedPlan &p : found->alternatives)
+    alternatives.push_back(planJson(p));
+  for (const ChoiceReason &reason : found->reasons)
+    reasons.push_back(llvm::json::Object{{"choice", reason.dimension},
+                                         {"why", reason.text}});
+  llvm::json::Object plan = planJson(found->best);
+  llvm::json::Object summary{
+      {"model_spec", r.spec.text},
+      {"num_parameters", r.spec.parameters()},
+      {"cluster", r.cluster.spec},
+      {"world_size", r.cluster.numDevices()},
+      {"device_memory_bytes", r.cluster.memoryBytes()},
+      {"device_usable_memory_bytes", r.cluster.usableMemoryBytes()},
+      {"global_batch", r.setup.globalBatch},
+      {"precision", o.precision},
+      {"plan", std::move(plan)},
+      {"binding_constraint", found->binding},
+      {"why", std::move(reasons)},
+      {"alternatives", std::move(alternatives)},
+      {"search",
+       llvm::json::Object{{"candidates", found->candidates},
+                          {"feasible", found->feasible},
+                          {"pruned_meshes", found->prunedMeshes},
+                          {"complete", found->complete},
+                          {"seconds", found->seconds}}}};
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(summary))) << "\n";
+  if (auto s = ::loom::runtime::writeFileAtomically(o.summaryJson, text); !s)
+    return fail(s.message());
+  return 0;
+}
