@@ -90,6 +90,13 @@ struct Options {
                                cl::desc("cluster: cpu:N, a100-80g:NxG, h100:NxG, "
                                         "h200:NxG or a JSON file"),
                                cl::cat(cat)};
+  cl::opt<std::string> calibration{
+      "calibration",
+      cl::desc("replace the cluster's datasheet figures with what loom-run "
+               "--profile measured on this machine (product rate and its "
+               "fall-off with size, memory bandwidth, the all-reduce between "
+               "a node's ranks)"),
+      cl::value_desc("FILE.json"), cl::cat(cat)};
   cl::opt<int64_t> globalBatch{"global-batch", cl::init(0),
                                cl::desc("samples per training step (all ranks)"),
                                cl::cat(cat)};
@@ -424,16 +431,28 @@ double probe(Options &o, Attempt attempt) {
   return rc == 0 ? seconds : std::numeric_limits<double>::infinity();
 }
 
+/// The cluster spec with the calibration file riding on it (`cpu:4@FILE`,
+/// passes/planner/Cluster.h), so that every pass that costs the cluster
+/// reads it.
+std::string clusterSpecOf(const Options &o) {
+  if (o.calibration.empty())
+    return o.cluster;
+  return o.cluster + "@" + o.calibration;
+}
+
 /// The one-device plan of the model `o` compiles (for --verify-plan).
 int compileReference(Options &o, plan::Plan &reference) {
-  std::string cluster = o.cluster, force = o.force;
+  std::string cluster = o.cluster, force = o.force,
+              calibration = o.calibration;
   int64_t microBatch = o.microBatch;
   o.cluster = "cpu:1";
+  o.calibration = "";
   o.force = "";
   o.microBatch = 0;
   o.verifyPlan = false;
   int rc = run(o, Attempt{}, &reference);
   o.cluster = cluster;
+  o.calibration = calibration;
   o.force = force;
   o.microBatch = microBatch;
   o.verifyPlan = true;
@@ -608,7 +627,7 @@ int run(Options &o, Attempt attempt, plan::Plan *planOut) {
                   "use --plan-only or --summary-json FILE (docs/loomc.md)");
     ModelSpecOptions spec;
     spec.spec = o.modelSpec;
-    spec.cluster = o.cluster;
+    spec.cluster = clusterSpecOf(o);
     spec.precision = o.precision;
     spec.optimizer = o.optimizer;
     spec.force = o.force;
@@ -649,7 +668,8 @@ int run(Options &o, Attempt attempt, plan::Plan *planOut) {
     return fail("no output: give -o PLAN, --plan-only, --summary-json FILE "
                 "or --dump-plan");
 
-  llvm::Expected<Cluster> cluster = parseCluster(o.cluster);
+  std::string clusterSpec = clusterSpecOf(o);
+  llvm::Expected<Cluster> cluster = parseCluster(clusterSpec);
   if (!cluster)
     return fail(llvm::toString(cluster.takeError()));
   llvm::Expected<Forced> forced = parseForce(o.force);
@@ -776,7 +796,7 @@ int run(Options &o, Attempt attempt, plan::Plan *planOut) {
   pipeline.plan.schedule = forced->schedule;
   pipeline.plan.virtualStages = forced->virtualStages;
   pipeline.plan.microBatch = training ? o.microBatch.getValue() : 0;
-  pipeline.plan.cluster = o.cluster.getValue();
+  pipeline.plan.cluster = clusterSpec;
   pipeline.plan.zero = zero;
   pipeline.plan.localBatchNorm = o.localBatchNorm;
   pipeline.plan.remat = forced->remat.empty() ? attempt.remat : forced->remat;

@@ -32,53 +32,101 @@ static double attentionPairs(Value q, Value k, bool causal) {
   return causal ? pairs / 2 : pairs;
 }
 
-double mlir::loom::contractionFlops(Operation *op) {
+namespace {
+/// A contraction's FLOPs and the shape of one of its products (m x k by
+/// k x n).
+struct Contraction {
+  double flops = 0, m = 0, n = 0, k = 0;
+};
+} // namespace
+
+/// `flops` over products whose result rows are what is left of `results`
+/// elements after `n` columns.
+static Contraction product(double results, double n, double k) {
+  return {2 * results * k, n > 0 ? results / n : 0, n, k};
+}
+
+static Contraction contractionOf(Operation *op) {
   if (auto mm = dyn_cast<MatmulOp>(op)) {
     // With `transpose_lhs` the lhs is [K, M] after collapsing rows.
     Value lhs = mm.getLhs();
     double k = mm.getTransposeLhs() ? numElements(lhs) / dimFromEnd(lhs, 1)
                                     : dimFromEnd(lhs, 1);
-    return 2 * numElements(mm.getResult()) * k;
+    return product(numElements(mm.getResult()), dimFromEnd(mm.getResult(), 1),
+                   k);
   }
-  if (auto bmm = dyn_cast<BatchMatmulOp>(op))
-    return 2 * numElements(bmm.getResult()) *
-           dimFromEnd(bmm.getLhs(), bmm.getTransposeLhs() ? 2 : 1);
+  if (auto bmm = dyn_cast<BatchMatmulOp>(op)) {
+    Contraction c = product(numElements(bmm.getResult()),
+                            dimFromEnd(bmm.getResult(), 1),
+                            dimFromEnd(bmm.getLhs(),
+                                       bmm.getTransposeLhs() ? 2 : 1));
+    c.m = dimFromEnd(bmm.getResult(), 2); // one product a batch entry
+    return c;
+  }
   if (auto linear = dyn_cast<LinearOp>(op))
-    return 2 * numElements(linear.getResult()) *
-           dimFromEnd(linear.getInput(), 1);
+    return product(numElements(linear.getResult()),
+                   dimFromEnd(linear.getResult(), 1),
+                   dimFromEnd(linear.getInput(), 1));
   // A convolution's output element takes (C / groups) kH kW multiply-adds:
   // the filter's elements per output channel. Both gradients run the same
   // products over the output-shaped gradient.
-  auto perOutputChannel = [](Value filter) {
-    double outChannels = cast<RankedTensorType>(filter.getType()).getDimSize(0);
-    return outChannels > 0 ? numElements(filter) / outChannels : 0;
+  auto outChannels = [](Value filter) -> double {
+    return cast<RankedTensorType>(filter.getType()).getDimSize(0);
+  };
+  auto perOutputChannel = [&](Value filter) {
+    double out = outChannels(filter);
+    return out > 0 ? numElements(filter) / out : 0;
   };
   if (auto conv = dyn_cast<Conv2dOp>(op))
-    return 2 * numElements(conv.getResult()) *
-           perOutputChannel(conv.getFilter());
-  if (auto grad = dyn_cast<Conv2dGradInputOp>(op))
-    return 2 * numElements(grad.getGrad()) * perOutputChannel(grad.getFilter());
-  if (auto grad = dyn_cast<Conv2dGradFilterOp>(op))
-    return 2 * numElements(grad.getGrad()) * perOutputChannel(grad.getResult());
+    return product(numElements(conv.getResult()), outChannels(conv.getFilter()),
+                   perOutputChannel(conv.getFilter()));
+  if (auto grad = dyn_cast<Conv2dGradInputOp>(op)) {
+    double out = outChannels(grad.getFilter());
+    Contraction c = product(numElements(grad.getGrad()), out,
+                            perOutputChannel(grad.getFilter()));
+    std::swap(c.n, c.k); // the gradient's channels are contracted
+    return c;
+  }
+  if (auto grad = dyn_cast<Conv2dGradFilterOp>(op)) {
+    double out = outChannels(grad.getResult());
+    double spatial = out > 0 ? numElements(grad.getGrad()) / out : 0;
+    return {2 * numElements(grad.getGrad()) * perOutputChannel(grad.getResult()),
+            out, perOutputChannel(grad.getResult()), spatial};
+  }
+  // Attention runs, a head at a time, Sq x D by D x Sk and Sq x Sk by
+  // Sk x Dv products.
+  auto headShape = [](Value q, Value k, double flops) -> Contraction {
+    return {flops, dimFromEnd(q, 2), dimFromEnd(k, 2), dimFromEnd(q, 1)};
+  };
   if (auto attn = dyn_cast<AttentionOp>(op)) {
     double pairs =
         attentionPairs(attn.getQuery(), attn.getKey(), attn.getCausal());
-    return 2 * pairs *
-           (dimFromEnd(attn.getQuery(), 1) + dimFromEnd(attn.getValue(), 1));
+    return headShape(attn.getQuery(), attn.getKey(),
+                     2 * pairs *
+                         (dimFromEnd(attn.getQuery(), 1) +
+                          dimFromEnd(attn.getValue(), 1)));
   }
   if (auto grad = dyn_cast<AttentionGradOp>(op)) {
     double pairs =
         attentionPairs(grad.getQuery(), grad.getKey(), grad.getCausal());
-    return 2 * pairs *
-           (3 * dimFromEnd(grad.getQuery(), 1) +
-            2 * dimFromEnd(grad.getValue(), 1));
+    return headShape(grad.getQuery(), grad.getKey(),
+                     2 * pairs *
+                         (3 * dimFromEnd(grad.getQuery(), 1) +
+                          2 * dimFromEnd(grad.getValue(), 1)));
   }
-  return 0;
+  return {};
+}
+
+double mlir::loom::contractionFlops(Operation *op) {
+  return contractionOf(op).flops;
 }
 
 planner::OpRecord mlir::loom::opRecordOf(Operation *op) {
   planner::OpRecord r;
-  r.flops = contractionFlops(op);
+  Contraction c = contractionOf(op);
+  r.flops = c.flops;
+  if (c.flops > 0)
+    r.gemmM = c.m, r.gemmN = c.n, r.gemmK = c.k;
   std::optional<unsigned> skip = shapeOnlyOperand(op);
   for (OpOperand &operand : op->getOpOperands())
     if (operand.getOperandNumber() != skip)

@@ -96,7 +96,7 @@ struct Costing {
     return cluster.hbmGBps > 0 ? bytes / (cluster.hbmGBps * 1e9) : 0;
   }
   double gemm(double m, double n, double k) const {
-    return gemmSeconds(m, n, k, setup.precision, cluster, setup.efficiency);
+    return gemmSeconds(m, n, k, setup.precision, cluster);
   }
   /// Forward, activation-gradient and weight-gradient seconds of an m x k
   /// by k x n product.
@@ -122,9 +122,9 @@ struct Costing {
     // Causal attention over s keys: the kernels skip the masked half.
     double attention = 2 * T * double(spec.seq) * h / t;
     double peak = peakFlops(cluster, setup.precision);
-    time.forward += attention / (peak * setup.efficiency.attentionForward);
+    time.forward += attention / (peak * cluster.efficiency.attentionForward);
     time.backwardInput +=
-        2.5 * attention / (peak * setup.efficiency.attentionBackward);
+        2.5 * attention / (peak * cluster.efficiency.attentionBackward);
     // Memory-bound ops read and write each element once: the two norms
     // (2h each), two residual adds (3h each), the MLP's activation (GELU 2f,
     // SwiGLU 3f); the backward moves twice as much. Under tp they run on a

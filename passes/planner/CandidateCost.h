@@ -27,7 +27,6 @@ struct TrainingSetup {
   Precision precision = Precision::Bf16;
   /// AdamW keeps two moments a parameter; SGD none (momentum: one).
   int64_t optimizerMoments = 2;
-  KernelEfficiency efficiency;
 };
 
 /// Seconds of one step, by where they go. The parts add up to the step.

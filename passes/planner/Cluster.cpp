@@ -1,6 +1,7 @@
 //===- Cluster.cpp - Cluster presets and JSON cluster files -----*- C++ -*-===//
 
 #include "passes/planner/Cluster.h"
+#include "passes/planner/Calibration.h"
 
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -137,6 +138,16 @@ static llvm::Expected<Cluster> parseJsonCluster(StringRef spec) {
 }
 
 llvm::Expected<Cluster> mlir::loom::parseCluster(StringRef spec) {
+  // `SPEC@FILE`: the cluster with a calibration file's measured figures.
+  if (auto [base, calibration] = spec.split('@'); !calibration.empty()) {
+    llvm::Expected<Cluster> c = parseCluster(base);
+    if (!c)
+      return c.takeError();
+    if (llvm::Error e = applyCalibration(calibration, *c))
+      return std::move(e);
+    c->spec = spec.str();
+    return c;
+  }
   if (spec.ends_with(".json"))
     return parseJsonCluster(spec);
   auto [name, shape] = spec.split(':');

@@ -20,6 +20,23 @@ struct Link {
 /// not.
 enum class LinkLevel { IntraNode, InterNode };
 
+/// What share of the peak a kernel reaches (docs/planner.md, "Kernel
+/// efficiency", gives each constant's source; a calibration file replaces
+/// them with a machine's own). A matrix product of m x k by k x n runs at
+/// gemmMax x q(m) q(n) q(k), q(d) = d / (d + gemmHalfDim): large products
+/// near the best cuBLAS reaches, a dimension of one tile at half of it.
+/// Attention (FlashAttention-2) runs at its own share forward and backward.
+struct KernelEfficiency {
+  double gemmMax = 0.8;
+  double gemmHalfDim = 128;
+  double attentionForward = 0.6, attentionBackward = 0.5;
+
+  double gemm(double m, double n, double k) const {
+    auto q = [&](double d) { return d / (d + gemmHalfDim); };
+    return gemmMax * q(m) * q(n) * q(k);
+  }
+};
+
 /// Nodes x devices and what the devices and links can do
 /// (docs/cluster-spec.md).
 struct Cluster {
@@ -33,6 +50,11 @@ struct Cluster {
   double peakTflopsFp32 = 0, peakTflopsBf16 = 0;
   double hbmGBps = 0;
   Link intraNode, interNode;
+  KernelEfficiency efficiency;
+  /// Set when a calibration file (`loomc --calibration`) replaced the
+  /// figures above with measured ones: the step estimate of a compiled plan
+  /// then runs each product at its shape's efficiency.
+  std::string calibration;
 
   int64_t numDevices() const { return nodes * devicesPerNode; }
   double memoryBytes() const { return memoryGiB * 1024.0 * 1024.0 * 1024.0; }
@@ -47,7 +69,8 @@ struct Cluster {
 };
 
 /// Parses a preset (`cpu:N`, `a100-80g:NODESxGPUS`, `h100:…`, `h200:…`) or a
-/// JSON cluster file.
+/// JSON cluster file, and `SPEC@FILE`: SPEC with the measured figures of a
+/// calibration file (Calibration.h).
 llvm::Expected<Cluster> parseCluster(llvm::StringRef spec);
 
 } // namespace mlir::loom

@@ -36,6 +36,8 @@ llvm::StringRef planner::collectiveName(CollectiveKind kind) {
 static std::pair<double, double> rooflineTerms(const OpRecord &op,
                                                const Cluster &cluster) {
   double peak = peakFlops(cluster, op.precision);
+  if (!cluster.calibration.empty() && op.gemmK > 0)
+    peak *= cluster.efficiency.gemm(op.gemmM, op.gemmN, op.gemmK);
   double hbm = cluster.hbmGBps * 1e9;
   return {peak > 0 ? op.flops / peak : 0, hbm > 0 ? op.bytes / hbm : 0};
 }
@@ -51,10 +53,8 @@ bool planner::isComputeBound(const OpRecord &op, const Cluster &cluster) {
 }
 
 double planner::gemmSeconds(double m, double n, double k, Precision precision,
-                            const Cluster &cluster,
-                            const KernelEfficiency &efficiency) {
-  auto q = [&](double d) { return d / (d + efficiency.gemmHalfDim); };
-  double share = efficiency.gemmMax * q(m) * q(n) * q(k);
+                            const Cluster &cluster) {
+  double share = cluster.efficiency.gemm(m, n, k);
   double peak = peakFlops(cluster, precision) * share;
   double elementBytes = precision == Precision::Bf16 ? 2 : 4;
   double bytes = elementBytes * (m * k + k * n + m * n);

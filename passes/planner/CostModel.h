@@ -36,6 +36,9 @@ struct OpRecord {
   double flops = 0;
   double bytes = 0;
   Precision precision = Precision::Fp32;
+  /// The shape of each matrix product it runs (m x k by k x n; 0 when it
+  /// runs none), for the efficiency of that shape.
+  double gemmM = 0, gemmN = 0, gemmK = 0;
 };
 
 /// The collectives the cost model knows (docs/planner.md).
@@ -64,28 +67,18 @@ struct CollectiveRecord {
 };
 
 /// Seconds of an op alone on a device: max(flops / peak, bytes / HBM
-/// bandwidth); a missing peak or bandwidth drops its term.
+/// bandwidth); a missing peak or bandwidth drops its term. On a calibrated
+/// cluster the FLOPs of an op with a product shape run at that shape's
+/// efficiency (Cluster::efficiency).
 double rooflineSeconds(const OpRecord &op, const Cluster &cluster);
 
-/// What share of the peak a kernel reaches (docs/planner.md, "Kernel
-/// efficiency", gives each constant's source). A matrix product of
-/// m x k by k x n runs at gemmMax x q(m) q(n) q(k), q(d) = d / (d +
-/// gemmHalfDim): large products near the best cuBLAS reaches, a dimension
-/// of one tile at half of it. Attention (FlashAttention-2) runs at its own
-/// share forward and backward.
-struct KernelEfficiency {
-  double gemmMax = 0.8;
-  double gemmHalfDim = 128;
-  double attentionForward = 0.6, attentionBackward = 0.5;
-};
-
 /// Seconds of an m x k by k x n matrix product in `precision`: its FLOPs
-/// (2mnk) at the peak times the efficiency above, or its bytes (each operand
-/// read and the result written once, 2 or 4 bytes an element) at the HBM
-/// bandwidth, whichever is longer.
+/// (2mnk) at the peak times the cluster's kernel efficiency for that shape
+/// (Cluster.h), or its bytes (each operand read and the result written
+/// once, 2 or 4 bytes an element) at the HBM bandwidth, whichever is
+/// longer.
 double gemmSeconds(double m, double n, double k, Precision precision,
-                   const Cluster &cluster,
-                   const KernelEfficiency &efficiency = {});
+                   const Cluster &cluster);
 
 /// Whether `op`'s FLOP time is at least its memory time (and it has FLOPs).
 bool isComputeBound(const OpRecord &op, const Cluster &cluster);

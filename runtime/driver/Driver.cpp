@@ -20,6 +20,7 @@
 #include "runtime/data/TokenStream.h"
 #include "runtime/driver/Agreement.h"
 #include "runtime/driver/Collectives.h"
+#include "runtime/driver/Profile.h"
 #include "runtime/driver/Verify.h"
 #include "runtime/support/Checksum.h"
 #include "runtime/support/MemoryLedger.h"
@@ -671,6 +672,8 @@ int runMain(int argc, char **argv) {
     if (!opts->verifyAgainst.empty())
       return runVerify(*opts);
     LocalCommunicator world;
+    if (!opts->profilePath.empty())
+      return runProfile(opts->profilePath, opts->quiet, world);
     return train(*opts, world);
   }
 
@@ -690,6 +693,8 @@ int runMain(int argc, char **argv) {
     } else if (opts->help) {
       if (world->rank() == 0)
         std::fputs(helpText(), stdout);
+    } else if (!opts->profilePath.empty()) {
+      code = runProfile(opts->profilePath, opts->quiet, *world);
     } else {
       code = train(*opts, *world);
     }

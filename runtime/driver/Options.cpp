@@ -3,6 +3,7 @@
 #include "runtime/driver/Options.h"
 #include "runtime/driver/RunFlags.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <optional>
@@ -25,6 +26,7 @@ const char *helpText() {
   loom-run --forward MODEL.onnx --input NAME=FILE.npy ... --output-dir DIR
                  [--precision fp32|bf16]
   loom-run PLAN --verify-against REF --steps K [--init onnx|random[:SEED]]
+  [mpirun -np N] loom-run --profile FILE.json [--quiet]
 
 Runs a .loomplan written by loomc: N ranks under mpirun (N must equal the
 plan's world size), or one rank without mpirun.
@@ -157,6 +159,15 @@ verify options (what loomc --verify-plan runs):
                           weights and data by 1e-7 moves REF's by where larger
                           (over 10 times the floor: ill-posed)
 
+profile options (docs/cluster-spec.md, "Calibration"):
+  --profile FILE.json     measure this machine with every rank busy at once:
+                          the CPU kernels' matrix products of side 16 to
+                          1024, an element-wise pass over 3 x 32 MiB and,
+                          under mpirun, all-reduces of 4 B to 16 MiB over
+                          the ranks; fit the planner's curves and write the
+                          calibration file loomc --calibration reads (run it
+                          with the ranks and threads training will use)
+
 forward options:
   --forward MODEL.onnx    compile MODEL with loomc --forward-only (loomc is
                           found next to loom-run or in $LOOMC) and run it once
@@ -227,7 +238,7 @@ StatusOr<int64_t> parseInt(const std::string &flag, const std::string &value) {
 
 StatusOr<RunOptions> parseOptions(int argc, char **argv) {
   RunOptions opts;
-  std::vector<std::string> positional;
+  std::vector<std::string> positional, flags;
   bool sawData = false, sawInput = false, sawInit = false,
        sawCollectives = false, sawSeed = false, sawTokensDtype = false;
   std::optional<bool> shuffle;
@@ -254,6 +265,7 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
       opts.help = true;
       return opts;
     }
+    flags.push_back(flag);
     if (flag == "--quiet") {
       opts.quiet = true;
       continue;
@@ -379,7 +391,23 @@ StatusOr<RunOptions> parseOptions(int argc, char **argv) {
         return makeError("--precision must be fp32 or bf16, got '%s'",
                          value.c_str());
       opts.precision = value;
+    } else if (flag == "--profile") {
+      opts.profilePath = value;
     }
+  }
+
+  if (!opts.profilePath.empty()) {
+    // Only --quiet goes with it (and --device cpu, the one it measures).
+    bool others = !positional.empty() || opts.device != "cpu" ||
+                  std::any_of(flags.begin(), flags.end(), [](auto &f) {
+                    return f != "--profile" && f != "--quiet" &&
+                           f != "--device";
+                  });
+    if (others)
+      return makeError("--profile FILE takes --quiet only: it measures this "
+                       "machine's CPU kernels and, under mpirun, its ranks' "
+                       "all-reduce; give no plan");
+    return opts;
   }
 
   bool validation = !opts.validData.empty() || !opts.validTokens.empty();

@@ -42,6 +42,7 @@ struct RunOptions {
   CollectivesMode collectives = CollectivesMode::Auto; // --collectives
   std::string precision;      // --forward: loomc --precision (fp32 | bf16)
   std::string verifyAgainst;  // --verify-against REF.loomplan
+  std::string profilePath;    // --profile FILE.json
   // Checkpoints (docs/checkpoint.md): written to --checkpoint-dir after every
   // --checkpoint-every N-th step (0: the last step only), the newest --keep K
   // kept (0: all); --resume continues from the newest that loads.

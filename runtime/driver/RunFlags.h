@@ -32,7 +32,7 @@ inline constexpr std::string_view kTrainingSwitches[] = {
 /// which take a value.
 inline constexpr std::string_view kOtherValueFlags[] = {
     "--input",     "--output-dir", "--forward",
-    "--precision", "--model",      "--verify-against"};
+    "--precision", "--model",      "--verify-against", "--profile"};
 
 inline bool isTrainingValueFlag(std::string_view flag) {
   for (std::string_view f : kTrainingValueFlags)

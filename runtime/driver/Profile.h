@@ -1,0 +1,46 @@
+//===- Profile.h - loom-run --profile: this machine's curves -----*- C++ -*-===//
+//
+// `[mpirun -np N] loom-run --profile FILE.json` measures, with every rank
+// busy at once as in training, the matrix products of the CPU kernels at
+// growing sizes, the memory bandwidth of an element-wise pass and the
+// all-reduce over the N ranks at growing sizes, fits the planner's curves to
+// them and writes a calibration file `loomc --calibration` reads
+// (docs/cluster-spec.md, "Calibration").
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_RUNTIME_DRIVER_PROFILE_H
+#define LOOM_RUNTIME_DRIVER_PROFILE_H
+
+#include "runtime/comm/Communicator.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace loom::runtime {
+
+/// rate(d) = peak x (d / (d + halfDim))^3 fitted to square products of side
+/// d (least squares on the logarithms): what `Cluster::efficiency` models
+/// with gemmMax = 1.
+struct GemmCurve {
+  double peakFlops = 0, halfDim = 0;
+};
+GemmCurve fitGemmCurve(const std::vector<std::pair<double, double>> &dimFlops);
+
+/// seconds(S) = 2(n-1) alpha + 2(n-1)/n S / bandwidth fitted to ring
+/// all-reduces of S bytes over n ranks (least squares on the relative
+/// error, so small and large sizes count alike; alpha >= 0).
+struct LinkFit {
+  double bandwidthBytesPerS = 0, latencyS = 0;
+};
+LinkFit fitAllReduce(const std::vector<std::pair<double, double>> &bytesSeconds,
+                     int ranks);
+
+/// Runs the measurements on every rank of `world` and has rank 0 write the
+/// calibration file to `path`. Returns the exit code.
+int runProfile(const std::string &path, bool quiet, Communicator &world);
+
+} // namespace loom::runtime
+
+#endif // LOOM_RUNTIME_DRIVER_PROFILE_H

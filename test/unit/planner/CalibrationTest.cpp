@@ -1,0 +1,88 @@
+//===- CalibrationTest.cpp - Calibration files on a cluster -----------------===//
+
+#include "passes/planner/CostModel.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include "gtest/gtest.h"
+
+using namespace mlir::loom;
+using namespace mlir::loom::planner;
+
+namespace {
+
+std::string writeFile(const std::string &text) {
+  llvm::SmallString<128> path;
+  llvm::sys::fs::createTemporaryFile("calibration", "json", path);
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec);
+  os << text;
+  return std::string(path);
+}
+
+const char *kTwoRanks =
+    R"({"loom_calibration": 1, "ranks": 2, "threads_per_rank": 1,
+ "device": {"peak_tflops": {"fp32": 0.1, "bf16": 0.1}, "hbm_gbps": 16},
+ "gemm": {"max_efficiency": 1, "half_dim": 4},
+ "intra_node": {"bandwidth_gbps": 7, "latency_us": 0.5}})";
+
+TEST(Calibration, ReplacesTheDatasheetFigures) {
+  std::string path = writeFile(kTwoRanks);
+  llvm::Expected<Cluster> c = parseCluster("cpu:2@" + path);
+  ASSERT_TRUE(static_cast<bool>(c)) << llvm::toString(c.takeError());
+  EXPECT_EQ(c->spec, "cpu:2@" + path);
+  EXPECT_EQ(c->calibration, path);
+  EXPECT_DOUBLE_EQ(c->peakTflopsFp32, 0.1);
+  EXPECT_DOUBLE_EQ(c->hbmGBps, 16);
+  EXPECT_DOUBLE_EQ(c->intraNode.bandwidthGBps, 7);
+  EXPECT_DOUBLE_EQ(c->intraNode.latencyUs, 0.5);
+  EXPECT_DOUBLE_EQ(c->efficiency.gemm(4, 4, 4), 0.125);
+  // A product's shape slows it only on a calibrated cluster.
+  OpRecord op;
+  op.flops = 2e9, op.gemmM = op.gemmN = op.gemmK = 4;
+  EXPECT_DOUBLE_EQ(rooflineSeconds(op, *c), 2e9 / (0.1e12 * 0.125));
+  llvm::Expected<Cluster> plain = parseCluster("cpu:2");
+  ASSERT_TRUE(static_cast<bool>(plain));
+  EXPECT_DOUBLE_EQ(rooflineSeconds(op, *plain), 2e9 / 0.05e12);
+}
+
+TEST(Calibration, RefusesBadFilesInOneLine) {
+  std::string good = kTwoRanks;
+  auto without = [&](const std::string &what, const std::string &with) {
+    std::string text = good;
+    text.replace(text.find(what), what.size(), with);
+    return text;
+  };
+  struct Case {
+    std::string spec, text, message;
+  } cases[] = {
+      {"cpu:4", good, "measured with 2 rank(s) but 'cpu:4' has 4 a node"},
+      {"cpu:2", "{", "invalid JSON"},
+      {"cpu:2", "{\"ranks\": 2}", "not a calibration file"},
+      {"cpu:2", without("\"hbm_gbps\": 16", "\"hbm_gbps\": 0"),
+       "missing or non-positive 'hbm_gbps'"},
+      {"cpu:2", without("\"half_dim\": 4", "\"half_dim\": -1"),
+       "missing or negative 'half_dim'"},
+      {"cpu:2",
+       without(R"(,
+ "intra_node": {"bandwidth_gbps": 7, "latency_us": 0.5})",
+               ""),
+       "missing object 'intra_node'"},
+  };
+  for (const Case &k : cases) {
+    std::string path = writeFile(k.text);
+    llvm::Expected<Cluster> c = parseCluster(k.spec + "@" + path);
+    ASSERT_FALSE(static_cast<bool>(c)) << k.message;
+    std::string message = llvm::toString(c.takeError());
+    EXPECT_NE(message.find(k.message), std::string::npos) << message;
+    EXPECT_NE(message.find("loom-run --profile"), std::string::npos);
+    EXPECT_EQ(message.find('\n'), std::string::npos);
+  }
+  llvm::Expected<Cluster> missing = parseCluster("cpu:2@/no/such/file.json");
+  ASSERT_FALSE(static_cast<bool>(missing));
+  EXPECT_NE(llvm::toString(missing.takeError()).find("cannot read it"),
+            std::string::npos);
+}
+
+} // namespace

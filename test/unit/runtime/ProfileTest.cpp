@@ -1,0 +1,69 @@
+//===- ProfileTest.cpp - loom-run --profile's curve fits --------------------===//
+
+#include "runtime/driver/Options.h"
+#include "runtime/driver/Profile.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+using namespace loom::runtime;
+
+TEST(ProfileFit, RecoversAGemmCurve) {
+  // rate(d) = 2e11 (d / (d + 48))^3, measured at the profile's sides.
+  std::vector<std::pair<double, double>> samples;
+  for (double d : {16, 32, 64, 128, 256, 512, 1024})
+    samples.push_back({d, 2e11 * std::pow(d / (d + 48), 3)});
+  GemmCurve fit = fitGemmCurve(samples);
+  EXPECT_NEAR(fit.halfDim, 48, 48 * 0.02); // the grid's step
+  EXPECT_NEAR(fit.peakFlops, 2e11, 2e11 * 0.03);
+}
+
+TEST(ProfileFit, AFlatRateHasNoFallOff) {
+  std::vector<std::pair<double, double>> samples;
+  for (double d : {16, 64, 256, 1024})
+    samples.push_back({d, 5e10});
+  GemmCurve fit = fitGemmCurve(samples);
+  EXPECT_EQ(fit.halfDim, 0);
+  EXPECT_NEAR(fit.peakFlops, 5e10, 1);
+}
+
+TEST(ProfileFit, RecoversAlphaAndBetaOfARing) {
+  // 4 ranks, 2 us a hop, 3 GB/s: t = 6 alpha + 1.5 S / B.
+  std::vector<std::pair<double, double>> samples;
+  for (double bytes = 4; bytes <= 16 << 20; bytes *= 4)
+    samples.push_back({bytes, 6 * 2e-6 + 1.5 * bytes / 3e9});
+  LinkFit fit = fitAllReduce(samples, 4);
+  EXPECT_NEAR(fit.latencyS, 2e-6, 1e-9);
+  EXPECT_NEAR(fit.bandwidthBytesPerS, 3e9, 3e9 * 1e-6);
+}
+
+TEST(ProfileFit, NegativeLatencyFallsBackToBandwidthAlone) {
+  // Timings shorter for tiny messages than the line through the big ones.
+  std::vector<std::pair<double, double>> samples = {
+      {4, 1e-9}, {1 << 20, 1e-3}, {4 << 20, 4e-3}};
+  LinkFit fit = fitAllReduce(samples, 2);
+  EXPECT_EQ(fit.latencyS, 0);
+  EXPECT_GT(fit.bandwidthBytesPerS, 0);
+}
+
+TEST(ProfileOptions, ProfileTakesQuietOnly) {
+  auto parse = [](std::vector<const char *> args) {
+    args.insert(args.begin(), "loom-run");
+    return parseOptions(int(args.size()), const_cast<char **>(args.data()));
+  };
+  StatusOr<RunOptions> ok = parse({"--profile", "c.json", "--quiet"});
+  ASSERT_TRUE(ok.isOk()) << ok.status().message();
+  EXPECT_EQ(ok->profilePath, "c.json");
+  EXPECT_TRUE(ok->quiet);
+  for (auto bad : {std::vector<const char *>{"--profile", "c.json", "p.loomplan"},
+                   std::vector<const char *>{"--profile=c.json", "--steps", "2"},
+                   std::vector<const char *>{"--profile", "c.json", "--device",
+                                             "cuda"}}) {
+    StatusOr<RunOptions> r = parse(bad);
+    ASSERT_FALSE(r.isOk());
+    EXPECT_NE(r.status().message().find("--profile FILE takes --quiet only"),
+              std::string::npos)
+        << r.status().message();
+  }
+}
