@@ -38,6 +38,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/CommandLine.h"
@@ -52,6 +53,7 @@
 
 #include <google/protobuf/text_format.h>
 
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -81,10 +83,17 @@ struct Options {
       cl::desc("with --model-spec: also print what binds the plan, why each "
                "choice won and the best plan of the next meshes"),
       cl::cat(cat)};
+  cl::opt<bool> search{
+      "search",
+      cl::desc("choose the mesh (dp x tp x pp) of an ONNX model: compile it "
+               "on every mesh --force leaves free and keep the plan of the "
+               "shortest predicted step that fits"),
+      cl::cat(cat)};
   cl::opt<double> searchSeconds{
       "search-seconds", cl::init(5),
-      cl::desc("with --model-spec: the joint search's time budget; past it "
-               "the best plan found so far wins"),
+      cl::desc("the time budget of --model-spec's joint search (default 5) "
+               "or of --search (default 60); past it the best plan found so "
+               "far wins"),
       cl::cat(cat)};
   cl::opt<std::string> cluster{"cluster", cl::init("cpu:1"),
                                cl::desc("cluster: cpu:N, a100-80g:NxG, h100:NxG, "
@@ -638,8 +647,10 @@ int run(Options &o, Attempt attempt, plan::Plan *planOut) {
     spec.quiet = o.quiet;
     return planModelSpec(spec);
   }
-  if (o.explain || o.searchSeconds.getNumOccurrences())
-    return fail("--explain and --search-seconds apply to --model-spec only");
+  if (o.explain)
+    return fail("--explain applies to --model-spec only");
+  if (o.searchSeconds.getNumOccurrences() && !o.search)
+    return fail("--search-seconds applies to --model-spec and --search only");
   if (o.model.empty())
     return fail("no model given; usage: loomc MODEL.onnx --cluster SPEC "
                 "--global-batch B -o PLAN (see --help)");
@@ -723,7 +734,13 @@ int run(Options &o, Attempt attempt, plan::Plan *planOut) {
   // Diagnostics name the op; printing whole functions helps nobody.
   ctx.printOpOnDiagnostic(false);
   llvm::SourceMgr sourceMgr;
-  SourceMgrDiagnosticHandler diagHandler(sourceMgr, &ctx);
+  // A probe's errors only rule its choice out: they are not printed.
+  std::optional<SourceMgrDiagnosticHandler> diagHandler;
+  std::optional<ScopedDiagnosticHandler> quietHandler;
+  if (probing)
+    quietHandler.emplace(&ctx, [](Diagnostic &) { return success(); });
+  else
+    diagHandler.emplace(sourceMgr, &ctx);
 
   OnnxImportOptions importOptions;
   if (training && o.globalBatch > 0)
@@ -1123,6 +1140,80 @@ std::optional<std::string> badNumberOption(int argc, char **argv) {
 
 } // namespace
 
+namespace {
+
+/// `loomc MODEL --search`: compiles the model on each mesh the --force pins
+/// leave free (the all-dp mesh first, then tp and pp ascending), each with
+/// loomc's usual escalation when it does not fit, and emits the plan of the
+/// shortest predicted step. Past --search-seconds the meshes left are not
+/// tried.
+int searchMeshes(Options &o) {
+  if (!o.modelSpec.empty() || o.model.empty() || o.forwardOnly ||
+      o.emit != EmitKind::Plan)
+    return fail("--search chooses the mesh of a training plan: give an ONNX "
+                "model and no --model-spec, --forward-only or --emit");
+  llvm::Expected<Cluster> cluster = parseCluster(clusterSpecOf(o));
+  if (!cluster)
+    return fail(llvm::toString(cluster.takeError()));
+  llvm::Expected<planner::ChoicePins> pins =
+      planner::parseChoicePins(o.force);
+  if (!pins)
+    return fail(llvm::toString(pins.takeError()));
+  int64_t devices = cluster->numDevices();
+  std::vector<std::array<int64_t, 3>> meshes; // dp, tp, pp
+  for (int64_t tp = 1; tp <= devices; ++tp)
+    for (int64_t pp = 1; tp * pp <= devices; ++pp)
+      if (devices % (tp * pp) == 0) {
+        int64_t dp = devices / (tp * pp);
+        if ((!pins->dp || *pins->dp == dp) && (!pins->tp || *pins->tp == tp) &&
+            (!pins->pp || *pins->pp == pp))
+          meshes.push_back({dp, tp, pp});
+      }
+  double budget = o.searchSeconds.getNumOccurrences() ? o.searchSeconds : 60.0;
+  if (!(budget > 0))
+    return fail("--search-seconds must be positive");
+  auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                         start)
+        .count();
+  };
+  std::string given = o.force;
+  std::vector<std::pair<std::string, double>> tried;
+  for (auto [dp, tp, pp] : meshes) {
+    if (!tried.empty() && elapsed() > budget)
+      break;
+    std::string mesh = "dp=" + std::to_string(dp) + ",tp=" +
+                       std::to_string(tp) + ",pp=" + std::to_string(pp);
+    o.force = given.empty() ? mesh : given + "," + mesh;
+    tried.push_back({mesh, probe(o, Attempt{})});
+  }
+  auto best = std::min_element(
+      tried.begin(), tried.end(),
+      [](const auto &a, const auto &b) { return a.second < b.second; });
+  if (!o.quiet) {
+    llvm::outs() << llvm::format("search: %zu of %zu mesh(es) compiled in "
+                                 "%.1f s\n",
+                                 tried.size(), meshes.size(), elapsed());
+    for (const auto &[mesh, seconds] : tried)
+      llvm::outs() << "  " << llvm::left_justify(mesh, 20)
+                   << (std::isfinite(seconds)
+                           ? llvm::formatv("{0:F2} ms/step", seconds * 1e3).str()
+                           : std::string("no plan (does not compile or fit)"))
+                   << (&mesh == &best->first && std::isfinite(seconds)
+                           ? "  chosen"
+                           : "")
+                   << "\n";
+  }
+  // The best mesh, or (none fits) the all-dp one, whose error says why.
+  std::string chosen =
+      std::isfinite(best->second) ? best->first : tried.front().first;
+  o.force = given.empty() ? chosen : given + "," + chosen;
+  return run(o);
+}
+
+} // namespace
+
 int mlir::loom::loomcMain(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   if (std::optional<std::string> bad = badNumberOption(argc, argv))
@@ -1135,5 +1226,7 @@ int mlir::loom::loomcMain(int argc, char **argv) {
       "  loomc MODEL.onnx --cluster cpu:4 --global-batch 64 --loss "
       "cross_entropy --optimizer adamw --lr 1e-3 -o model.loomplan\n\n"
       "See docs/loomc.md.\n");
+  if (options.search)
+    return searchMeshes(options);
   return run(options);
 }
