@@ -295,31 +295,61 @@ CandidatePrediction planner::predictCandidate(const GptSpec &spec,
       params += double(spec.embeddingParameters()) / k.t;
     if (i == p - 1)
       params += double(spec.headParameters()) / k.t;
-    double layerParams = splitLayer / k.t + normParams;
+    // The largest weight of a layer (the MLP's), split over tp.
+    double largestWeight =
+        double(spec.hidden) * double(spec.ffn) / k.t;
     double working = setup.precision == Precision::Bf16 ? 2 : 0;
     DeviceMemory mem;
     double paramShard = c.zero == 3 ? dp : 1;
-    // f32 master weights and their bf16 copies; ZeRO-3 holds a shard and
-    // the layer in use and the one being gathered.
+    // f32 master weights and their bf16 copies; ZeRO-3 holds a shard, the
+    // weight in use and the one being gathered (each gathered just before
+    // its op and freed after it).
     mem.parameters = int64_t((4 + working) * params / paramShard +
-                             (c.zero == 3 ? 2 * (4 + working) * layerParams : 0));
-    mem.gradients = int64_t(c.zero >= 2 ? 4 * params / dp + bucket : 4 * params);
+                             (c.zero == 3 ? 2 * (4 + working) * largestWeight : 0));
+    // ZeRO-2/3 hold their share of the gradients and the bucket being
+    // reduced (at most a quarter of them, as loom-bucket-all-reduces).
+    double gradientBytes = 4 * params;
+    mem.gradients = int64_t(
+        c.zero >= 2 ? gradientBytes / dp + std::min(bucket, gradientBytes / 4)
+                    : gradientBytes);
     mem.optimizerState = int64_t(4.0 * double(setup.optimizerMoments) * params /
                                  (c.zero >= 1 ? dp : 1));
-    // What the layers keep, per micro-batch in flight; one layer's whole
-    // set is live while its backward runs (recomputed or not).
-    double kept = spec.keptElementsPerToken(stringifyRemat(c.remat));
-    if (c.remat == Remat::Full && c.tp > 1)
-      kept = 2 * double(spec.hidden); // its input, the attention's output
-    double perLayer = kept * k.tokens * k.act / k.t;
-    double whole =
-        spec.keptElementsPerToken("none") * k.tokens * k.act / k.t;
-    double activations = k.inFlightLayers(i, layersOn[i]) * perLayer + whole;
-    double inFlight = k.inFlightLayers(i, 1);
-    if (i == 0) // the embedding's output
-      activations += inFlight * k.tokens * double(spec.hidden) * k.act / k.t;
-    if (i == p - 1) // the logits (and their f32 softmax) of one micro-batch
-      activations += k.tokens * double(spec.vocab) / k.t * (k.act + 4);
+    // What the layers keep, per micro-batch in flight; with recomputation,
+    // what the layer under backward makes again on top. Under tp the
+    // norms' inputs and outputs stay whole unless sequence parallelism
+    // splits them, which loom-auto-shard chooses where the memory needs it:
+    // the plan is costed without it, and with it when it does not fit.
+    double h = double(spec.hidden), t = k.t;
+    auto activationBytes = [&](bool sequenceParallel) {
+      double none = spec.keptElementsPerToken("none");
+      double kept = spec.keptElementsPerToken(stringifyRemat(c.remat));
+      double whole = c.remat == Remat::None ? 4 * h
+                     : c.remat == Remat::Selective ? 2 * h
+                                                   : h;
+      if (c.tp == 1) {
+        // nothing is split
+      } else if (sequenceParallel) {
+        kept = c.remat == Remat::Full ? 2 * h / t : kept / t;
+        none /= t;
+      } else {
+        kept = c.remat == Remat::Full ? h : whole + (kept - whole) / t;
+        none = 4 * h + (none - 4 * h) / t;
+      }
+      double perLayer = kept * k.tokens * k.act;
+      double remade = (none - kept) * k.tokens * k.act;
+      double bytes = k.inFlightLayers(i, layersOn[i]) * perLayer + remade;
+      double split = sequenceParallel ? t : 1;
+      double inFlight = k.inFlightLayers(i, 1);
+      if (i == 0) // the embedding's output
+        bytes += inFlight * k.tokens * h * k.act / split;
+      if (i == p - 1) // one micro-batch's logits, f32 for the loss
+        bytes += k.tokens * double(spec.vocab) / t * 4;
+      return bytes;
+    };
+    double activations = activationBytes(false);
+    mem.activations = int64_t(activations);
+    if (c.tp > 1 && double(mem.total()) > cluster.usableMemoryBytes())
+      activations = activationBytes(true);
     mem.activations = int64_t(activations);
     if (mem.total() > worst.total())
       worst = mem;
