@@ -199,7 +199,8 @@ StatusOr<KernelFn> bindConv2d(const OpView &op, BindContext &ctx) {
     return noopKernel();
   return KernelFn([=](const StepContext &) {
     forEachSlot(g.n, plan.slots, plan.parallel, [&](int64_t n, int slot) {
-      float *col = plan.cols.floats() + slot * g.k * g.p;
+      // A direct (1x1) convolution has no columns: no offset on null.
+      float *col = g.direct() ? nullptr : plan.cols.floats() + slot * g.k * g.p;
       for (int64_t gr = 0; gr < g.groups; ++gr) {
         const float *xg = x + (n * g.c + gr * g.cg) * g.h * g.w;
         if (!g.direct())
@@ -222,7 +223,8 @@ StatusOr<KernelFn> bindConv2dGradInput(const OpView &op, BindContext &ctx) {
   int64_t image = g.c * g.h * g.w;
   return KernelFn([=](const StepContext &) {
     forEachSlot(g.n, plan.slots, plan.parallel, [&](int64_t n, int slot) {
-      float *col = plan.cols.floats() + slot * g.k * g.p;
+      // A direct (1x1) convolution has no columns: no offset on null.
+      float *col = g.direct() ? nullptr : plan.cols.floats() + slot * g.k * g.p;
       if (!g.direct())
         std::memset(dx + n * image, 0, image * sizeof(float));
       for (int64_t gr = 0; gr < g.groups; ++gr) {
@@ -253,7 +255,8 @@ StatusOr<KernelFn> bindConv2dGradFilter(const OpView &op, BindContext &ctx) {
     if (plan.slots > 1)
       std::memset(partial->data(), 0, partial->size() * sizeof(float));
     forEachSlot(g.n, plan.slots, plan.parallel, [&](int64_t n, int slot) {
-      float *col = plan.cols.floats() + slot * g.k * g.p;
+      // A direct (1x1) convolution has no columns: no offset on null.
+      float *col = g.direct() ? nullptr : plan.cols.floats() + slot * g.k * g.p;
       float *acc = slot == 0 ? dw : partial->data() + (slot - 1) * wSize;
       for (int64_t gr = 0; gr < g.groups; ++gr) {
         const float *xg = x + (n * g.c + gr * g.cg) * g.h * g.w;
