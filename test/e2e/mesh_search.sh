@@ -40,3 +40,21 @@ expect_error "--search chooses the mesh of a training plan" \
   loomc --model-spec gpt:l=2,h=64,a=4,s=8,v=16 --global-batch 8 --search
 expect_error "--search-seconds applies to --model-spec and --search only" \
   loomc model.onnx "${opts[@]}" --plan-only --search-seconds 3
+
+# The joint search's memory model against the compiler's proven memory for
+# the same model (this GPT-2's shape) and choices: within -5% and +20%, the
+# model erring on the side of more (docs/planner.md, "Joint search").
+for f in dp=2,zero=0 dp=2,zero=1 dp=2,zero=3 tp=2 tp=2,remat=full dp=2,zero=0,remat=selective; do
+  loomc --model-spec gpt:l=2,h=128,a=4,s=64,v=512 --cluster cpu:2 --global-batch 8 \
+    --force $f,micro=1 --summary-json spec.json --quiet
+  loomc model.onnx --cluster cpu:2 "${opts[@]}" --force $f,micro=1 --summary-json onnx.json \
+    --plan-only --quiet
+  $PY - "$f" <<'PY'
+import json, sys
+spec = json.load(open("spec.json"))["plan"]["peak_memory_bytes_per_device"]
+onnx = max(json.load(open("onnx.json"))["predicted"]["peak_memory_bytes_per_device"])
+r = spec / onnx
+print("%s: model %d, compiler %d bytes (%+.1f%%)" % (sys.argv[1], spec, onnx, 100 * (r - 1)))
+assert 0.95 <= r <= 1.20, r
+PY
+done
