@@ -9,6 +9,7 @@
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
+#include <algorithm>
 #include <limits>
 #include <map>
 
@@ -208,7 +209,10 @@ private:
 } // namespace
 
 int64_t mlir::loom::arenaBytes(Value v) {
-  int64_t bytes = static_cast<int64_t>(bytesOf(v));
+  // A tensor past 1 PiB (no device holds one; the emitter refuses what int64
+  // cannot address) counts as 1 PiB, so sums of many stay in int64.
+  constexpr double kLargest = double(int64_t(1) << 50);
+  int64_t bytes = static_cast<int64_t>(std::min(bytesOf(v), kLargest));
   return (bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
 }
 

@@ -21,7 +21,7 @@
 namespace mlir::loom {
 
 /// The bytes `v`'s buffer takes in the arena: its type's, rounded up to
-/// the arena's alignment (the emitter's `kArenaAlignment`).
+/// the arena's alignment (the emitter's `kArenaAlignment`); at most 1 PiB.
 int64_t arenaBytes(Value v);
 
 /// A group of ops cloned together before `insertBefore`.
