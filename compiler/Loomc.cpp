@@ -642,6 +642,7 @@ int run(Options &o, Attempt attempt, plan::Plan *planOut) {
     spec.force = o.force;
     spec.summaryJson = o.summaryJson;
     spec.globalBatch = o.globalBatch;
+    spec.momentum = o.momentum;
     spec.searchSeconds = o.searchSeconds;
     spec.explain = o.explain;
     spec.quiet = o.quiet;

@@ -1,6 +1,7 @@
 //===- ModelSpecPlan.cpp - loomc --model-spec: plan by shape -----*- C++ -*-===//
 
 #include "compiler/ModelSpecPlan.h"
+#include "passes/Options.h"
 #include "passes/planner/JointSearch.h"
 #include "runtime/support/AtomicFile.h"
 
@@ -121,14 +122,20 @@ int mlir::loom::planModelSpec(const ModelSpecOptions &o) {
   if (o.globalBatch <= 0)
     return fail("--model-spec needs --global-batch: the samples of a step");
   r.setup.globalBatch = o.globalBatch;
-  if (o.precision != "fp32" && o.precision != "bf16")
+  std::optional<mlir::loom::Precision> precision = parsePrecision(o.precision);
+  if (!precision)
     return fail("unknown --precision '" + o.precision +
                 "'; expected fp32 or bf16");
-  r.setup.precision = o.precision == "bf16" ? Precision::Bf16 : Precision::Fp32;
-  if (o.optimizer != "adamw" && o.optimizer != "sgd")
+  r.setup.precision = *precision == mlir::loom::Precision::Bf16
+                          ? planner::Precision::Bf16
+                          : planner::Precision::Fp32;
+  std::optional<OptimizerKind> optimizer = parseOptimizer(o.optimizer);
+  if (!optimizer)
     return fail("unknown --optimizer '" + o.optimizer +
                 "'; expected adamw or sgd");
-  r.setup.optimizerMoments = o.optimizer == "adamw" ? 2 : 0;
+  // AdamW keeps two moments a parameter, SGD one with momentum.
+  r.setup.optimizerMoments =
+      *optimizer == OptimizerKind::AdamW ? 2 : (o.momentum > 0 ? 1 : 0);
   llvm::Expected<ChoicePins> pins = parseChoicePins(o.force);
   if (!pins)
     return fail(llvm::toString(pins.takeError()));

@@ -17,6 +17,7 @@ namespace mlir::loom {
 struct ModelSpecOptions {
   std::string spec, cluster, precision, optimizer, force, summaryJson;
   int64_t globalBatch = 0;
+  double momentum = 0; // SGD's
   double searchSeconds = 5;
   bool explain = false, quiet = false;
 };

@@ -167,8 +167,8 @@ int runProfile(const std::string &path, bool quiet, Communicator &world) {
   LinkFit link;
   if (world.size() > 1)
     link = fitAllReduce(m.allReduce, world.size());
-  const auto &gemm = m.gemm;
-  const auto &allReduce = m.allReduce;
+  const std::vector<std::pair<double, double>> &gemm = m.gemm,
+                                               &allReduce = m.allReduce;
   int threads = m.threads;
   double stream = m.streamBytesPerS;
   if (!root)
