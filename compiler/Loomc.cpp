@@ -136,11 +136,14 @@ struct Options {
                                  cl::cat(cat)};
   cl::opt<std::string> commBuckets{
       "comm-buckets", cl::init("auto"),
-      cl::desc("all-reduce the gradients in buckets, each started as soon as "
-               "its gradients are made and overlapped with the rest of the "
-               "backward pass: auto (sized by the cluster's link), off (one "
-               "all-reduce per gradient, waited for at once), or the bucket "
-               "size in MiB"),
+      cl::desc("run the step's collectives in buckets, each started as soon "
+               "as its tensors are made and overlapped with the ops after it: "
+               "the gradients' all-reduces, and ZeRO's and sequence "
+               "parallelism's reduce-scatters and all-gathers (ZeRO-3's "
+               "parameter gathers prefetched); auto (sized by the cluster's "
+               "link; the reduce-scatter and all-gather buckets are left out "
+               "when their staging would not fit), off (each collective "
+               "waited for at once), or the bucket size in MiB"),
       cl::cat(cat)};
   cl::opt<bool> localBatchNorm{
       "local-batchnorm",
@@ -419,6 +422,10 @@ struct Attempt {
   /// Micro-batches and recomputation were weighed already: keep to the
   /// order.
   bool weighed = false;
+  /// Whether ZeRO's and sequence parallelism's reduce-scatters and gathers
+  /// go in overlapped buckets (whose staging holds memory) under
+  /// `--comm-buckets=auto`.
+  bool blockBuckets = true;
   /// Where a plan compiled into `planOut` leaves its predicted step time.
   double *stepSeconds = nullptr;
 };
@@ -829,6 +836,8 @@ int run(Options &o, Attempt attempt, plan::Plan *planOut) {
                   ": expected auto, off or a bucket size in MiB (e.g. 25)");
     pipeline.plan.bucketBytes = std::max<int64_t>(1, int64_t(mib * (1 << 20)));
   }
+  pipeline.plan.blockBucketBytes =
+      attempt.blockBuckets ? pipeline.plan.bucketBytes.getValue() : -1;
   PassManager pm(&ctx);
   int64_t norms = 0, sequenceParallelNorms = 0;
   pm.addInstrumentation(
@@ -842,6 +851,7 @@ int run(Options &o, Attempt attempt, plan::Plan *planOut) {
     e.cluster = pipeline.plan.cluster.getValue();
     e.memoryBudgetGib = pipeline.plan.memoryBudgetGib.getValue();
     e.bucketBytes = pipeline.plan.bucketBytes.getValue();
+    e.blockBucketBytes = pipeline.plan.blockBucketBytes.getValue();
     pm.addInstrumentation(
         std::make_unique<MemoryEstimateProbe>(std::move(e), estimate));
   }
@@ -969,11 +979,23 @@ int run(Options &o, Attempt attempt, plan::Plan *planOut) {
     bool rematAttempt = attempt.remat != "none";
     // Recomputation's budget: what the kernels' workspace leaves.
     double rematBudget = fit.capacityBytes - figures.memory.workspace;
+    // First without the staging of overlapped reduce-scatters and gathers
+    // (their collectives then wait where they are made).
+    bool blockBuckets = llvm::any_of(
+        figures.collectives, [](const planner::CollectiveRecord &c) {
+          return c.bucket && c.kind != planner::CollectiveKind::AllReduce;
+        });
+    if (blockBuckets && attempt.blockBuckets && o.commBuckets == "auto") {
+      Attempt next = attempt;
+      next.blockBuckets = false;
+      return run(o, next, planOut);
+    }
     // The lowest ZeRO stage that fits, unless --force pins one.
     if (training && !rematAttempt && !forced->zeroGiven && dp > 1 &&
         zero < 3) {
       Attempt next = attempt;
       next.zero = zero + 1;
+      next.blockBuckets = true;
       return run(o, next, planOut);
     }
     // Then micro-batches, unless given: one micro-batch's activations at a
@@ -988,6 +1010,7 @@ int run(Options &o, Attempt attempt, plan::Plan *planOut) {
       Attempt next = attempt;
       next.zero = forced->zeroGiven ? forced->zero : 0;
       next.micro = 2 * numMicroBatches;
+      next.blockBuckets = true;
       next.lastRequired = fit.requiredBytes;
       next.weighed = true;
       // Unless --force pins recomputation: the faster (by the predicted

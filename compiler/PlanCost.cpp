@@ -137,8 +137,30 @@ planner::StepRequest mlir::loom::stepRequestOf(func::FuncOp func,
       request.collectives.push_back(std::move(c));
       continue;
     }
-    if (auto wait = dyn_cast<AllReduceWaitOp>(op)) {
-      if (auto it = buckets.find(wait.getBucket()); it != buckets.end())
+    // A reduce-scatter or all-gather bucket likewise: one collective of
+    // the whole tensors (the scattered operands, the gathered results).
+    if (isa<ReduceScatterStartOp, AllGatherStartOp>(op)) {
+      auto rs = dyn_cast<ReduceScatterStartOp>(op);
+      auto ag = dyn_cast<AllGatherStartOp>(op);
+      planner::CollectiveRecord c;
+      c.kind = rs ? planner::CollectiveKind::ReduceScatter
+                  : planner::CollectiveKind::AllGather;
+      for (Value v : rs ? ValueRange(op.getOperands())
+                        : ValueRange(op.getResults()))
+        c.bytes += bytesOf(v);
+      for (int16_t axis : rs ? rs.getGridAxes() : ag.getGridAxes())
+        c.axes.push_back(axis);
+      c.start = here;
+      c.bucket = true;
+      c.tensors = op.getNumOperands();
+      buckets[rs ? rs.getBucket() : ag.getBucket()] =
+          request.collectives.size();
+      request.collectives.push_back(std::move(c));
+      continue;
+    }
+    if (isa<AllReduceWaitOp, ReduceScatterWaitOp, AllGatherWaitOp>(op)) {
+      int64_t bucket = op.getAttrOfType<IntegerAttr>("bucket").getInt();
+      if (auto it = buckets.find(bucket); it != buckets.end())
         request.collectives[it->second].wait = here;
       continue;
     }

@@ -8,6 +8,7 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <map>
 
 using namespace mlir::loom;
@@ -141,22 +142,40 @@ communicationPerStep(const plan::Plan &plan,
   return out;
 }
 
-/// The buckets of overlapped all-reduces: how many, their bytes and
-/// tensors.
+/// The buckets of overlapped collectives: how many, their bytes and
+/// tensors, in all and for each kind.
 struct BucketTotals {
   int64_t buckets = 0, tensors = 0;
   double bytes = 0;
+  std::map<std::string, BucketTotals> byKind;
 };
 static BucketTotals bucketTotals(
     llvm::ArrayRef<planner::CollectiveRecord> collectives) {
   BucketTotals t;
   for (const planner::CollectiveRecord &c : collectives)
-    if (c.bucket) {
-      ++t.buckets;
-      t.tensors += c.tensors;
-      t.bytes += c.bytes;
-    }
+    if (c.bucket)
+      for (BucketTotals *into :
+           {&t, &t.byKind[planner::collectiveName(c.kind).str()]}) {
+        ++into->buckets;
+        into->tensors += c.tensors;
+        into->bytes += c.bytes;
+      }
   return t;
+}
+
+/// The summary JSON's `overlapped_buckets`: the totals, and `kinds`, each
+/// kind's.
+static llvm::json::Object overlappedBucketsJson(const BucketTotals &t) {
+  llvm::json::Array kinds;
+  for (const auto &[kind, k] : t.byKind)
+    kinds.push_back(llvm::json::Object{{"kind", kind},
+                                       {"count", k.buckets},
+                                       {"tensors", k.tensors},
+                                       {"bytes", static_cast<int64_t>(k.bytes)}});
+  return llvm::json::Object{{"count", t.buckets},
+                            {"tensors", t.tensors},
+                            {"bytes", static_cast<int64_t>(t.bytes)},
+                            {"kinds", std::move(kinds)}};
 }
 
 /// The `stages` array of the summary JSON (empty without stages).
@@ -228,10 +247,7 @@ llvm::json::Object mlir::loom::summaryJson(const plan::Plan &plan,
        llvm::json::Object{{"norms", figures.norms},
                           {"split", figures.sequenceParallelNorms}}},
       {"communication_per_step", communicationPerStep(plan, figures.collectives)},
-      {"overlapped_buckets",
-       llvm::json::Object{{"count", buckets.buckets},
-                          {"tensors", buckets.tensors},
-                          {"bytes", static_cast<int64_t>(buckets.bytes)}}},
+      {"overlapped_buckets", overlappedBucketsJson(buckets)},
       {"planning_time_s", planningSeconds},
       {"world_size", plan.world_size()},
       {"cluster", cluster.spec},
@@ -416,11 +432,23 @@ std::string mlir::loom::summaryText(const plan::Plan &plan,
     os << ", exposed " << ms(step.exposedCommSeconds);
   os << ")\n";
   BucketTotals buckets = bucketTotals(figures.collectives);
-  if (buckets.buckets)
-    os << "  overlap     " << buckets.tensors << " all-reduces in "
-       << buckets.buckets << (buckets.buckets == 1 ? " bucket (" : " buckets (")
-       << mib(static_cast<int64_t>(buckets.bytes))
-       << "), each started when its last gradient is made and waited for "
-          "where a sum is first read\n";
+  if (buckets.buckets) {
+    os << "  overlap     ";
+    for (auto [i, entry] : llvm::enumerate(buckets.byKind)) {
+      const BucketTotals &k = entry.second;
+      std::string name = entry.first; // all_reduce -> all-reduces
+      std::replace(name.begin(), name.end(), '_', '-');
+      os << (i ? ", " : "") << k.tensors << " " << name
+         << (k.tensors == 1 ? " in " : "s in ") << k.buckets
+         << (k.buckets == 1 ? " bucket (" : " buckets (")
+         << mib(static_cast<int64_t>(k.bytes)) << ")";
+    }
+    os << "; each started when its last tensor is made"
+       << (buckets.byKind.count("all_gather")
+               ? " (a parameter gather: when the bucket before it is "
+                 "waited for)"
+               : "")
+       << " and waited for where it is first read\n";
+  }
   return s;
 }

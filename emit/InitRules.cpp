@@ -43,7 +43,8 @@ static Role roleOf(OpOperand &use) {
 /// and through the slices and reshapes that take a block of a fused
 /// parameter (loom-split-fused-projections), and through the collectives
 /// that gather a sharded parameter before its use (a layer norm's scale
-/// split over tp reaches the norm through an all-gather).
+/// split over tp reaches the norm through an all-gather, alone or in a
+/// bucket: its result of the bucket's wait).
 static void collectRoles(Value value, bool &scale, bool &bias) {
   for (OpOperand &use : value.getUses()) {
     Operation *owner = use.getOwner();
@@ -51,6 +52,12 @@ static void collectRoles(Value value, bool &scale, bool &bias) {
         (isa<shard::ShardDialect>(owner->getDialect()) &&
          owner->getNumResults() == 1)) {
       collectRoles(use.getOwner()->getResult(0), scale, bias);
+      continue;
+    }
+    if (isa<AllGatherStartOp>(owner)) {
+      Value inFlight = owner->getResult(use.getOperandNumber());
+      for (Operation *wait : inFlight.getUsers())
+        collectRoles(wait->getResult(use.getOperandNumber()), scale, bias);
       continue;
     }
     Role role = roleOf(use);

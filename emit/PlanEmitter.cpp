@@ -67,6 +67,8 @@ private:
   LogicalResult emitOp(Operation *op);
   LogicalResult emitReturn(func::ReturnOp ret);
   LogicalResult emitTransfer(Operation *op);
+  LogicalResult emitBlockStart(Operation *op);
+  LogicalResult emitBlockWait(Operation *op);
   plan::Instruction &addInstruction(StringRef name, ArrayRef<Value> inputs,
                                     ArrayRef<int> outputs, Location loc);
   plan::Instruction &addInstruction(StringRef name, ArrayRef<int> inputs,
@@ -96,6 +98,9 @@ private:
   DenseMap<Value, std::pair<int, int64_t>> bucketSlots;
   /// The bucket buffer of each `loom.all_reduce_start`'s bucket id.
   DenseMap<int64_t, int> bucketBuffers;
+  /// The send and receive staging of each reduce-scatter or all-gather
+  /// bucket.
+  DenseMap<int64_t, std::pair<int, int>> blockStaging;
   /// The buffers sends read: they live to the end of the step.
   SmallVector<int> sent;
   /// The op being emitted (its pipeline marks go on its instructions).
@@ -539,6 +544,11 @@ LogicalResult Emitter::emitOp(Operation *op) {
     return success();
   }
 
+  if (isa<ReduceScatterStartOp, AllGatherStartOp>(op))
+    return emitBlockStart(op);
+  if (isa<ReduceScatterWaitOp, AllGatherWaitOp>(op))
+    return emitBlockWait(op);
+
   // Pipeline transfers (loom-split-stages): a receive's operand only gives
   // its type; the bytes a send hands over stay unchanged until the step
   // ends, when the runtime waits for the send.
@@ -638,6 +648,93 @@ LogicalResult Emitter::emitOp(Operation *op) {
                << a.getName() << "' of type " << v << " into a plan";
     }
   }
+  return success();
+}
+
+/// The mesh axes, dims and bucket of a reduce-scatter or all-gather
+/// bucket's start.
+static void setBlockAttrs(plan::Instruction &inst, Operation *start) {
+  ArrayRef<int16_t> axes;
+  ArrayRef<int64_t> dims;
+  int64_t bucket;
+  if (auto rs = dyn_cast<ReduceScatterStartOp>(start)) {
+    axes = rs.getGridAxes();
+    dims = rs.getDims();
+    bucket = rs.getBucket();
+    (*inst.mutable_attrs())["reduction"].set_s("sum");
+  } else {
+    auto ag = cast<AllGatherStartOp>(start);
+    axes = ag.getGridAxes();
+    dims = ag.getDims();
+    bucket = ag.getBucket();
+  }
+  setAxes(inst, axes);
+  plan::Attr &list = (*inst.mutable_attrs())["dims"];
+  for (int64_t d : dims)
+    list.mutable_ints()->add_values(d);
+  setI(inst, "bucket", bucket);
+}
+
+LogicalResult Emitter::emitBlockStart(Operation *op) {
+  // The operands are packed into the send staging, block by block (a
+  // reduce-scatter) or side by side (an all-gather); the collective fills
+  // the receive staging, which the wait unpacks into the results. Both
+  // stay live from the start to the wait.
+  int64_t sent = 0, received = 0;
+  for (Value v : op->getOperands())
+    sent += cast<RankedTensorType>(v.getType()).getNumElements();
+  for (Value v : op->getResults())
+    received += cast<RankedTensorType>(v.getType()).getNumElements();
+  Type element =
+      cast<RankedTensorType>(op->getOperand(0).getType()).getElementType();
+  int64_t bucket = isa<ReduceScatterStartOp>(op)
+                       ? cast<ReduceScatterStartOp>(op).getBucket()
+                       : cast<AllGatherStartOp>(op).getBucket();
+  if (blockStaging.count(bucket) || bucketBuffers.count(bucket))
+    return op->emitError("bucket ") << bucket << " is started twice";
+  int ids[2];
+  int64_t sizes[2] = {sent, received};
+  for (auto [k, elements] : llvm::enumerate(sizes)) {
+    FailureOr<int> id = newBuffer(RankedTensorType::get({elements}, element),
+                                  plan::TEMPORARY, op->getLoc());
+    if (failed(id))
+      return failure();
+    program->mutable_buffers(*id)->set_name("bucket " + std::to_string(bucket) +
+                                            (k ? " recv" : " send"));
+    ids[k] = *id;
+  }
+  blockStaging[bucket] = {ids[0], ids[1]};
+  for (Value r : op->getResults())
+    buffers[r] = ids[1];
+  plan::Instruction &inst =
+      addInstruction(op->getName().stripDialect(),
+                     SmallVector<Value>(op->getOperands()),
+                     ArrayRef<int>{ids[0], ids[1]}, op->getLoc());
+  setBlockAttrs(inst, op);
+  return success();
+}
+
+LogicalResult Emitter::emitBlockWait(Operation *op) {
+  Operation *start = op->getOperand(0).getDefiningOp();
+  int64_t bucket = isa<ReduceScatterStartOp>(start)
+                       ? cast<ReduceScatterStartOp>(start).getBucket()
+                       : cast<AllGatherStartOp>(start).getBucket();
+  auto staging = blockStaging.find(bucket);
+  if (staging == blockStaging.end())
+    return op->emitError("bucket has no start before it");
+  SmallVector<int> outs;
+  for (Value r : op->getResults()) {
+    FailureOr<int> id = newBuffer(r, plan::TEMPORARY, op->getLoc());
+    if (failed(id))
+      return failure();
+    program->mutable_buffers(*id)->set_name(describeLoc(op->getLoc()));
+    outs.push_back(*id);
+  }
+  plan::Instruction &inst = addInstruction(
+      op->getName().stripDialect(),
+      ArrayRef<int>{staging->second.first, staging->second.second}, outs,
+      op->getLoc());
+  setBlockAttrs(inst, start);
   return success();
 }
 

@@ -423,6 +423,129 @@ LogicalResult AllReduceStartOp::verify() {
   return success();
 }
 
+/// A bucket's block collective: each operand scattered (`scatter`) or
+/// gathered along its entry of `dims` over the same group, and each result
+/// read once, by the bucket's wait.
+template <typename WaitOp>
+static LogicalResult verifyBlockStart(Operation *op, ValueRange inputs,
+                                      ValueRange inFlight,
+                                      ArrayRef<int64_t> dims, int64_t bucket,
+                                      bool scatter) {
+  if (inputs.empty())
+    return op->emitOpError("needs at least one tensor");
+  if (inFlight.size() != inputs.size() || dims.size() != inputs.size())
+    return op->emitOpError("needs one result and one entry of dims per "
+                           "operand, got ")
+           << inputs.size() << " operands, " << inFlight.size()
+           << " results and " << dims.size() << " dims";
+  if (bucket < 0)
+    return op->emitOpError("bucket must be non-negative, got ") << bucket;
+  Type element = cast<RankedTensorType>(inputs.front().getType())
+                     .getElementType();
+  int64_t group = 0;
+  for (auto [i, in, out] : llvm::enumerate(inputs, inFlight)) {
+    auto from = cast<RankedTensorType>(in.getType());
+    auto to = cast<RankedTensorType>(out.getType());
+    if (from.getElementType() != element || to.getElementType() != element)
+      return op->emitOpError("all operands and results must have one element "
+                             "type (the bucket is one buffer), got ")
+             << from << " and " << to;
+    if (!from.hasStaticShape() || !to.hasStaticShape() ||
+        from.getRank() != to.getRank())
+      return op->emitOpError("operand ")
+             << i << " and its result must be static tensors of one rank, got "
+             << from << " and " << to;
+    int64_t d = dims[i];
+    if (d < 0 || d >= from.getRank())
+      return op->emitOpError("dims[")
+             << i << "] = " << d << " is not a dimension of " << from;
+    int64_t whole = scatter ? from.getDimSize(d) : to.getDimSize(d);
+    int64_t block = scatter ? to.getDimSize(d) : from.getDimSize(d);
+    bool sameElsewhere = true;
+    for (int64_t k = 0; k < from.getRank(); ++k)
+      if (k != d && from.getDimSize(k) != to.getDimSize(k))
+        sameElsewhere = false;
+    int64_t n = block > 0 && whole % block == 0 ? whole / block : 0;
+    if (!sameElsewhere || n == 0 || (group && n != group))
+      return op->emitOpError("result ")
+             << i << " (" << to << ") is not operand " << i << " (" << from
+             << ") " << (scatter ? "scattered" : "gathered") << " along dim "
+             << d << (group ? " over the bucket's group" : "");
+    group = n;
+  }
+  Operation *wait = nullptr;
+  for (Value v : inFlight) {
+    Operation *user = v.hasOneUse() ? *v.getUsers().begin() : nullptr;
+    if (!user || !isa<WaitOp>(user) || (wait && user != wait))
+      return op->emitOpError("each result must have exactly one use, the "
+                             "bucket's ")
+             << WaitOp::getOperationName();
+    wait = user;
+  }
+  return success();
+}
+
+/// A bucket's wait: all the results of one start of the same bucket.
+template <typename StartOp>
+static LogicalResult verifyBlockWait(Operation *op, ValueRange inFlight,
+                                     int64_t bucket) {
+  if (inFlight.empty())
+    return op->emitOpError("needs the results of a ")
+           << StartOp::getOperationName();
+  auto start = inFlight.front().getDefiningOp<StartOp>();
+  if (!start || start.getInFlight() != inFlight)
+    return op->emitOpError("operands must be all the results of one ")
+           << StartOp::getOperationName() << ", in order";
+  if (start.getBucket() != bucket)
+    return op->emitOpError("waits for bucket ")
+           << bucket << " but its operands are in flight in bucket "
+           << start.getBucket();
+  return success();
+}
+
+LogicalResult ReduceScatterStartOp::verify() {
+  if (!getInputs().empty() &&
+      !cast<RankedTensorType>(getInputs().front().getType())
+           .getElementType()
+           .isF32())
+    return emitOpError("sums f32 tensors only");
+  return verifyBlockStart<ReduceScatterWaitOp>(getOperation(), getInputs(),
+                                               getInFlight(), getDims(),
+                                               getBucket(), /*scatter=*/true);
+}
+
+LogicalResult AllGatherStartOp::verify() {
+  return verifyBlockStart<AllGatherWaitOp>(getOperation(), getInputs(),
+                                           getInFlight(), getDims(),
+                                           getBucket(), /*scatter=*/false);
+}
+
+LogicalResult ReduceScatterWaitOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location>, ValueRange operands,
+    DictionaryAttr, OpaqueProperties, RegionRange,
+    SmallVectorImpl<Type> &inferred) {
+  operandTypes(operands, inferred);
+  return success();
+}
+
+LogicalResult AllGatherWaitOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location>, ValueRange operands,
+    DictionaryAttr, OpaqueProperties, RegionRange,
+    SmallVectorImpl<Type> &inferred) {
+  operandTypes(operands, inferred);
+  return success();
+}
+
+LogicalResult ReduceScatterWaitOp::verify() {
+  return verifyBlockWait<ReduceScatterStartOp>(getOperation(), getInFlight(),
+                                               getBucket());
+}
+
+LogicalResult AllGatherWaitOp::verify() {
+  return verifyBlockWait<AllGatherStartOp>(getOperation(), getInFlight(),
+                                           getBucket());
+}
+
 LogicalResult AllReduceWaitOp::verify() {
   if (getInFlight().empty())
     return emitOpError("needs the results of a loom.all_reduce_start");

@@ -348,6 +348,84 @@ def Loom_AllReduceWaitOp : Loom_Op<"all_reduce_wait",
   }];
 }
 
+/// A bucket of block collectives (ZeRO's gradient reduce-scatters and
+/// parameter all-gathers): one start, one wait.
+class Loom_BlockStartOp<string mnemonic, string upstream, string what>
+    : Loom_Op<mnemonic> {
+  let arguments = (ins Variadic<Loom_FloatTensor>:$inputs,
+                       FlatSymbolRefAttr:$grid, DenseI16ArrayAttr:$grid_axes,
+                       DenseI64ArrayAttr:$dims, I64Attr:$bucket);
+  let results = (outs Variadic<Loom_FloatTensor>:$in_flight);
+  let assemblyFormat = [{
+    $inputs `on` $grid `grid_axes` `=` $grid_axes `dims` `=` $dims `bucket`
+    $bucket attr-dict `:` type($inputs) `->` type($in_flight)
+  }];
+  let hasVerifier = 1;
+  let summary = "Start " # what # " a bucket of tensors over mesh axes";
+}
+
+def Loom_ReduceScatterStartOp
+    : Loom_BlockStartOp<"reduce_scatter_start", "shard.reduce_scatter",
+                        "reduce-scattering"> {
+  let description = [{
+    Starts the sum reduce-scatter (upstream `shard.reduce_scatter`) of each
+    operand along its entry of `dims`, all of them as one collective, a
+    bucket: the runtime packs each operand's blocks into one send buffer,
+    block by block, and reduce-scatters it without waiting. The results are
+    this rank's blocks in flight: each has exactly one use, the
+    `loom.reduce_scatter_wait` of the same `bucket`, whose results are the
+    blocks. Ops between the two run while the bucket is reduced
+    (`loom-bucket-block-collectives`); the operands may be reused at once.
+
+    ```mlir
+    %f:2 = loom.reduce_scatter_start %g1, %g2 on @mesh grid_axes = [1] dims = [0, 1] bucket 0 : tensor<4x3xf32>, tensor<3x4xf32> -> tensor<2x3xf32>, tensor<3x2xf32>
+    // ... more of the backward pass
+    %s:2 = loom.reduce_scatter_wait %f#0, %f#1 bucket 0 : tensor<2x3xf32>, tensor<3x2xf32>
+    ```
+  }];
+}
+
+def Loom_AllGatherStartOp
+    : Loom_BlockStartOp<"all_gather_start", "shard.all_gather", "gathering"> {
+  let description = [{
+    Starts the all-gather (upstream `shard.all_gather`) of each operand
+    along its entry of `dims`, all of them as one collective, a bucket:
+    the runtime copies the operands side by side into one send buffer and
+    gathers it without waiting. The results are the whole tensors in
+    flight: each has exactly one use, the `loom.all_gather_wait` of the
+    same `bucket`, whose results are the whole tensors. ZeRO-3 starts the
+    next bucket of parameters while the ops that read this one run
+    (`loom-bucket-block-collectives`).
+
+    ```mlir
+    %f = loom.all_gather_start %w on @mesh grid_axes = [1] dims = [0] bucket 1 : tensor<2x4xf32> -> tensor<4x4xf32>
+    // ... ops that read earlier parameters
+    %w_all = loom.all_gather_wait %f bucket 1 : tensor<4x4xf32>
+    ```
+  }];
+}
+
+class Loom_BlockWaitOp<string mnemonic, string start>
+    : Loom_Op<mnemonic, [DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "Wait for a bucket's " # start # " and take its results";
+  let description = [{
+    The operands are all the results of the `loom.}] # start # [{` of the
+    same `bucket`, in order; the results are its tensors, done. The runtime
+    waits here until the bucket's collective is done.
+  }];
+  let arguments = (ins Variadic<Loom_FloatTensor>:$in_flight, I64Attr:$bucket);
+  let results = (outs Variadic<Loom_FloatTensor>:$results);
+  let assemblyFormat = [{
+    $in_flight `bucket` $bucket attr-dict `:` type($in_flight)
+  }];
+  let hasVerifier = 1;
+}
+
+def Loom_ReduceScatterWaitOp
+    : Loom_BlockWaitOp<"reduce_scatter_wait", "reduce_scatter_start">;
+def Loom_AllGatherWaitOp
+    : Loom_BlockWaitOp<"all_gather_wait", "all_gather_start">;
+
 //===----------------------------------------------------------------------===//
 // Micro-batches
 //===----------------------------------------------------------------------===//

@@ -12,11 +12,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "ir/LoomOps.h"
-#include "passes/MeshUtils.h"
+#include "passes/BucketSize.h"
 #include "passes/Passes.h"
-#include "passes/planner/Cluster.h"
-#include "passes/planner/CostModel.h"
-#include "passes/planner/MeshTopology.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
@@ -84,9 +81,13 @@ struct BucketAllReducesPass
         }
     if (groups.empty())
       return;
+    SmallVector<SmallVector<int16_t>> axisGroups;
+    for (const auto &entry : groups)
+      axisGroups.push_back(entry.first);
     FailureOr<int64_t> linkTarget =
         bucketBytes > 0 ? FailureOr<int64_t>(int64_t(bucketBytes))
-                        : linkBytes(func, groups);
+                        : linkBucketBytes(func, axisGroups, cluster,
+                                          getArgument());
     if (failed(linkTarget))
       return signalPassFailure();
     int64_t next = 0;
@@ -99,26 +100,22 @@ struct BucketAllReducesPass
         total += m.bytes;
       // Enough bytes to reach the link's bandwidth, and at least four
       // buckets, so that most of them overlap the backward pass.
-      int64_t target = bucketBytes > 0
-                           ? *linkTarget
-                           : std::max<int64_t>(
-                                 kMinBucketBytes,
-                                 std::min<int64_t>(*linkTarget, total / 4));
+      int64_t target = bucketTarget(bucketBytes, *linkTarget, total);
       SmallVector<Member> bucket;
       auto flush = [&] {
         if (!bucket.empty())
           emitBucket(bucket, grid, axes, next);
         bucket.clear();
       };
-      // A sum read before the group's last operand is made (inside the
-      // backward pass, like a position embedding's gradient before its
-      // scatter) goes alone: in a bucket it would make the whole bucket
-      // wait early. The others are read after every operand is made (by
+      // A sum read before the group's last operand is made, or by the op
+      // that makes it (inside the backward pass, like a position
+      // embedding's gradient before its scatter), goes alone: in a bucket
+      // it would make the whole bucket wait early. The others are read after every operand is made (by
       // the optimizer) and fill buckets in order.
       Operation *lastDef = members.back().def;
       int64_t bytes = 0;
       for (const Member &m : members) {
-        if (before(m.firstUse, lastDef)) {
+        if (!before(lastDef, m.firstUse)) {
           SmallVector<Member> alone{m};
           emitBucket(alone, grid, axes, next);
           continue;
@@ -132,39 +129,6 @@ struct BucketAllReducesPass
       }
       flush();
     }
-  }
-
-  static constexpr int64_t kMinBucketBytes = 64 * 1024;
-
-  /// The bucket size the link of the data-parallel axis asks for
-  /// (`planner::bucketBytes`) on the pass's cluster.
-  FailureOr<int64_t>
-  linkBytes(func::FuncOp func,
-            const std::map<SmallVector<int16_t>, SmallVector<Member>> &groups) {
-    auto module = func->getParentOfType<ModuleOp>();
-    shard::GridOp mesh = module ? lookupMesh(module) : nullptr;
-    std::string spec = cluster;
-    llvm::Expected<Cluster> parsed = parseCluster(spec);
-    if (!parsed) {
-      func.emitError("loom-bucket-all-reduces: ")
-          << llvm::toString(parsed.takeError());
-      return failure();
-    }
-    if (!mesh)
-      return planner::kMaxBucketBytes;
-    SmallVector<planner::MeshAxis, 3> axes;
-    for (int64_t size : mesh.getShape())
-      axes.push_back({"", size});
-    planner::MeshTopology topology(axes, parsed->devicesPerNode);
-    // The largest bucket any group's link asks for.
-    int64_t target = 0;
-    for (const auto &entry : groups) {
-      SmallVector<unsigned> ids(entry.first.begin(), entry.first.end());
-      planner::AxisGroup group = topology.group(ids);
-      target = std::max(target, planner::bucketBytes(
-                                    group.size, parsed->link(group.level)));
-    }
-    return target;
   }
 
   /// Replaces the sums of `bucket` by one start after its last operand is

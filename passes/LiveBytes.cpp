@@ -194,6 +194,25 @@ private:
         alias(r, v);
       return;
     }
+    // A reduce-scatter or all-gather bucket: send and receive staging from
+    // its start to its wait (the emitter's), the tensors in flight in the
+    // receive staging.
+    if (isa<ReduceScatterStartOp, AllGatherStartOp>(op)) {
+      auto staging = [&](ValueRange values) {
+        double bytes = 0;
+        for (Value v : values)
+          bytes += bytesOf(v);
+        buffers.push_back({alignedBytes(bytes), now, now});
+        return static_cast<int>(buffers.size()) - 1;
+      };
+      sendStaging[op] = staging(op->getOperands());
+      int recv = staging(op->getResults());
+      for (Value r : op->getResults())
+        (*into)[r] = recv;
+      return;
+    }
+    if (isa<ReduceScatterWaitOp, AllGatherWaitOp>(op))
+      extend(sendStaging.lookup(op->getOperand(0).getDefiningOp()), now);
     for (Value r : op->getResults())
       (*into)[r] = newBuffer(r, now);
   }
@@ -202,19 +221,23 @@ private:
   const LiveBytesOptions &options;
   std::vector<Buffer> buffers;
   std::vector<SmallVector<int>> buckets;
+  /// The send staging of each reduce-scatter or all-gather bucket's start.
+  DenseMap<Operation *, int> sendStaging;
   DenseMap<Value, int> original;
   int64_t base = 0, now = 0;
 };
 
 } // namespace
 
-int64_t mlir::loom::arenaBytes(Value v) {
+int64_t mlir::loom::alignedBytes(double bytes) {
   // A tensor past 1 PiB (no device holds one; the emitter refuses what int64
   // cannot address) counts as 1 PiB, so sums of many stay in int64.
   constexpr double kLargest = double(int64_t(1) << 50);
-  int64_t bytes = static_cast<int64_t>(std::min(bytesOf(v), kLargest));
-  return (bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
+  int64_t whole = static_cast<int64_t>(std::min(bytes, kLargest));
+  return (whole + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
 }
+
+int64_t mlir::loom::arenaBytes(Value v) { return alignedBytes(bytesOf(v)); }
 
 DenseSet<Operation *>
 mlir::loom::unreadOriginals(ArrayRef<RecomputeGroup> groups) {

@@ -23,6 +23,8 @@ namespace mlir::loom {
 /// The bytes `v`'s buffer takes in the arena: its type's, rounded up to
 /// the arena's alignment (the emitter's `kArenaAlignment`); at most 1 PiB.
 int64_t arenaBytes(Value v);
+/// `bytes` rounded up to the arena's alignment; at most 1 PiB.
+int64_t alignedBytes(double bytes);
 
 /// A group of ops cloned together before `insertBefore`.
 struct RecomputeGroup {

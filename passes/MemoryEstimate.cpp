@@ -115,6 +115,7 @@ mlir::loom::estimateMemory(ModuleOp planned,
   lower.cluster = options.cluster;
   lower.memoryBudgetGib = options.memoryBudgetGib;
   lower.bucketBytes = options.bucketBytes;
+  lower.blockBucketBytes = options.blockBucketBytes;
   // The shortened step, but where the pipeline schedule orders every
   // micro-batch, and where the recomputation is chosen on the step.
   int64_t micro = microAxisSize(grid);

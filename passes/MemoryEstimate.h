@@ -44,6 +44,9 @@ struct MemoryEstimateOptions {
   double memoryBudgetGib = 0;
   /// loom-bucket-all-reduces' bucket size (0: from the cluster, -1: none).
   int64_t bucketBytes = 0;
+  /// loom-bucket-block-collectives' bucket size (0: from the cluster, -1:
+  /// none).
+  int64_t blockBucketBytes = 0;
 };
 
 /// The estimate of `planned`, a module after the plan phase

@@ -132,6 +132,7 @@ void mlir::loom::buildLoomPlanPipeline(OpPassManager &pm,
   lower.cluster = options.cluster;
   lower.memoryBudgetGib = options.memoryBudgetGib;
   lower.bucketBytes = options.bucketBytes;
+  lower.blockBucketBytes = options.blockBucketBytes;
   buildLoomLowerPipeline(pm, lower);
 }
 
@@ -167,6 +168,10 @@ void mlir::loom::buildLoomLowerPipeline(OpPassManager &pm,
   buckets.bucketBytes = options.bucketBytes;
   buckets.cluster = options.cluster;
   pm.addNestedPass<func::FuncOp>(createLoomBucketAllReducesPass(buckets));
+  LoomBucketBlockCollectivesPassOptions blocks;
+  blocks.bucketBytes = options.blockBucketBytes;
+  blocks.cluster = options.cluster;
+  pm.addNestedPass<func::FuncOp>(createLoomBucketBlockCollectivesPass(blocks));
 }
 
 void mlir::loom::buildLoomCompilerPipeline(
@@ -200,6 +205,7 @@ void mlir::loom::buildLoomCompilerPipeline(
   plan.memoryBudgetGib = options.plan.memoryBudgetGib.getValue();
   plan.zero = options.plan.zero.getValue();
   plan.bucketBytes = options.plan.bucketBytes.getValue();
+  plan.blockBucketBytes = options.plan.blockBucketBytes.getValue();
   plan.remat = options.plan.remat.getValue();
   plan.localBatchNorm = options.plan.localBatchNorm;
   plan.lower = options.last == Phase::Lower;

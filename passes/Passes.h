@@ -126,6 +126,12 @@ struct PlanPipelineOptions : public PassPipelineOptions<PlanPipelineOptions> {
       llvm::cl::desc("bytes per bucket of overlapped all-reduces (0: from "
                      "the cluster's link, -1: none; loom-bucket-all-reduces)"),
       llvm::cl::init(0)};
+  Option<int64_t> blockBucketBytes{
+      *this, "block-bucket-bytes",
+      llvm::cl::desc("bytes per bucket of overlapped reduce-scatters and "
+                     "all-gathers (0: from the cluster's link, -1: none; "
+                     "loom-bucket-block-collectives)"),
+      llvm::cl::init(0)};
   Option<std::string> remat{
       *this, "remat",
       llvm::cl::desc("activation recomputation: none, selective, full or "
@@ -153,6 +159,9 @@ struct LowerPipelineOptions {
   double memoryBudgetGib = 0;
   /// loom-bucket-all-reduces' bucket size (0: from the cluster, -1: none).
   int64_t bucketBytes = 0;
+  /// loom-bucket-block-collectives' bucket size (0: from the cluster, -1:
+  /// none).
+  int64_t blockBucketBytes = 0;
   /// loom-unroll-micro-batches' written-micro-batches (0: all).
   int64_t writtenMicroBatches = 0;
 };

@@ -842,6 +842,53 @@ def LoomBucketAllReducesPass
   let dependentDialects = ["::mlir::loom::LoomDialect"];
 }
 
+def LoomBucketBlockCollectivesPass
+    : Pass<"loom-bucket-block-collectives", "mlir::func::FuncOp"> {
+  let summary = "Group reduce-scatters and all-gathers into overlapped buckets; prefetch ZeRO-3's gathers";
+  let description = [{
+    Pre: a partitioned step (after CSE and `loom-bucket-all-reduces`).
+    Post: the static sum `shard.reduce_scatter`s of f32 tensors and the
+    `shard.all_gather`s of f32 or bf16 tensors are grouped by kind, mesh
+    axes and element type into buckets of about `bucket-bytes` (as
+    `loom-bucket-all-reduces` sizes them; -1: no buckets), each one
+    `loom.reduce_scatter_start` or `loom.all_gather_start` and one wait
+    just before the first use of any of its results. A bucket of values the
+    step makes (gradients; the blocks ZeRO-1 and 2 gather after the update)
+    starts where the last of its collectives was (right after its operand
+    is made), in the order of the collectives, and a member read before
+    the group's last collective goes alone; a start never moves above a
+    collective it replaces, so a gather that recomputation placed late (to
+    free its result in between) stays late. Gathers of arguments (ZeRO-3's parameter
+    shards) are prefetched: in the order the step first reads them, the
+    first bucket starts where its earliest gather was and each next one
+    right after the wait of the one before, so one bucket is in flight
+    while the ops that read the previous one run. A lone collective with
+    nothing to overlap stays as it is. Bucket ids follow those of the sums'
+    buckets.
+
+    ```mlir
+    // before
+    %g = loom.matmul ...
+    %b = shard.reduce_scatter %g on @mesh grid_axes = [1] scatter_axis = 0 : tensor<8x4xf32> -> tensor<4x4xf32>
+    %x = loom.matmul ...                // more backward
+    %p = loom.sgd %w, %b ...
+    // after
+    %g = loom.matmul ...
+    %f = loom.reduce_scatter_start %g on @mesh grid_axes = [1] dims = [0] bucket 0 : tensor<8x4xf32> -> tensor<4x4xf32>
+    %x = loom.matmul ...                // runs while the bucket is reduced
+    %b = loom.reduce_scatter_wait %f bucket 0 : tensor<4x4xf32>
+    %p = loom.sgd %w, %b ...
+    ```
+  }];
+  let options = [
+    Option<"bucketBytes", "bucket-bytes", "int64_t", "0",
+           "bytes per bucket (0: from the cluster's link, -1: no buckets)">,
+    Option<"cluster", "cluster", "std::string", "\"cpu:1\"",
+           "the cluster spec whose links size the buckets (docs/cluster-spec.md)">,
+  ];
+  let dependentDialects = ["::mlir::loom::LoomDialect"];
+}
+
 //===----------------------------------------------------------------------===//
 // raise: recognise fused ops in imported element-wise graphs
 //===----------------------------------------------------------------------===//

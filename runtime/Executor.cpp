@@ -22,7 +22,9 @@ namespace {
 bool isCommunication(const std::string &op) {
   return op == "all_reduce" || op == "all_gather" || op == "reduce_scatter" ||
          op == "all_to_all" || op == "all_reduce_start" ||
-         op == "all_reduce_wait" || op == "send" || op == "recv";
+         op == "all_reduce_wait" || op == "reduce_scatter_start" ||
+         op == "reduce_scatter_wait" || op == "all_gather_start" ||
+         op == "all_gather_wait" || op == "send" || op == "recv";
 }
 
 } // namespace
@@ -400,6 +402,18 @@ void Executor::setCheckNumerics(bool on) {
     // where their sums are read.
     if (inst.op() == "all_reduce_start" || inst.op() == "all_reduce_wait") {
       floatOperands.push_back({});
+      continue;
+    }
+    // A reduce-scatter or gather bucket's staging is in flight from its
+    // start to its wait: the start's tensors are checked as it reads them,
+    // the wait's as it writes them.
+    if (inst.op() == "reduce_scatter_start" ||
+        inst.op() == "all_gather_start") {
+      floatOperands.push_back({floats(inst.inputs()), {}});
+      continue;
+    }
+    if (inst.op() == "reduce_scatter_wait" || inst.op() == "all_gather_wait") {
+      floatOperands.push_back({{}, floats(inst.outputs())});
       continue;
     }
     floatOperands.push_back({floats(inst.inputs()), floats(inst.outputs())});

@@ -361,8 +361,11 @@ CandidatePrediction planner::predictCandidate(const GptSpec &spec,
   // Gradients over dp (f32), overlapped with the last micro-batch's
   // backward but for the last bucket; ZeRO-1/2 gather the updated
   // parameters after the step; ZeRO-2/3 reduce-scatter every micro-batch;
-  // ZeRO-3 gathers each layer's parameters before its forward and its
-  // backward (and its recomputation), not prefetched.
+  // ZeRO-3 gathers each layer's parameters for its forward and again for
+  // its backward (and its recomputation), prefetched a bucket ahead
+  // (loom-bucket-block-collectives): the forward's behind the forward but
+  // for the first bucket, the backward's with the reduce-scatters behind
+  // the backward.
   double grads = 4 * maxParams;
   double window = layersB * (layer.backwardInput + layer.backwardWeight);
   auto hidden = [&](double seconds) {
@@ -378,9 +381,14 @@ CandidatePrediction planner::predictCandidate(const GptSpec &spec,
       b.dataParallel = hidden(scatter) + gather;
     else if (c.zero == 2)
       b.dataParallel = double(m) * hidden(scatter) + gather;
-    else
-      b.dataParallel = double(m) * (hidden(scatter) +
-                                    (c.remat == Remat::Full ? 3 : 2) * gather);
+    else {
+      double firstBucket =
+          grads > 0 ? gather * std::min(1.0, bucket / grads) : 0;
+      double forward =
+          std::max(gather - layersB * layer.forward, firstBucket);
+      double backward = (c.remat == Remat::Full ? 2 : 1) * gather;
+      b.dataParallel = double(m) * (forward + hidden(scatter + backward));
+    }
   }
   // GPT's head is the embedding: its gradient is summed between the first
   // and the last stage.

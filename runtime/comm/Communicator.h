@@ -62,6 +62,20 @@ public:
   /// keeps block `rank()` of the sum (`countPerRank` floats) in `recv`.
   virtual Status reduceScatterSum(const float *send, float *recv,
                                   int64_t countPerRank) = 0;
+  /// Start `allGather` and `reduceScatterSum` and return without waiting
+  /// for them where the communicator can (MPI, NCCL), as
+  /// `startAllReduceSum`: `send` and `recv` must stay untouched until the
+  /// returned collective is waited for. By default they are done on return.
+  virtual StatusOr<std::unique_ptr<PendingCollective>>
+  startAllGather(const void *send, void *recv, int64_t bytesPerRank) {
+    LOOM_RETURN_IF_ERROR(allGather(send, recv, bytesPerRank));
+    return std::unique_ptr<PendingCollective>(new FinishedCollective());
+  }
+  virtual StatusOr<std::unique_ptr<PendingCollective>>
+  startReduceScatterSum(const float *send, float *recv, int64_t countPerRank) {
+    LOOM_RETURN_IF_ERROR(reduceScatterSum(send, recv, countPerRank));
+    return std::unique_ptr<PendingCollective>(new FinishedCollective());
+  }
   /// Block `j` of `send` (`bytesPerRank` bytes at `send + j * bytesPerRank`)
   /// goes to rank `j`; block `i` of `recv` is the block rank `i` sent here.
   virtual Status allToAll(const void *send, void *recv,

@@ -136,6 +136,39 @@ public:
     return Status::ok();
   }
 
+  StatusOr<std::unique_ptr<PendingCollective>>
+  startAllGather(const void *send, void *recv, int64_t bytesPerRank) override {
+    auto pending = std::make_unique<MpiPending>();
+    LOOM_RETURN_IF_ERROR(inPieces(bytesPerRank, [&](int64_t at, int count,
+                                                    MPI_Datatype block) {
+      pending->requests.emplace_back();
+      int rc = MPI_Iallgather(static_cast<const char *>(send) + at, count,
+                              MPI_BYTE, static_cast<char *>(recv) + at,
+                              block == MPI_BYTE ? count : 1, block, comm,
+                              &pending->requests.back());
+      return rc == MPI_SUCCESS ? Status::ok() : mpiError("MPI_Iallgather", rc);
+    }));
+    return std::unique_ptr<PendingCollective>(std::move(pending));
+  }
+
+  StatusOr<std::unique_ptr<PendingCollective>>
+  startReduceScatterSum(const float *send, float *recv,
+                        int64_t countPerRank) override {
+    if (countPerRank > INT_MAX)
+      return makeError("reduce_scatter of %lld floats per rank is more than "
+                       "MPI's int count",
+                       (long long)countPerRank);
+    auto pending = std::make_unique<MpiPending>();
+    pending->requests.emplace_back();
+    int rc = MPI_Ireduce_scatter_block(send, recv,
+                                       static_cast<int>(countPerRank),
+                                       MPI_FLOAT, MPI_SUM, comm,
+                                       &pending->requests.back());
+    if (rc != MPI_SUCCESS)
+      return mpiError("MPI_Ireduce_scatter_block", rc);
+    return std::unique_ptr<PendingCollective>(std::move(pending));
+  }
+
   Status allToAll(const void *send, void *recv, int64_t bytesPerRank) override {
     return inPieces(bytesPerRank, [&](int64_t at, int count,
                                       MPI_Datatype block) {

@@ -118,24 +118,61 @@ Status NcclCommunicator::allReduceSum(float *deviceData, int64_t count) {
   return leaveCommStream();
 }
 
+template <typename Launch>
 StatusOr<std::unique_ptr<PendingCollective>>
-NcclCommunicator::startAllReduceSum(float *deviceData, int64_t count) {
-  if (!comm || count == 0)
-    return std::unique_ptr<PendingCollective>(new FinishedCollective());
+NcclCommunicator::startOnCommStream(Launch launch, const char *what) {
   cudaEvent_t end = nullptr;
   LOOM_RETURN_IF_ERROR(
       cudaCheck(cudaEventCreateWithFlags(&end, cudaEventDisableTiming),
                 "cudaEventCreateWithFlags (NCCL bucket)"));
   auto pending = std::make_unique<NcclPending>(end, stream);
   LOOM_RETURN_IF_ERROR(enterCommStream());
-  LOOM_RETURN_IF_ERROR(ncclCheck(ncclAllReduce(deviceData, deviceData,
-                                               static_cast<size_t>(count),
-                                               ncclFloat32, ncclSum, comm,
-                                               commStream),
-                                 "ncclAllReduce (bucket)"));
+  LOOM_RETURN_IF_ERROR(ncclCheck(launch(), what));
   LOOM_RETURN_IF_ERROR(cudaCheck(cudaEventRecord(end, commStream),
                                  "cudaEventRecord (NCCL bucket)"));
   return std::unique_ptr<PendingCollective>(std::move(pending));
+}
+
+StatusOr<std::unique_ptr<PendingCollective>>
+NcclCommunicator::startAllReduceSum(float *deviceData, int64_t count) {
+  if (!comm || count == 0)
+    return std::unique_ptr<PendingCollective>(new FinishedCollective());
+  return startOnCommStream(
+      [&] {
+        return ncclAllReduce(deviceData, deviceData, static_cast<size_t>(count),
+                             ncclFloat32, ncclSum, comm, commStream);
+      },
+      "ncclAllReduce (bucket)");
+}
+
+StatusOr<std::unique_ptr<PendingCollective>>
+NcclCommunicator::startAllGather(const void *deviceSend, void *deviceRecv,
+                                 int64_t bytesPerRank) {
+  if (!comm || bytesPerRank == 0)
+    return Communicator::startAllGather(deviceSend, deviceRecv, bytesPerRank);
+  return startOnCommStream(
+      [&] {
+        return ncclAllGather(deviceSend, deviceRecv,
+                             static_cast<size_t>(bytesPerRank), ncclInt8, comm,
+                             commStream);
+      },
+      "ncclAllGather (bucket)");
+}
+
+StatusOr<std::unique_ptr<PendingCollective>>
+NcclCommunicator::startReduceScatterSum(const float *deviceSend,
+                                        float *deviceRecv,
+                                        int64_t countPerRank) {
+  if (!comm || countPerRank == 0)
+    return Communicator::startReduceScatterSum(deviceSend, deviceRecv,
+                                               countPerRank);
+  return startOnCommStream(
+      [&] {
+        return ncclReduceScatter(deviceSend, deviceRecv,
+                                 static_cast<size_t>(countPerRank),
+                                 ncclFloat32, ncclSum, comm, commStream);
+      },
+      "ncclReduceScatter (bucket)");
 }
 
 Status NcclCommunicator::allGather(const void *deviceSend, void *deviceRecv,

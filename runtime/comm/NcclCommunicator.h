@@ -52,6 +52,12 @@ public:
   Status allReduceSum(float *deviceData, int64_t count) override;
   StatusOr<std::unique_ptr<PendingCollective>>
   startAllReduceSum(float *deviceData, int64_t count) override;
+  StatusOr<std::unique_ptr<PendingCollective>>
+  startAllGather(const void *deviceSend, void *deviceRecv,
+                 int64_t bytesPerRank) override;
+  StatusOr<std::unique_ptr<PendingCollective>>
+  startReduceScatterSum(const float *deviceSend, float *deviceRecv,
+                        int64_t countPerRank) override;
   Status allGather(const void *deviceSend, void *deviceRecv,
                    int64_t bytesPerRank) override;
   Status reduceScatterSum(const float *deviceSend, float *deviceRecv,
@@ -83,6 +89,12 @@ private:
   /// Makes the device's stream wait for the communication stream's work
   /// so far.
   Status leaveCommStream();
+  /// Enqueues `launch` (an NCCL call on `commStream`) after the device's
+  /// work so far and returns it in flight: the device's stream waits for
+  /// it at the pending collective's `wait`.
+  template <typename Launch>
+  StatusOr<std::unique_ptr<PendingCollective>>
+  startOnCommStream(Launch launch, const char *what);
 
   Communicator &host;
   std::unique_ptr<Communicator> owned;

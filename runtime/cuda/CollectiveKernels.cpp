@@ -12,6 +12,7 @@
 #include "runtime/cuda/CudaBind.h"
 #include "runtime/cuda/CudaKernels.h"
 
+#include "runtime/comm/InFlightBuckets.h"
 #include "runtime/kernels/cpu/Collective.h"
 
 namespace loom::runtime::cuda {
@@ -71,7 +72,42 @@ StatusOr<KernelFn> deviceCollective(const cpu::CollectivePlan &plan,
   });
 }
 
+/// A bucket's copies (cpu::bucketPlan), on the device's stream.
+Status bucketCopies(const cpu::BucketPlan &plan, cudaStream_t stream,
+                    const char *what) {
+  for (const cpu::BufferCopy &c : plan.copies)
+    LOOM_RETURN_IF_ERROR(deviceCopies({c.copy}, c.src, c.dst, stream, what));
+  return Status::ok();
+}
+
 } // namespace
+
+StatusOr<KernelFn> bindBucketStart(const OpView &op, BindContext &ctx) {
+  LOOM_ASSIGN_OR_RETURN(cpu::BucketPlan plan, cpu::bucketPlan(op, ctx));
+  LOOM_ASSIGN_OR_RETURN(InFlightBuckets * buckets, cpu::inFlightBucketsOf(ctx));
+  cudaStream_t s = cudaDevice(ctx).stream();
+  // The packing is ordered before the collective on the device's stream,
+  // which the communicator's stream waits for.
+  return KernelFn([plan, buckets, s](const StepContext &) -> Status {
+    LOOM_RETURN_IF_ERROR(
+        bucketCopies(plan, s, "cudaMemcpy2DAsync (bucket pack)"));
+    LOOM_ASSIGN_OR_RETURN(std::unique_ptr<PendingCollective> pending,
+                          cpu::startBucket(plan));
+    return buckets->put(plan.bucket, std::move(pending));
+  });
+}
+
+StatusOr<KernelFn> bindBucketWait(const OpView &op, BindContext &ctx) {
+  LOOM_ASSIGN_OR_RETURN(cpu::BucketPlan plan, cpu::bucketPlan(op, ctx));
+  LOOM_ASSIGN_OR_RETURN(InFlightBuckets * buckets, cpu::inFlightBucketsOf(ctx));
+  cudaStream_t s = cudaDevice(ctx).stream();
+  // The wait makes the device's stream wait for the collective; the
+  // unpacking follows it there.
+  return KernelFn([plan, buckets, s](const StepContext &) -> Status {
+    LOOM_RETURN_IF_ERROR(buckets->wait(plan.bucket));
+    return bucketCopies(plan, s, "cudaMemcpy2DAsync (bucket unpack)");
+  });
+}
 
 StatusOr<KernelFn> bindAllGather(const OpView &op, BindContext &ctx) {
   LOOM_ASSIGN_OR_RETURN(cpu::CollectivePlan plan, cpu::allGatherPlan(op, ctx));

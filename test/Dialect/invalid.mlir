@@ -350,6 +350,82 @@ func.func @bucket_bf16(%a: tensor<4xbf16>) -> tensor<4xbf16> {
 
 // -----
 
+// A bucket of reduce-scatters names one dimension per tensor.
+shard.grid @mesh(shape = 1x2x1)
+func.func @block_bucket_dims(%a: tensor<4xf32>, %b: tensor<4xf32>) -> (tensor<2xf32>, tensor<2xf32>) {
+  // expected-error @+1 {{'loom.reduce_scatter_start' op needs one result and one entry of dims per operand, got 2 operands, 2 results and 1 dims}}
+  %f:2 = loom.reduce_scatter_start %a, %b on @mesh grid_axes = [1] dims = [0] bucket 0 : tensor<4xf32>, tensor<4xf32> -> tensor<2xf32>, tensor<2xf32>
+  %s:2 = loom.reduce_scatter_wait %f#0, %f#1 bucket 0 : tensor<2xf32>, tensor<2xf32>
+  return %s#0, %s#1 : tensor<2xf32>, tensor<2xf32>
+}
+
+// -----
+
+// Each result is its operand split along its dimension, over one group.
+shard.grid @mesh(shape = 1x2x1)
+func.func @block_bucket_shape(%a: tensor<4x6xf32>) -> tensor<4x3xf32> {
+  // expected-error @+1 {{'loom.reduce_scatter_start' op result 0 ('tensor<4x3xf32>') is not operand 0 ('tensor<4x6xf32>') scattered along dim 0}}
+  %f = loom.reduce_scatter_start %a on @mesh grid_axes = [1] dims = [0] bucket 0 : tensor<4x6xf32> -> tensor<4x3xf32>
+  %s = loom.reduce_scatter_wait %f bucket 0 : tensor<4x3xf32>
+  return %s : tensor<4x3xf32>
+}
+
+// -----
+
+shard.grid @mesh(shape = 1x2x1)
+func.func @block_bucket_group(%a: tensor<2xf32>, %b: tensor<2xf32>) -> (tensor<4xf32>, tensor<8xf32>) {
+  // expected-error @+1 {{'loom.all_gather_start' op result 1 ('tensor<8xf32>') is not operand 1 ('tensor<2xf32>') gathered along dim 0 over the bucket's group}}
+  %f:2 = loom.all_gather_start %a, %b on @mesh grid_axes = [1] dims = [0, 0] bucket 0 : tensor<2xf32>, tensor<2xf32> -> tensor<4xf32>, tensor<8xf32>
+  %s:2 = loom.all_gather_wait %f#0, %f#1 bucket 0 : tensor<4xf32>, tensor<8xf32>
+  return %s#0, %s#1 : tensor<4xf32>, tensor<8xf32>
+}
+
+// -----
+
+// A bucket is one buffer: one element type.
+shard.grid @mesh(shape = 1x2x1)
+func.func @block_bucket_types(%a: tensor<2xf32>, %b: tensor<2xbf16>) -> (tensor<4xf32>, tensor<4xbf16>) {
+  // expected-error @+1 {{'loom.all_gather_start' op all operands and results must have one element type (the bucket is one buffer)}}
+  %f:2 = loom.all_gather_start %a, %b on @mesh grid_axes = [1] dims = [0, 0] bucket 0 : tensor<2xf32>, tensor<2xbf16> -> tensor<4xf32>, tensor<4xbf16>
+  %s:2 = loom.all_gather_wait %f#0, %f#1 bucket 0 : tensor<4xf32>, tensor<4xbf16>
+  return %s#0, %s#1 : tensor<4xf32>, tensor<4xbf16>
+}
+
+// -----
+
+// A reduce-scatter bucket sums f32.
+shard.grid @mesh(shape = 1x2x1)
+func.func @block_bucket_bf16_sum(%a: tensor<4xbf16>) -> tensor<2xbf16> {
+  // expected-error @+1 {{'loom.reduce_scatter_start' op sums f32 tensors only}}
+  %f = loom.reduce_scatter_start %a on @mesh grid_axes = [1] dims = [0] bucket 0 : tensor<4xbf16> -> tensor<2xbf16>
+  %s = loom.reduce_scatter_wait %f bucket 0 : tensor<2xbf16>
+  return %s : tensor<2xbf16>
+}
+
+// -----
+
+// The wait takes all of one start's results, of its bucket.
+shard.grid @mesh(shape = 1x2x1)
+func.func @block_bucket_wait(%a: tensor<2xf32>) -> tensor<4xf32> {
+  %f = loom.all_gather_start %a on @mesh grid_axes = [1] dims = [0] bucket 0 : tensor<2xf32> -> tensor<4xf32>
+  // expected-error @+1 {{'loom.all_gather_wait' op waits for bucket 2 but its operands are in flight in bucket 0}}
+  %s = loom.all_gather_wait %f bucket 2 : tensor<4xf32>
+  return %s : tensor<4xf32>
+}
+
+// -----
+
+shard.grid @mesh(shape = 1x2x1)
+func.func @block_bucket_read_early(%a: tensor<2xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'loom.all_gather_start' op each result must have exactly one use, the bucket's loom.all_gather_wait}}
+  %f = loom.all_gather_start %a on @mesh grid_axes = [1] dims = [0] bucket 0 : tensor<2xf32> -> tensor<4xf32>
+  %x = loom.relu %f : tensor<4xf32>
+  %s = loom.all_gather_wait %f bucket 0 : tensor<4xf32>
+  return %x : tensor<4xf32>
+}
+
+// -----
+
 // A micro-batch index is one of the count.
 func.func @micro_batch_index(%x: tensor<8x4xf32>) -> tensor<2x4xf32> {
   // expected-error @+1 {{'loom.micro_batch' op index 4 is not one of the 4 micro-batches}}

@@ -103,6 +103,24 @@ func.func @bucket(%a: tensor<4x3xf32>, %b: tensor<3xf32>) -> (tensor<4x3xf32>, t
 
 // -----
 
+// Buckets of reduce-scatters and all-gathers print back, each tensor with
+// the dimension it is split along.
+// CHECK-LABEL: func.func @block_buckets
+// CHECK: %[[R:.*]]:2 = loom.reduce_scatter_start %{{.*}}, %{{.*}} on @mesh grid_axes = [1] dims = [0, 1] bucket 1 : tensor<4x3xf32>, tensor<3x4xf32> -> tensor<2x3xf32>, tensor<3x2xf32>
+// CHECK: loom.reduce_scatter_wait %[[R]]#0, %[[R]]#1 bucket 1 : tensor<2x3xf32>, tensor<3x2xf32>
+// CHECK: %[[G:.*]] = loom.all_gather_start %{{.*}} on @mesh grid_axes = [1] dims = [0] bucket 2 : tensor<2x3xbf16> -> tensor<4x3xbf16>
+// CHECK: loom.all_gather_wait %[[G]] bucket 2 : tensor<4x3xbf16>
+shard.grid @mesh(shape = 1x2x1)
+func.func @block_buckets(%a: tensor<4x3xf32>, %b: tensor<3x4xf32>, %c: tensor<2x3xbf16>) -> (tensor<2x3xf32>, tensor<3x2xf32>, tensor<4x3xbf16>) {
+  %r:2 = loom.reduce_scatter_start %a, %b on @mesh grid_axes = [1] dims = [0, 1] bucket 1 : tensor<4x3xf32>, tensor<3x4xf32> -> tensor<2x3xf32>, tensor<3x2xf32>
+  %s:2 = loom.reduce_scatter_wait %r#0, %r#1 bucket 1 : tensor<2x3xf32>, tensor<3x2xf32>
+  %g = loom.all_gather_start %c on @mesh grid_axes = [1] dims = [0] bucket 2 : tensor<2x3xbf16> -> tensor<4x3xbf16>
+  %w = loom.all_gather_wait %g bucket 2 : tensor<4x3xbf16>
+  return %s#0, %s#1, %w : tensor<2x3xf32>, tensor<3x2xf32>, tensor<4x3xbf16>
+}
+
+// -----
+
 // A micro-batch of integer data along the batch, and one of floats along
 // another axis.
 // CHECK-LABEL: func.func @micro_batch

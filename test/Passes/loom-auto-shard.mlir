@@ -1,9 +1,9 @@
-// RUN: loom-opt %s --pass-pipeline='builtin.module(func.func(loom-split-fused-projections), loom-train{loss=mse}, loom-plan{devices=4 tp=4 cluster=h100:1x4 lower=false bucket-bytes=-1})' | FileCheck %s
-// RUN: loom-opt %s --pass-pipeline='builtin.module(func.func(loom-split-fused-projections), loom-train{loss=mse}, loom-plan{devices=4 tp=4 cluster=h100:1x4 bucket-bytes=-1})' | FileCheck %s --check-prefix=LOWERED
-// RUN: loom-opt %s --pass-pipeline='builtin.module(func.func(loom-split-fused-projections), loom-train{loss=mse}, loom-plan{devices=4 tp=4 cluster=h100:1x4 bucket-bytes=-1})' | grep -c shard.reduce_scatter | FileCheck %s --check-prefix=RS-COUNT
-// RUN: loom-opt %s --pass-pipeline='builtin.module(func.func(loom-split-fused-projections), loom-train{loss=mse}, loom-plan{devices=4 tp=4 cluster=h100:1x4 bucket-bytes=-1})' | grep -c shard.all_gather | FileCheck %s --check-prefix=AG-COUNT
-// RUN: loom-opt %s --pass-pipeline='builtin.module(func.func(loom-split-fused-projections), loom-train{loss=mse}, loom-plan{devices=4 tp=4 cluster=h100:1x4 bucket-bytes=-1})' | grep -c shard.all_reduce | FileCheck %s --check-prefix=AR-COUNT
-// RUN: loom-opt %s --pass-pipeline='builtin.module(func.func(loom-split-fused-projections), loom-train{loss=mse}, loom-plan{devices=8 dp=2 tp=4 cluster=h100:1x8 bucket-bytes=-1})' | FileCheck %s --check-prefix=DP
+// RUN: loom-opt %s --pass-pipeline='builtin.module(func.func(loom-split-fused-projections), loom-train{loss=mse}, loom-plan{devices=4 tp=4 cluster=h100:1x4 lower=false bucket-bytes=-1 block-bucket-bytes=-1})' | FileCheck %s
+// RUN: loom-opt %s --pass-pipeline='builtin.module(func.func(loom-split-fused-projections), loom-train{loss=mse}, loom-plan{devices=4 tp=4 cluster=h100:1x4 bucket-bytes=-1 block-bucket-bytes=-1})' | FileCheck %s --check-prefix=LOWERED
+// RUN: loom-opt %s --pass-pipeline='builtin.module(func.func(loom-split-fused-projections), loom-train{loss=mse}, loom-plan{devices=4 tp=4 cluster=h100:1x4 bucket-bytes=-1 block-bucket-bytes=-1})' | grep -c shard.reduce_scatter | FileCheck %s --check-prefix=RS-COUNT
+// RUN: loom-opt %s --pass-pipeline='builtin.module(func.func(loom-split-fused-projections), loom-train{loss=mse}, loom-plan{devices=4 tp=4 cluster=h100:1x4 bucket-bytes=-1 block-bucket-bytes=-1})' | grep -c shard.all_gather | FileCheck %s --check-prefix=AG-COUNT
+// RUN: loom-opt %s --pass-pipeline='builtin.module(func.func(loom-split-fused-projections), loom-train{loss=mse}, loom-plan{devices=4 tp=4 cluster=h100:1x4 bucket-bytes=-1 block-bucket-bytes=-1})' | grep -c shard.all_reduce | FileCheck %s --check-prefix=AR-COUNT
+// RUN: loom-opt %s --pass-pipeline='builtin.module(func.func(loom-split-fused-projections), loom-train{loss=mse}, loom-plan{devices=8 dp=2 tp=4 cluster=h100:1x8 bucket-bytes=-1 block-bucket-bytes=-1})' | FileCheck %s --check-prefix=DP
 // (bucket-bytes=-1: the gradients' sums stay blocking all-reduces here;
 // loom-bucket-all-reduces.mlir tests the buckets.)
 

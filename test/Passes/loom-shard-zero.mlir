@@ -1,7 +1,7 @@
-// RUN: loom-opt %s --pass-pipeline='builtin.module(loom-train{loss=mse}, loom-plan{devices=2 zero=1 bucket-bytes=-1})' | FileCheck %s --check-prefix=ZERO1
-// RUN: loom-opt %s --pass-pipeline='builtin.module(loom-train{loss=mse}, loom-plan{devices=2 zero=2 bucket-bytes=-1})' | FileCheck %s --check-prefix=ZERO2
-// RUN: loom-opt %s --pass-pipeline='builtin.module(loom-train{loss=mse}, loom-plan{devices=2 zero=3 bucket-bytes=-1})' | FileCheck %s --check-prefix=ZERO3
-// RUN: not loom-opt %s --pass-pipeline='builtin.module(loom-train{loss=mse}, loom-plan{devices=1 zero=1 bucket-bytes=-1})' 2>&1 | FileCheck %s --check-prefix=NODP
+// RUN: loom-opt %s --pass-pipeline='builtin.module(loom-train{loss=mse}, loom-plan{devices=2 zero=1 bucket-bytes=-1 block-bucket-bytes=-1})' | FileCheck %s --check-prefix=ZERO1
+// RUN: loom-opt %s --pass-pipeline='builtin.module(loom-train{loss=mse}, loom-plan{devices=2 zero=2 bucket-bytes=-1 block-bucket-bytes=-1})' | FileCheck %s --check-prefix=ZERO2
+// RUN: loom-opt %s --pass-pipeline='builtin.module(loom-train{loss=mse}, loom-plan{devices=2 zero=3 bucket-bytes=-1 block-bucket-bytes=-1})' | FileCheck %s --check-prefix=ZERO3
+// RUN: not loom-opt %s --pass-pipeline='builtin.module(loom-train{loss=mse}, loom-plan{devices=1 zero=1 bucket-bytes=-1 block-bucket-bytes=-1})' 2>&1 | FileCheck %s --check-prefix=NODP
 // RUN: not loom-opt %s --pass-pipeline='builtin.module(loom-choose-mesh{devices=2}, loom-shard-zero{stage=4})' 2>&1 | FileCheck %s --check-prefix=STAGE
 // (bucket-bytes=-1: the gradients' sums stay blocking all-reduces here;
 // loom-bucket-all-reduces.mlir tests the buckets.)

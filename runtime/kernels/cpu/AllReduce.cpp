@@ -2,6 +2,7 @@
 
 #include "runtime/comm/Communicator.h"
 #include "runtime/comm/InFlightBuckets.h"
+#include "runtime/kernels/cpu/Collective.h"
 #include "runtime/kernels/cpu/CpuKernels.h"
 #include "runtime/support/HostTensor.h"
 
@@ -75,13 +76,6 @@ StatusOr<int64_t> verifyBucket(const OpView &op) {
   return bucket;
 }
 
-StatusOr<InFlightBuckets *> inFlightOf(BindContext &ctx) {
-  InFlightBuckets *buckets = ctx.inFlightBuckets();
-  if (!buckets)
-    return makeError("this executor cannot overlap collectives");
-  return buckets;
-}
-
 } // namespace
 
 Status verifyAllReduceStart(const OpView &op) {
@@ -100,7 +94,7 @@ StatusOr<KernelFn> bindAllReduceStart(const OpView &op, BindContext &ctx) {
   Communicator *comm = ctx.commForAxes(axes);
   if (!comm)
     return makeError("no communicator for the requested mesh axes");
-  LOOM_ASSIGN_OR_RETURN(InFlightBuckets * buckets, inFlightOf(ctx));
+  LOOM_ASSIGN_OR_RETURN(InFlightBuckets * buckets, inFlightBucketsOf(ctx));
   float *y = ctx.f32(op.outputs[0]);
   int64_t n = op.outNumel(0);
   return KernelFn([=](const StepContext &) -> Status {
@@ -116,7 +110,7 @@ Status verifyAllReduceWait(const OpView &op) {
 
 StatusOr<KernelFn> bindAllReduceWait(const OpView &op, BindContext &ctx) {
   LOOM_ASSIGN_OR_RETURN(int64_t bucket, verifyBucket(op));
-  LOOM_ASSIGN_OR_RETURN(InFlightBuckets * buckets, inFlightOf(ctx));
+  LOOM_ASSIGN_OR_RETURN(InFlightBuckets * buckets, inFlightBucketsOf(ctx));
   return KernelFn(
       [=](const StepContext &) { return buckets->wait(bucket); });
 }

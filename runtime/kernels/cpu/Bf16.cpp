@@ -26,9 +26,11 @@ void narrowToBf16(const float *src, uint16_t *dst, int64_t n) {
 }
 
 bool isBf16Native(std::string_view op) {
-  // The block movers copy bytes of any element type.
+  // The block movers copy bytes of any element type (a gather bucket's too:
+  // its start and wait run apart, so they could not be widened anyway).
   return op == "convert" || op == "copy" || op == "all_slice" ||
-         op == "all_gather" || op == "all_to_all" || op == "send" ||
+         op == "all_gather" || op == "all_gather_start" ||
+         op == "all_gather_wait" || op == "all_to_all" || op == "send" ||
          op == "recv";
 }
 

@@ -23,6 +23,11 @@ BlockSplit blockSplit(const std::vector<int64_t> &shape, int64_t dim, int64_t n,
 }
 
 std::vector<PitchedCopy> blockCopies(const BlockSplit &s, bool pack) {
+  return blockCopies(s, pack, s.blockBytes(), 0);
+}
+
+std::vector<PitchedCopy> blockCopies(const BlockSplit &s, bool pack,
+                                     int64_t packedStride, int64_t packedBase) {
   std::vector<PitchedCopy> copies;
   if (s.rows == 0 || s.pieceBytes == 0)
     return copies;
@@ -30,7 +35,8 @@ std::vector<PitchedCopy> blockCopies(const BlockSplit &s, bool pack) {
   // the packed form.
   for (int64_t k = 0; k < s.n; ++k) {
     int64_t tensorAt = k * s.pieceBytes, tensorPitch = s.n * s.pieceBytes;
-    int64_t packedAt = k * s.blockBytes(), packedPitch = s.pieceBytes;
+    int64_t packedAt = packedBase + k * packedStride,
+            packedPitch = s.pieceBytes;
     if (pack)
       copies.push_back(
           {tensorAt, tensorPitch, packedAt, packedPitch, s.pieceBytes, s.rows});
@@ -100,6 +106,13 @@ Status expectSameTypeNotInPlace(const OpView &op) {
                      dtypeName(op.inputs[0]->dtype()),
                      dtypeName(op.outputs[0]->dtype()));
   return op.expectNotInPlace();
+}
+
+StatusOr<InFlightBuckets *> inFlightBucketsOf(BindContext &ctx) {
+  InFlightBuckets *buckets = ctx.inFlightBuckets();
+  if (!buckets)
+    return makeError("this executor cannot overlap collectives");
+  return buckets;
 }
 
 Status exchange(const CollectivePlan &plan, const uint8_t *send,

@@ -16,9 +16,11 @@
 #ifndef LOOM_RUNTIME_KERNELS_CPU_COLLECTIVE_H
 #define LOOM_RUNTIME_KERNELS_CPU_COLLECTIVE_H
 
+#include "runtime/comm/Communicator.h"
 #include "runtime/kernels/Kernel.h"
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace loom::runtime::cpu {
@@ -50,6 +52,11 @@ struct PitchedCopy {
 /// The copies, one per block, from a tensor split by `s` to its packed form
 /// (`pack`) or back; none when there are no bytes. Both backends run these.
 std::vector<PitchedCopy> blockCopies(const BlockSplit &s, bool pack);
+/// The same, with the packed form's block `k` at `packedBase + k *
+/// packedStride` instead of `k * s.blockBytes()`: one tensor's part of a
+/// bucket whose block `k` holds every member's block `k` side by side.
+std::vector<PitchedCopy> blockCopies(const BlockSplit &s, bool pack,
+                                     int64_t packedStride, int64_t packedBase);
 /// Runs `copies` from `src` to `dst` in host memory.
 void hostCopies(const std::vector<PitchedCopy> &copies, const uint8_t *src,
                 uint8_t *dst);
@@ -102,6 +109,41 @@ Status expectSameTypeNotInPlace(const OpView &op);
 StatusOr<CollectivePlan> allGatherPlan(const OpView &op, BindContext &ctx);
 StatusOr<CollectivePlan> reduceScatterPlan(const OpView &op, BindContext &ctx);
 StatusOr<CollectivePlan> allToAllPlan(const OpView &op, BindContext &ctx);
+
+/// A copy between two buffers of the arena (host or device memory).
+struct BufferCopy {
+  const uint8_t *src = nullptr;
+  uint8_t *dst = nullptr;
+  PitchedCopy copy;
+};
+
+/// A bucket of reduce-scatters or all-gathers (`reduce_scatter_start` /
+/// `_wait`, `all_gather_start` / `_wait`, docs/plan-format.md): the start
+/// packs its tensors into the send staging, block `k` of every tensor side
+/// by side at `k * bytesPerRank` (a reduce-scatter) or the tensors side by
+/// side (an all-gather), and starts one collective into the receive
+/// staging; the wait unpacks the receive staging into its tensors.
+struct BucketPlan {
+  CollectiveKind kind = CollectiveKind::AllGather;
+  Communicator *comm = nullptr;
+  int64_t bucket = 0;
+  uint8_t *send = nullptr, *recv = nullptr;
+  /// Bytes of one rank's block: what the all-gather sends, what the
+  /// reduce-scatter keeps.
+  int64_t bytesPerRank = 0;
+  /// The start's copies into `send`, or the wait's out of `recv`.
+  std::vector<BufferCopy> copies;
+};
+
+/// Where a bucket's start leaves its collective for the wait; an error
+/// when the executor cannot overlap collectives.
+StatusOr<InFlightBuckets *> inFlightBucketsOf(BindContext &ctx);
+
+/// The plan of a verified start or wait instruction on this rank's arena.
+StatusOr<BucketPlan> bucketPlan(const OpView &op, BindContext &ctx);
+/// Starts the bucket's collective from `send` into `recv`.
+StatusOr<std::unique_ptr<PendingCollective>>
+startBucket(const BucketPlan &plan);
 
 /// The plan's communicator call from the packed `send` to the packed `recv`
 /// (host or device memory, as the communicator takes).

@@ -42,6 +42,9 @@ LOOM_DECLARE_KERNEL(AllSlice)   // this rank's block, no communication
 LOOM_DECLARE_KERNEL(AllGather)
 LOOM_DECLARE_KERNEL(ReduceScatter)
 LOOM_DECLARE_KERNEL(AllToAll)
+// BucketCollective.cpp: reduce_scatter_start / all_gather_start, their waits
+LOOM_DECLARE_KERNEL(BucketStart)
+LOOM_DECLARE_KERNEL(BucketWait)
 
 /// The copy an `all_slice` is on this rank: `rows` blocks of `blockBytes`,
 /// `rowBytes` apart in the source (AllSlice.cpp; the CUDA backend does it

@@ -38,7 +38,8 @@ protected:
   /// `devices` ranks.
   OwningOpRef<ModuleOp> trainStep(llvm::StringRef forward, int64_t devices,
                                   int64_t tp = 1, int64_t zero = 0,
-                                  Precision precision = Precision::Fp32) {
+                                  Precision precision = Precision::Fp32,
+                                  int64_t blockBucketBytes = 0) {
     OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(forward, &ctx);
     if (!module)
       return nullptr;
@@ -51,6 +52,7 @@ protected:
     plan.tp = tp;
     plan.zero = zero;
     plan.cluster = "cpu:" + std::to_string(devices);
+    plan.blockBucketBytes = blockBucketBytes;
     buildLoomPlanPipeline(pm, plan);
     if (failed(pm.run(*module)))
       return nullptr;
@@ -72,9 +74,9 @@ func.func @main(%x: tensor<8x4xf32> {loom.input = "x"}, %w: tensor<3x4xf32> {loo
 )";
 
 const ::loom::plan::Buffer *findBuffer(const ::loom::plan::Program &p,
-                                     ::loom::plan::Role role,
-                                     llvm::StringRef binding,
-                                     llvm::StringRef state = "") {
+                                       ::loom::plan::Role role,
+                                       llvm::StringRef binding,
+                                       llvm::StringRef state = "") {
   for (const ::loom::plan::Buffer &b : p.buffers())
     if (b.role() == role && b.binding() == binding && b.state() == state)
       return &b;
@@ -92,7 +94,6 @@ func.func @main(%x: tensor<8x4xf32> {loom.input = "x"}, %g: tensor<4xf32> {loom.
   return %2 : tensor<8x3xf32>
 }
 )";
-
 
 /// The plan of a step at global batch 8, checked against the plan format.
 FailureOr<::loom::plan::Plan> validPlan(ModuleOp module,
@@ -168,68 +169,97 @@ TEST_F(PlanEmitterTest, ZeroStagesHoldTheirClosedFormBytes) {
   // ZeRO's per-rank bytes for Psi parameters over N = dp ranks, with f32
   // parameters, gradients and AdamW state (also under bf16, whose masters
   // are f32): P = 4 Psi, G = 4 Psi and O = 8 Psi, each divided by N from
-  // stage 3, 2 and 1 on. Every tensor of the MLP divides by 4.
+  // stage 3, 2 and 1 on. Every tensor of the MLP divides by 4. The same
+  // with ZeRO's reduce-scatters and gathers in buckets.
   const double psi = 64 * 128 + 128 + 128 * 64 + 64, n = 4;
   for (Precision precision : {Precision::Fp32, Precision::Bf16}) {
-    std::map<int64_t, int64_t> arena;
-    for (int64_t zero = 0; zero <= 3; ++zero) {
-      SCOPED_TRACE("zero " + std::to_string(zero) +
-                   (precision == Precision::Bf16 ? " bf16" : " fp32"));
-      OwningOpRef<ModuleOp> module =
-          trainStep(kTwoLinears, 4, 1, zero, precision);
-      ASSERT_TRUE(module);
-      MemoryBreakdown memory;
-      FailureOr<::loom::plan::Plan> plan = validPlan(*module, memory);
-      ASSERT_TRUE(succeeded(plan));
-      // What the runtime allocates for them: the plan's buffers by role.
-      double params = 0, states = 0;
-      for (const ::loom::plan::Buffer &b : plan->programs(0).buffers()) {
-        if (b.role() == ::loom::plan::PARAMETER)
-          params += b.size_bytes();
-        if (b.role() == ::loom::plan::OPTIMIZER_STATE)
-          states += b.size_bytes();
+    // Arena bytes by stage, with the ZeRO collectives blocking and in
+    // buckets; the buckets' staging bytes.
+    std::map<int64_t, int64_t> arena, bucketed, staging;
+    for (int64_t zero = 0; zero <= 3; ++zero)
+      for (bool buckets : {false, true}) {
+        SCOPED_TRACE("zero " + std::to_string(zero) +
+                     (precision == Precision::Bf16 ? " bf16" : " fp32") +
+                     (buckets ? " in buckets" : ""));
+        OwningOpRef<ModuleOp> module =
+            trainStep(kTwoLinears, 4, 1, zero, precision, buckets ? 0 : -1);
+        ASSERT_TRUE(module);
+        MemoryBreakdown memory;
+        FailureOr<::loom::plan::Plan> plan = validPlan(*module, memory);
+        ASSERT_TRUE(succeeded(plan));
+        // What the runtime allocates for them: the plan's buffers by role.
+        double params = 0, states = 0;
+        for (const ::loom::plan::Buffer &b : plan->programs(0).buffers()) {
+          if (b.role() == ::loom::plan::PARAMETER)
+            params += b.size_bytes();
+          if (b.role() == ::loom::plan::OPTIMIZER_STATE)
+            states += b.size_bytes();
+          llvm::StringRef name = b.name();
+          if (name.starts_with("bucket ") &&
+              (name.ends_with(" send") || name.ends_with(" recv")))
+            staging[zero] += b.size_bytes();
+        }
+        EXPECT_EQ(params, 4 * psi / (zero >= 3 ? n : 1));
+        EXPECT_EQ(memory.parameters, params);
+        EXPECT_EQ(memory.gradients, 4 * psi / (zero >= 2 ? n : 1));
+        EXPECT_EQ(states, 8 * psi / (zero >= 1 ? n : 1));
+        EXPECT_EQ(memory.optimizerState, states);
+        EXPECT_EQ(memory.numParameters, psi);
+        (buckets ? bucketed : arena)[zero] = plan->programs(0).arena_bytes();
       }
-      EXPECT_EQ(params, 4 * psi / (zero >= 3 ? n : 1));
-      EXPECT_EQ(memory.parameters, params);
-      EXPECT_EQ(memory.gradients, 4 * psi / (zero >= 2 ? n : 1));
-      EXPECT_EQ(states, 8 * psi / (zero >= 1 ? n : 1));
-      EXPECT_EQ(memory.optimizerState, states);
-      EXPECT_EQ(memory.numParameters, psi);
-      arena[zero] = plan->programs(0).arena_bytes();
-    }
     // Each stage's arena is smaller than the one before.
     for (int64_t zero = 1; zero <= 3; ++zero)
       EXPECT_LT(arena[zero], arena[zero - 1]) << "zero " << zero;
+    // Buckets cost at most their staging buffers (here one bucket of the
+    // whole model: its 64 KiB floor; a real model's is the link's, at most
+    // 25 MiB), and none without ZeRO's collectives.
+    EXPECT_EQ(bucketed[0], arena[0]);
+    for (int64_t zero = 1; zero <= 3; ++zero) {
+      EXPECT_GT(staging[zero], 0) << "zero " << zero;
+      EXPECT_LE(bucketed[zero], arena[zero] + staging[zero]) << "zero " << zero;
+    }
   }
 }
 
 TEST_F(PlanEmitterTest, InitRulesWithoutStoredWeights) {
-  OwningOpRef<ModuleOp> module = trainStep(kNormLinear, 1);
-  ASSERT_TRUE(module);
-  EmitOptions options;
-  options.storedWeights = false;
-  FailureOr<::loom::plan::Plan> plan = emitPlan(*module, options);
-  ASSERT_TRUE(succeeded(plan));
-  plan->mutable_training()->set_global_batch(8);
-  ::loom::runtime::Status valid = ::loom::runtime::validatePlan(*plan, "p");
-  EXPECT_TRUE(valid.isOk()) << valid.message();
-  using Rule = ::loom::plan::InitRule;
-  struct Want {
-    const char *name;
-    Rule::Kind kind;
-    double std;
-  } wants[] = {{"g", Rule::ONES, 0},
-               {"beta", Rule::ZEROS, 0},
-               {"w", Rule::NORMAL, 0.02},
-               {"b", Rule::ZEROS, 0},
-               {"s", Rule::ZEROS, 0}};
-  for (const Want &want : wants) {
-    const auto *p =
-        findBuffer(plan->programs(0), ::loom::plan::PARAMETER, want.name);
-    ASSERT_TRUE(p) << want.name;
-    EXPECT_EQ(p->init_case(), ::loom::plan::Buffer::INIT_NOT_SET) << want.name;
-    EXPECT_EQ(p->init_rule().kind(), want.kind) << want.name;
-    EXPECT_EQ(p->init_rule().std(), want.std) << want.name;
+  // On one device, and as ZeRO-3 shards on two, each gathered (in a
+  // prefetched bucket) before its use.
+  for (int64_t devices : {1, 2}) {
+    SCOPED_TRACE(devices);
+    OwningOpRef<ModuleOp> module =
+        trainStep(kNormLinear, devices, 1, devices > 1 ? 3 : 0);
+    ASSERT_TRUE(module);
+    EmitOptions options;
+    options.storedWeights = false;
+    FailureOr<::loom::plan::Plan> plan = emitPlan(*module, options);
+    ASSERT_TRUE(succeeded(plan));
+    plan->mutable_training()->set_global_batch(8);
+    ::loom::runtime::Status valid = ::loom::runtime::validatePlan(*plan, "p");
+    EXPECT_TRUE(valid.isOk()) << valid.message();
+    if (devices > 1)
+      EXPECT_TRUE(llvm::any_of(plan->programs(0).instructions(),
+                               [](const ::loom::plan::Instruction &i) {
+                                 return i.op() == "all_gather_start";
+                               }));
+    using Rule = ::loom::plan::InitRule;
+    struct Want {
+      const char *name;
+      Rule::Kind kind;
+      double std;
+    } wants[] = {{"g", Rule::ONES, 0},
+                 {"beta", Rule::ZEROS, 0},
+                 {"w", Rule::NORMAL, 0.02},
+                 {"b", Rule::ZEROS, 0},
+                 {"s", Rule::ZEROS, 0}};
+    for (const Want &want : wants) {
+      const auto *p =
+          findBuffer(plan->programs(0), ::loom::plan::PARAMETER, want.name);
+      ASSERT_TRUE(p) << want.name;
+      EXPECT_EQ(p->init_case(), ::loom::plan::Buffer::INIT_NOT_SET)
+          << want.name;
+      EXPECT_EQ(p->init_rule().kind(), want.kind) << want.name;
+      EXPECT_EQ(p->init_rule().std(), want.std) << want.name;
+    }
   }
 }
 
@@ -261,7 +291,8 @@ TEST_F(PlanEmitterTest, TrainingStepRolesAndInPlaceUpdates) {
 
   const auto *w = findBuffer(p0, ::loom::plan::PARAMETER, "w");
   const auto *m = findBuffer(p0, ::loom::plan::OPTIMIZER_STATE, "w", "exp_avg");
-  const auto *v = findBuffer(p0, ::loom::plan::OPTIMIZER_STATE, "w", "exp_avg_sq");
+  const auto *v =
+      findBuffer(p0, ::loom::plan::OPTIMIZER_STATE, "w", "exp_avg_sq");
   ASSERT_TRUE(w && m && v);
   EXPECT_EQ(w->onnx_initializer(), "w");
   EXPECT_TRUE(m->zeros());
@@ -342,7 +373,8 @@ TEST_F(PlanEmitterTest, OutputThatIsAnInputIsCopied) {
   OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(R"(
     func.func @main(%x: tensor<2xf32> {loom.input = "x"}) -> (tensor<2xf32> {loom.output = "y"}) {
       return %x : tensor<2xf32>
-    })", &ctx);
+    })",
+                                                             &ctx);
   ASSERT_TRUE(module);
   FailureOr<::loom::plan::Plan> plan = emitPlan(*module, EmitOptions());
   ASSERT_TRUE(succeeded(plan));
@@ -363,7 +395,8 @@ TEST_F(PlanEmitterTest, ReshapesAreViewsWithoutInstructions) {
       %1 = loom.reshape %0 [3, 4] : tensor<2x6xf32> -> tensor<3x4xf32>
       %2 = loom.tanh %1 : tensor<3x4xf32>
       return %2 : tensor<3x4xf32>
-    })", &ctx);
+    })",
+                                                             &ctx);
   ASSERT_TRUE(module);
   FailureOr<::loom::plan::Plan> plan = emitPlan(*module, EmitOptions());
   ASSERT_TRUE(succeeded(plan));
@@ -397,7 +430,8 @@ TEST_F(PlanEmitterTest, MicroBatchesOfTheBatchAreViews) {
       %2 = loom.micro_batch %x axis 1 index 1 of 2 : tensor<4x16xf32> -> tensor<4x8xf32>
       %3 = loom.tanh %2 : tensor<4x8xf32>
       return %1, %3 : tensor<2x16xf32>, tensor<4x8xf32>
-    })", &ctx);
+    })",
+                                                             &ctx);
   ASSERT_TRUE(module);
   FailureOr<::loom::plan::Plan> plan = emitPlan(*module, EmitOptions());
   ASSERT_TRUE(succeeded(plan));
@@ -453,7 +487,8 @@ TEST_F(PlanEmitterTest, PipelineStagesAreProgramsWithTransfers) {
       %g = loom.mse_grad %h, %y {count = 32 : i64, loom.backward, loom.micro_batch = 0 : i64} : tensor<4x8xf32>
       %s2 = shard.send %g on @mesh grid_axes = [0] destination = [0] {loom.tag = 1 : i64} : (tensor<4x8xf32>) -> tensor<4x8xf32>
       return %l : tensor<f32>
-    })", &ctx);
+    })",
+                                                             &ctx);
   ASSERT_TRUE(module);
   MemoryBreakdown memory;
   EmitOptions options;
@@ -471,9 +506,9 @@ TEST_F(PlanEmitterTest, PipelineStagesAreProgramsWithTransfers) {
   std::vector<std::string> ops;
   for (const auto &inst : p.instructions())
     ops.push_back(inst.op());
-  EXPECT_EQ(ops, (std::vector<std::string>{"copy", "send", "matmul", "send",
-                                           "tanh", "recv", "matmul", "sgd",
-                                           "recv"}));
+  EXPECT_EQ(ops,
+            (std::vector<std::string>{"copy", "send", "matmul", "send", "tanh",
+                                      "recv", "matmul", "sgd", "recv"}));
   const auto *w = findBuffer(p, ::loom::plan::PARAMETER, "w");
   ASSERT_TRUE(w);
   EXPECT_EQ(p.instructions(0).inputs(0), w->id());
@@ -504,7 +539,8 @@ TEST_F(PlanEmitterTest, UnalignedIntegerMicroBatchIsRefused) {
     func.func @main(%x: tensor<4x3xi64> {loom.input = "x"}) -> (tensor<2x3xi64> {loom.output = "y"}) {
       %0 = loom.micro_batch %x axis 0 index 1 of 2 : tensor<4x3xi64> -> tensor<2x3xi64>
       return %0 : tensor<2x3xi64>
-    })", &ctx);
+    })",
+                                                             &ctx);
   ASSERT_TRUE(module);
   std::string diagnostics;
   ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &d) {

@@ -47,7 +47,8 @@ protected:
                                   int64_t micro = 1, int64_t tp = 1,
                                   Precision precision = Precision::Fp32,
                                   double budgetGib = 0,
-                                  llvm::StringRef cluster = "") {
+                                  llvm::StringRef cluster = "",
+                                  int64_t blockBucketBytes = 0) {
     OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, &ctx);
     if (!module)
       return nullptr;
@@ -64,6 +65,7 @@ protected:
         cluster.empty() ? "cpu:" + std::to_string(devices) : cluster.str();
     plan.remat = remat.str();
     plan.memoryBudgetGib = budgetGib;
+    plan.blockBucketBytes = blockBucketBytes;
     buildLoomPlanPipeline(pm, plan);
     if (failed(pm.run(*module)))
       return nullptr;
@@ -208,9 +210,11 @@ TEST_F(RecomputePlanTest, SequenceParallelLayersKeepTheirShare) {
   // collective is not run again), 2 x 4/t.
   const int64_t s = 256, b = 4, h = 256, t = 4, sbh = s * b * h;
   const double budgetGib = 0.019;
+  // (The sequence's gathers stay blocking, -1: in buckets, a gather made
+  // again is a loom.all_gather_start without its loom.recomputed mark.)
   OwningOpRef<ModuleOp> module =
       lowerText(gptLayers(b, s, h, 4, 3), "none", t, 1, 1, t, Precision::Fp32,
-                budgetGib, "h100:1x4");
+                budgetGib, "h100:1x4", /*blockBucketBytes=*/-1);
   ASSERT_TRUE(module);
   func::FuncOp f = programFunctions(*module)[0];
   int64_t splitNorms = 0, regathered = 0;

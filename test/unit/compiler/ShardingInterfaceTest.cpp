@@ -22,10 +22,11 @@ TEST(ShardingInterface, EveryRegisteredLoomOpImplementsIt) {
     if (name.getDialectNamespace() != "loom")
       continue;
     // A bucket's collectives and micro-batches exist only in one rank's
-    // partitioned program (loom-bucket-all-reduces and
-    // loom-unroll-micro-batches run after shard-partition).
-    if (name.getStringRef() == "loom.all_reduce_start" ||
-        name.getStringRef() == "loom.all_reduce_wait" ||
+    // partitioned program (loom-bucket-all-reduces,
+    // loom-bucket-block-collectives and loom-unroll-micro-batches run after
+    // shard-partition).
+    if (name.getStringRef().ends_with("_start") ||
+        name.getStringRef().ends_with("_wait") ||
         name.getStringRef() == "loom.micro_batch")
       continue;
     ++loomOps;

@@ -136,8 +136,11 @@ TEST(JointSearch, Gpt3On1024A100sFitsAndExplainsItself) {
   EXPECT_TRUE(found->complete);
   EXPECT_LE(double(best.prediction.memory.total()),
             r.cluster.usableMemoryBytes());
-  // 175B parameters cannot be replicated: the model is split.
-  EXPECT_GT(best.choice.tp * best.choice.pp, 8);
+  // 175B parameters cannot be replicated: the model is split over tp and
+  // pp beyond a node, or its shards gathered by ZeRO-3 (prefetched behind
+  // the compute).
+  EXPECT_TRUE(best.choice.tp * best.choice.pp > 8 || best.choice.zero == 3)
+      << best.choice.text();
   EXPECT_GT(best.prediction.mfu, 0.2);
   EXPECT_LT(best.prediction.mfu, 0.8);
   EXPECT_EQ(found->reasons.size(), 5u);
