@@ -485,7 +485,8 @@ static LogicalResult verifyBlockStart(Operation *op, ValueRange inputs,
   return success();
 }
 
-/// A bucket's wait: all the results of one start of the same bucket.
+/// A bucket's wait (of any kind): all the results of one start of the same
+/// bucket.
 template <typename StartOp>
 static LogicalResult verifyBlockWait(Operation *op, ValueRange inFlight,
                                      int64_t bucket) {
@@ -547,19 +548,10 @@ LogicalResult AllGatherWaitOp::verify() {
 }
 
 LogicalResult AllReduceWaitOp::verify() {
-  if (getInFlight().empty())
-    return emitOpError("needs the results of a loom.all_reduce_start");
   if (getInFlight().getTypes() != getResults().getTypes())
     return emitOpError("results must have the operands' types");
-  AllReduceStartOp start = getStart();
-  if (!start || start.getInFlight() != getInFlight())
-    return emitOpError("operands must be all the results of one "
-                       "loom.all_reduce_start, in order");
-  if (start.getBucket() != getBucket())
-    return emitOpError("waits for bucket ")
-           << getBucket() << " but its operands are in flight in bucket "
-           << start.getBucket();
-  return success();
+  return verifyBlockWait<AllReduceStartOp>(getOperation(), getInFlight(),
+                                           getBucket());
 }
 
 std::optional<unsigned> mlir::loom::shapeOnlyOperand(Operation *op) {

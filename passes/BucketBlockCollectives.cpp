@@ -289,22 +289,20 @@ struct BucketBlockCollectivesPass
       dims.push_back(m.dim);
     }
     Location loc = bucket.front().collective->getLoc();
-    Operation *start, *wait;
-    if (scatter) {
-      start = ReduceScatterStartOp::create(
-          b, loc, types, inputs, grid, b.getDenseI16ArrayAttr(axes),
-          b.getDenseI64ArrayAttr(dims), b.getI64IntegerAttr(next));
+    auto create = [&](auto startTag, auto waitTag) -> Operation * {
+      using StartOp = decltype(startTag);
+      using WaitOp = decltype(waitTag);
+      auto start = StartOp::create(b, loc, types, inputs, grid,
+                                   b.getDenseI16ArrayAttr(axes),
+                                   b.getDenseI64ArrayAttr(dims),
+                                   b.getI64IntegerAttr(next));
       b.setInsertionPoint(firstUse);
-      wait = ReduceScatterWaitOp::create(b, loc, start->getResults(),
-                                         b.getI64IntegerAttr(next));
-    } else {
-      start = AllGatherStartOp::create(
-          b, loc, types, inputs, grid, b.getDenseI16ArrayAttr(axes),
-          b.getDenseI64ArrayAttr(dims), b.getI64IntegerAttr(next));
-      b.setInsertionPoint(firstUse);
-      wait = AllGatherWaitOp::create(b, loc, start->getResults(),
-                                     b.getI64IntegerAttr(next));
-    }
+      return WaitOp::create(b, loc, start->getResults(),
+                            b.getI64IntegerAttr(next));
+    };
+    Operation *wait =
+        scatter ? create(ReduceScatterStartOp(), ReduceScatterWaitOp())
+                : create(AllGatherStartOp(), AllGatherWaitOp());
     ++next;
     for (auto [m, result] : llvm::zip(bucket, wait->getResults())) {
       m.collective->getResult(0).replaceAllUsesWith(result);
