@@ -110,8 +110,9 @@ struct BucketAllReducesPass
       // A sum read before the group's last operand is made, or by the op
       // that makes it (inside the backward pass, like a position
       // embedding's gradient before its scatter), goes alone: in a bucket
-      // it would make the whole bucket wait early. The others are read after every operand is made (by
-      // the optimizer) and fill buckets in order.
+      // it would make the whole bucket wait early. The others are read
+      // after every operand is made (by the optimizer) and fill buckets in
+      // order.
       Operation *lastDef = members.back().def;
       int64_t bytes = 0;
       for (const Member &m : members) {

@@ -78,9 +78,14 @@ std::optional<Member> memberOf(Operation *op) {
   }
   m.bytes = whole.getNumElements() *
             (whole.getElementType().getIntOrFloatBitWidth() / 8);
-  for (Operation *user : out.getUsers())
-    if (!m.firstUse || before(user, m.firstUse))
-      m.firstUse = user;
+  for (Operation *user : out.getUsers()) {
+    // A reader inside another op's region counts where that op stands.
+    Operation *at = op->getBlock()->findAncestorOpInBlock(*user);
+    if (!at)
+      return std::nullopt;
+    if (!m.firstUse || before(at, m.firstUse))
+      m.firstUse = at;
+  }
   m.late = op->hasAttr(LoomDialect::RecomputedAttrHelper::getNameStr());
   m.ready = m.late ? op : m.def;
   return m;
