@@ -140,21 +140,18 @@ planner::StepRequest mlir::loom::stepRequestOf(func::FuncOp func,
     // A reduce-scatter or all-gather bucket likewise: one collective of
     // the whole tensors (the scattered operands, the gathered results).
     if (isa<ReduceScatterStartOp, AllGatherStartOp>(op)) {
-      auto rs = dyn_cast<ReduceScatterStartOp>(op);
-      auto ag = dyn_cast<AllGatherStartOp>(op);
+      BlockBucket block = blockBucketOf(&op);
       planner::CollectiveRecord c;
-      c.kind = rs ? planner::CollectiveKind::ReduceScatter
-                  : planner::CollectiveKind::AllGather;
-      for (Value v : rs ? ValueRange(op.getOperands())
-                        : ValueRange(op.getResults()))
+      c.kind = block.scatter ? planner::CollectiveKind::ReduceScatter
+                             : planner::CollectiveKind::AllGather;
+      for (Value v : block.scatter ? ValueRange(op.getOperands())
+                                   : ValueRange(op.getResults()))
         c.bytes += bytesOf(v);
-      for (int16_t axis : rs ? rs.getGridAxes() : ag.getGridAxes())
-        c.axes.push_back(axis);
+      c.axes.assign(block.axes.begin(), block.axes.end());
       c.start = here;
       c.bucket = true;
       c.tensors = op.getNumOperands();
-      buckets[rs ? rs.getBucket() : ag.getBucket()] =
-          request.collectives.size();
+      buckets[block.bucket] = request.collectives.size();
       request.collectives.push_back(std::move(c));
       continue;
     }

@@ -653,26 +653,14 @@ LogicalResult Emitter::emitOp(Operation *op) {
 
 /// The mesh axes, dims and bucket of a reduce-scatter or all-gather
 /// bucket's start.
-static void setBlockAttrs(plan::Instruction &inst, Operation *start) {
-  ArrayRef<int16_t> axes;
-  ArrayRef<int64_t> dims;
-  int64_t bucket;
-  if (auto rs = dyn_cast<ReduceScatterStartOp>(start)) {
-    axes = rs.getGridAxes();
-    dims = rs.getDims();
-    bucket = rs.getBucket();
+static void setBlockAttrs(plan::Instruction &inst, const BlockBucket &b) {
+  if (b.scatter)
     (*inst.mutable_attrs())["reduction"].set_s("sum");
-  } else {
-    auto ag = cast<AllGatherStartOp>(start);
-    axes = ag.getGridAxes();
-    dims = ag.getDims();
-    bucket = ag.getBucket();
-  }
-  setAxes(inst, axes);
+  setAxes(inst, b.axes);
   plan::Attr &list = (*inst.mutable_attrs())["dims"];
-  for (int64_t d : dims)
+  for (int64_t d : b.dims)
     list.mutable_ints()->add_values(d);
-  setI(inst, "bucket", bucket);
+  setI(inst, "bucket", b.bucket);
 }
 
 LogicalResult Emitter::emitBlockStart(Operation *op) {
@@ -687,9 +675,8 @@ LogicalResult Emitter::emitBlockStart(Operation *op) {
     received += cast<RankedTensorType>(v.getType()).getNumElements();
   Type element =
       cast<RankedTensorType>(op->getOperand(0).getType()).getElementType();
-  int64_t bucket = isa<ReduceScatterStartOp>(op)
-                       ? cast<ReduceScatterStartOp>(op).getBucket()
-                       : cast<AllGatherStartOp>(op).getBucket();
+  BlockBucket block = blockBucketOf(op);
+  int64_t bucket = block.bucket;
   if (blockStaging.count(bucket) || bucketBuffers.count(bucket))
     return op->emitError("bucket ") << bucket << " is started twice";
   int ids[2];
@@ -710,16 +697,13 @@ LogicalResult Emitter::emitBlockStart(Operation *op) {
       addInstruction(op->getName().stripDialect(),
                      SmallVector<Value>(op->getOperands()),
                      ArrayRef<int>{ids[0], ids[1]}, op->getLoc());
-  setBlockAttrs(inst, op);
+  setBlockAttrs(inst, block);
   return success();
 }
 
 LogicalResult Emitter::emitBlockWait(Operation *op) {
-  Operation *start = op->getOperand(0).getDefiningOp();
-  int64_t bucket = isa<ReduceScatterStartOp>(start)
-                       ? cast<ReduceScatterStartOp>(start).getBucket()
-                       : cast<AllGatherStartOp>(start).getBucket();
-  auto staging = blockStaging.find(bucket);
+  BlockBucket block = blockBucketOf(op->getOperand(0).getDefiningOp());
+  auto staging = blockStaging.find(block.bucket);
   if (staging == blockStaging.end())
     return op->emitError("bucket has no start before it");
   SmallVector<int> outs;
@@ -734,7 +718,7 @@ LogicalResult Emitter::emitBlockWait(Operation *op) {
       op->getName().stripDialect(),
       ArrayRef<int>{staging->second.first, staging->second.second}, outs,
       op->getLoc());
-  setBlockAttrs(inst, start);
+  setBlockAttrs(inst, block);
   return success();
 }
 

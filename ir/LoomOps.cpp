@@ -504,6 +504,15 @@ static LogicalResult verifyBlockWait(Operation *op, ValueRange inFlight,
   return success();
 }
 
+BlockBucket mlir::loom::blockBucketOf(Operation *start) {
+  if (auto rs = dyn_cast<ReduceScatterStartOp>(start))
+    return {true, rs.getGridAxes(), rs.getDims(),
+            static_cast<int64_t>(rs.getBucket())};
+  auto ag = cast<AllGatherStartOp>(start);
+  return {false, ag.getGridAxes(), ag.getDims(),
+          static_cast<int64_t>(ag.getBucket())};
+}
+
 LogicalResult ReduceScatterStartOp::verify() {
   if (!getInputs().empty() &&
       !cast<RankedTensorType>(getInputs().front().getType())

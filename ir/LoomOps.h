@@ -77,6 +77,17 @@ FailureOr<SmallVector<int64_t>> inferReshape(ArrayRef<int64_t> input,
 SmallVector<int64_t> batchAgnosticReshapeSpec(ArrayRef<int64_t> input,
                                               ArrayRef<int64_t> output);
 
+/// What a reduce-scatter or all-gather bucket's start
+/// (`loom.reduce_scatter_start`, `loom.all_gather_start`) says.
+struct BlockBucket {
+  bool scatter = false;
+  ArrayRef<int16_t> axes;
+  ArrayRef<int64_t> dims;
+  int64_t bucket = 0;
+};
+/// The bucket `start` starts; `start` must be one of those two ops.
+BlockBucket blockBucketOf(Operation *start);
+
 } // namespace mlir::loom
 
 #endif // LOOM_IR_LOOMOPS_H

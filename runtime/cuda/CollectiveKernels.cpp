@@ -76,7 +76,7 @@ StatusOr<KernelFn> deviceCollective(const cpu::CollectivePlan &plan,
 Status bucketCopies(const cpu::BucketPlan &plan, cudaStream_t stream,
                     const char *what) {
   for (const cpu::BufferCopy &c : plan.copies)
-    LOOM_RETURN_IF_ERROR(deviceCopies({c.copy}, c.src, c.dst, stream, what));
+    LOOM_RETURN_IF_ERROR(deviceCopies(c.copies, c.src, c.dst, stream, what));
   return Status::ok();
 }
 

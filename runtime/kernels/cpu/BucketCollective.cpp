@@ -127,9 +127,9 @@ StatusOr<BucketPlan> bucketPlan(const OpView &op, BindContext &ctx) {
     const std::vector<int64_t> &shape = b.tensors[i];
     int64_t bytes = numElements(shape) * elem;
     auto add = [&](const uint8_t *src, uint8_t *dst,
-                   const std::vector<PitchedCopy> &copies) {
-      for (const PitchedCopy &c : copies)
-        plan.copies.push_back({src, dst, c});
+                   std::vector<PitchedCopy> copies) {
+      if (!copies.empty())
+        plan.copies.push_back({src, dst, std::move(copies)});
     };
     auto whole = [&](int64_t srcOffset, int64_t dstOffset, int64_t width) {
       return std::vector<PitchedCopy>{
@@ -185,7 +185,7 @@ Status verifyBucketStart(const OpView &op) {
 /// Runs a plan's copies in host memory.
 static void runCopies(const std::vector<BufferCopy> &copies) {
   for (const BufferCopy &c : copies)
-    hostCopies({c.copy}, c.src, c.dst);
+    hostCopies(c.copies, c.src, c.dst);
 }
 
 StatusOr<KernelFn> bindBucketStart(const OpView &op, BindContext &ctx) {

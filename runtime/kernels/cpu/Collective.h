@@ -110,11 +110,11 @@ StatusOr<CollectivePlan> allGatherPlan(const OpView &op, BindContext &ctx);
 StatusOr<CollectivePlan> reduceScatterPlan(const OpView &op, BindContext &ctx);
 StatusOr<CollectivePlan> allToAllPlan(const OpView &op, BindContext &ctx);
 
-/// A copy between two buffers of the arena (host or device memory).
+/// Copies between two buffers of the arena (host or device memory).
 struct BufferCopy {
   const uint8_t *src = nullptr;
   uint8_t *dst = nullptr;
-  PitchedCopy copy;
+  std::vector<PitchedCopy> copies;
 };
 
 /// A bucket of reduce-scatters or all-gathers (`reduce_scatter_start` /
