@@ -18,12 +18,32 @@
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <limits>
 
 using namespace mlir;
 using namespace mlir::loom;
+
+/// The plan's name for a graph value's `loom.onnx_type` (none: as dtype).
+static plan::IoType ioTypeOf(StringAttr onnxType) {
+  if (!onnxType)
+    return plan::IO_AS_DTYPE;
+  return llvm::StringSwitch<plan::IoType>(onnxType.getValue())
+      .Case("bool", plan::IO_BOOL)
+      .Case("int8", plan::IO_I8)
+      .Case("uint8", plan::IO_U8)
+      .Case("int16", plan::IO_I16)
+      .Case("uint16", plan::IO_U16)
+      .Case("int32", plan::IO_I32)
+      .Case("uint32", plan::IO_U32)
+      .Case("uint64", plan::IO_U64)
+      .Case("float16", plan::IO_F16)
+      .Case("bfloat16", plan::IO_BF16)
+      .Case("float64", plan::IO_F64)
+      .Default(plan::IO_AS_DTYPE);
+}
 
 namespace {
 
@@ -225,6 +245,8 @@ LogicalResult Emitter::emitArguments() {
     case plan::INPUT:
       buf->set_name(input.str());
       buf->set_binding(input.str());
+      buf->set_io_type(
+          ioTypeOf(func.getArgAttrOfType<StringAttr>(i, attr::kOnnxType)));
       memory.data += buf->size_bytes();
       break;
     default:
@@ -864,6 +886,8 @@ LogicalResult Emitter::emitReturn(func::ReturnOp ret) {
     buf->set_role(plan::OUTPUT);
     buf->set_name(name);
     buf->set_binding(name);
+    buf->set_io_type(
+        ioTypeOf(func.getResultAttrOfType<StringAttr>(r, attr::kOnnxType)));
     ranges[root(id)].end = kForever;
   }
   return success();

@@ -179,6 +179,44 @@ staticShapeOf(const onnx::TypeProto &type, std::string &why) {
   return shape;
 }
 
+/// How the program holds a graph value of ONNX element type `t`: in int64
+/// (true), in float32 (false: floats of any width, and bools as 0/1), or not
+/// at all.
+static std::optional<bool> heldAsInteger(int32_t t) {
+  switch (t) {
+  case onnx::TensorProto::FLOAT:
+  case onnx::TensorProto::DOUBLE:
+  case onnx::TensorProto::FLOAT16:
+  case onnx::TensorProto::BFLOAT16:
+  case onnx::TensorProto::BOOL:
+    return false;
+  case onnx::TensorProto::INT8:
+  case onnx::TensorProto::UINT8:
+  case onnx::TensorProto::INT16:
+  case onnx::TensorProto::UINT16:
+  case onnx::TensorProto::INT32:
+  case onnx::TensorProto::UINT32:
+  case onnx::TensorProto::INT64:
+  case onnx::TensorProto::UINT64:
+    return true;
+  default:
+    return std::nullopt;
+  }
+}
+
+/// The `loom.onnx_type` of a graph value of ONNX element type `t`: empty when
+/// the program holds it as it is (float32, int64).
+static std::string boundaryTypeName(int32_t t) {
+  std::string name = elementTypeName(t);
+  return llvm::is_contained(kBoundaryTypes, name) ? name : std::string();
+}
+
+/// The ONNX element type of a graph value's type (float32 when it says none).
+static int32_t elementTypeOf(const onnx::TypeProto &type) {
+  return type.has_tensor_type() ? type.tensor_type().elem_type()
+                                : onnx::TensorProto::FLOAT;
+}
+
 FailureOr<RankedTensorType> GraphImporter::staticInputType(StringRef name,
                                                            Location loc,
                                                            StringRef role,
@@ -188,16 +226,15 @@ FailureOr<RankedTensorType> GraphImporter::staticInputType(StringRef name,
     return emitError(loc) << role << " '" << name << "'" << where
                           << " has no type (ONNX shape inference found none)";
   const onnx::TypeProto &type = *it->second.type;
-  Type elem = Float32Type::get(ctx);
-  if (type.has_tensor_type()) {
-    int32_t t = type.tensor_type().elem_type();
-    if (t == onnx::TensorProto::INT64)
-      elem = IntegerType::get(ctx, 64);
-    else if (t != onnx::TensorProto::FLOAT)
-      return emitError(loc)
-             << role << " '" << name << "'" << where << " has element type "
-             << elementTypeName(t) << "; only float32 and int64 are supported";
-  }
+  int32_t t = elementTypeOf(type);
+  std::optional<bool> integer = heldAsInteger(t);
+  if (!integer)
+    return emitError(loc)
+           << role << " '" << name << "'" << where << " has element type "
+           << elementTypeName(t)
+           << "; only float, bool and integer tensors are supported";
+  Type elem = *integer ? Type(IntegerType::get(ctx, 64))
+                       : Type(Float32Type::get(ctx));
   std::string why;
   auto shape = staticShapeOf(type, why);
   if (failed(shape))
@@ -326,6 +363,15 @@ LogicalResult GraphImporter::importInto(ModuleOp module) {
     if (auto from = startsFrom.find(i); from != startsFrom.end())
       func.setArgAttr(i, attr::kInitializer, b.getStringAttr(from->second));
     values[role.second] = arg;
+    if (i >= numInputs)
+      continue;
+    int32_t t = elementTypeOf(*known[role.second].type);
+    std::string boundary = boundaryTypeName(t);
+    if (!boundary.empty())
+      func.setArgAttr(i, attr::kOnnxType, b.getStringAttr(boundary));
+    // Bools are held as 0/1 floats, as the comparisons compute them.
+    if (t == onnx::TensorProto::BOOL)
+      convertedInts.insert(role.second);
   }
   b.setInsertionPointToStart(entry);
 
@@ -357,13 +403,17 @@ LogicalResult GraphImporter::importInto(ModuleOp module) {
   SmallVector<Value> results;
   for (const auto &output : graph.output()) {
     Location loc = locator.valueLoc(output.name());
-    int32_t elem = output.type().has_tensor_type()
-                       ? output.type().tensor_type().elem_type()
-                       : onnx::TensorProto::FLOAT;
+    int32_t elem = elementTypeOf(output.type());
     auto c = consts.find(output.name());
-    if (elem == onnx::TensorProto::INT64 || elem == onnx::TensorProto::INT32) {
+    std::optional<bool> integer = heldAsInteger(elem);
+    if (!integer)
+      return emitError(loc)
+             << "graph output '" << output.name() << "' has element type "
+             << elementTypeName(elem)
+             << "; only float, bool and integer tensors are supported";
+    currentLoc = loc;
+    if (*integer) {
       // Integers: int64 values, or integers held in f32, converted.
-      currentLoc = loc;
       FailureOr<Value> ints = integerOutput(output.name());
       if (failed(ints))
         return emitError(loc) << "graph output '" << output.name()
@@ -371,11 +421,15 @@ LogicalResult GraphImporter::importInto(ModuleOp module) {
       results.push_back(*ints);
       continue;
     }
-    if (elem != onnx::TensorProto::FLOAT)
-      return emitError(loc)
-             << "graph output '" << output.name() << "' has element type "
-             << elementTypeName(elem)
-             << "; only float32, int64 and int32 are supported";
+    if (elem == onnx::TensorProto::BOOL) {
+      // Bools: 0/1 floats, as comparisons compute them.
+      FailureOr<Value> mask = boolOutput(output.name());
+      if (failed(mask))
+        return emitError(loc) << "graph output '" << output.name()
+                              << "' is not a bool tensor loom computes";
+      results.push_back(*mask);
+      continue;
+    }
     if (c != consts.end() && c->second.isFloat()) {
       currentLoc = loc;
       results.push_back(materialize(c->second));
@@ -398,8 +452,12 @@ LogicalResult GraphImporter::importInto(ModuleOp module) {
   func::ReturnOp::create(b, locator.fileLoc(), results);
   func.setType(b.getFunctionType(entry->getArgumentTypes(),
                                  ValueRange(results).getTypes()));
-  for (auto [i, output] : llvm::enumerate(graph.output()))
+  for (auto [i, output] : llvm::enumerate(graph.output())) {
     func.setResultAttr(i, attr::kOutput, b.getStringAttr(output.name()));
+    std::string boundary = boundaryTypeName(elementTypeOf(output.type()));
+    if (!boundary.empty())
+      func.setResultAttr(i, attr::kOnnxType, b.getStringAttr(boundary));
+  }
 
   // Initializers that ended up unused (only shape operands, a Gemm `C` with
   // `beta = 0`, or nothing at all) are not parameters.
@@ -410,6 +468,24 @@ LogicalResult GraphImporter::importInto(ModuleOp module) {
   if (unused.any() && failed(func.eraseArguments(unused)))
     return emitError(func.getLoc()) << "cannot drop unused initializers";
   return success();
+}
+
+FailureOr<Value> GraphImporter::boolOutput(StringRef name) {
+  if (const ConstTensor *c = constantNamed(name)) {
+    if (c->isFloat())
+      return failure();
+    return materialize(*c);
+  }
+  auto it = values.find(name);
+  if (it == values.end())
+    return failure();
+  if (convertedInts.contains(name))
+    return it->second;
+  if (cast<RankedTensorType>(it->second.getType()).getElementType().isInteger(
+          64))
+    return ConvertOp::create(b, currentLoc, it->second, b.getF32Type())
+        .getResult();
+  return failure();
 }
 
 FailureOr<Value> GraphImporter::integerOutput(StringRef name) {
@@ -452,6 +528,30 @@ bool GraphImporter::hasInput(unsigned index) const {
          !current->input(index).empty();
 }
 
+/// The elements of an initializer of a narrow integer type `T` (int8 to
+/// uint64): little-endian in `raw_data`, else in `int32_data` (types up to 16
+/// bits) or `uint64_data` (uint32, uint64).
+template <typename T>
+static std::vector<int64_t> narrowInts(const onnx::TensorProto &t) {
+  std::vector<int64_t> out;
+  if (t.has_raw_data()) {
+    const std::string &raw = t.raw_data();
+    out.reserve(raw.size() / sizeof(T));
+    for (size_t at = 0; at + sizeof(T) <= raw.size(); at += sizeof(T)) {
+      T v;
+      std::memcpy(&v, raw.data() + at, sizeof(T));
+      out.push_back(static_cast<int64_t>(v));
+    }
+  } else if constexpr (sizeof(T) <= 2) {
+    for (int32_t v : t.int32_data())
+      out.push_back(static_cast<int64_t>(static_cast<T>(v)));
+  } else {
+    for (uint64_t v : t.uint64_data())
+      out.push_back(static_cast<int64_t>(static_cast<T>(v)));
+  }
+  return out;
+}
+
 /// The elements of an integer or boolean initializer, or failure for other
 /// element types.
 static FailureOr<ConstTensor> parseInitializer(const onnx::TensorProto &t) {
@@ -479,6 +579,39 @@ static FailureOr<ConstTensor> parseInitializer(const onnx::TensorProto &t) {
     else
       for (int32_t v : t.int32_data())
         c.ints.push_back(v != 0);
+    break;
+  }
+  case onnx::TensorProto::DOUBLE: {
+    // Held in float32, as float64 graph inputs are: a constant, never a
+    // parameter.
+    auto data = onnx::ParseData<double>(&t);
+    c.kind = ConstTensor::Kind::Float;
+    c.floats.assign(data.begin(), data.end());
+    if (static_cast<int64_t>(c.floats.size()) != c.numElements())
+      return failure();
+    return c;
+  }
+  case onnx::TensorProto::INT8:
+    c.ints = narrowInts<int8_t>(t);
+    break;
+  case onnx::TensorProto::UINT8:
+    c.ints = narrowInts<uint8_t>(t);
+    break;
+  case onnx::TensorProto::INT16:
+    c.ints = narrowInts<int16_t>(t);
+    break;
+  case onnx::TensorProto::UINT16:
+    c.ints = narrowInts<uint16_t>(t);
+    break;
+  case onnx::TensorProto::UINT32:
+    c.ints = narrowInts<uint32_t>(t);
+    break;
+  case onnx::TensorProto::UINT64: {
+    // Held as int64: values from 2^63 on do not fit.
+    std::vector<int64_t> ints = narrowInts<uint64_t>(t);
+    if (llvm::any_of(ints, [](int64_t v) { return v < 0; }))
+      return failure();
+    c.ints = std::move(ints);
     break;
   }
   default:

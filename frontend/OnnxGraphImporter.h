@@ -279,6 +279,9 @@ private:
   /// Value `name` as an i64 tensor for an integer graph output, or failure
   /// when it holds no integers.
   FailureOr<Value> integerOutput(StringRef name);
+  /// Value `name` as 0/1 floats for a bool graph output, or failure when it
+  /// holds no bools.
+  FailureOr<Value> boolOutput(StringRef name);
   bool isFoldedShapeNode(const onnx::NodeProto &node) const;
   FailureOr<RankedTensorType> staticInputType(StringRef name, Location loc,
                                               StringRef role, StringRef where);

@@ -180,12 +180,20 @@ static LogicalResult convertCast(GraphImporter &g) {
   if (!in)
     return g.data(0); // Reports why there is no value.
   Type elem = cast<RankedTensorType>(in.getType()).getElementType();
-  if (to == onnx::TensorProto::FLOAT) {
+  // float64 is held in float32 (docs/frontend.md, "Element types").
+  if (to == onnx::TensorProto::FLOAT || to == onnx::TensorProto::DOUBLE) {
     if (elem.isF32())
       return g.define(0, in);
     if (elem.isInteger(64))
       return g.define(0, ConvertOp::create(g.builder(), g.loc(), in,
                                            g.builder().getF32Type()));
+  }
+  if (to == onnx::TensorProto::BFLOAT16 && elem.isF32() &&
+      !g.holdsConvertedInts(0)) {
+    // Rounded to bfloat16, held in float32.
+    OpBuilder &b = g.builder();
+    Value half = ConvertOp::create(b, g.loc(), in, b.getBF16Type());
+    return g.define(0, ConvertOp::create(b, g.loc(), half, b.getF32Type()));
   }
   bool toInt = to == onnx::TensorProto::INT64 || to == onnx::TensorProto::INT32;
   if (to == onnx::TensorProto::INT64 && elem.isInteger(64))
@@ -209,9 +217,11 @@ static LogicalResult convertCast(GraphImporter &g) {
   return g.error(
       llvm::formatv("unsupported Cast from {0} to {1}", elementTypeName(from),
                     elementTypeName(static_cast<int32_t>(to))),
-      "at run time loom casts int64 to float32, int64 to int32, integers and "
-      "bools it computed to any of float32, int64, int32 and bool, and "
-      "anything to bool; truncating floats to integers is not supported");
+      "at run time loom casts int64 to float32 or float64, int64 to int32, "
+      "integers and bools it computed to any of float32, int64, int32 and "
+      "bool, floats to float64 and bfloat16, and anything to bool; "
+      "truncating floats to integers and rounding to float16 are not "
+      "supported");
 }
 
 //===----------------------------------------------------------------------===//

@@ -81,17 +81,28 @@ LogicalResult verifyRole(Operation *op, NamedAttribute attr,
                            "or 'loom.target' argument, as an integer >= 0");
     return success();
   }
+  if (name == attr::kOnnxType) {
+    auto type = dyn_cast<StringAttr>(attr.getValue());
+    if (!type || !llvm::is_contained(kBoundaryTypes, type.getValue()) ||
+        !all.get(result ? attr::kOutput : attr::kInput))
+      return op->emitError("'loom.onnx_type' belongs on a 'loom.input' "
+                           "argument or a 'loom.output' result, as one of "
+                           "\"bool\", \"int8\", \"uint8\", \"int16\", "
+                           "\"uint16\", \"int32\", \"uint32\", \"uint64\", "
+                           "\"float16\", \"bfloat16\" or \"float64\"");
+    return success();
+  }
   if ((!result && name == attr::kTarget) || (result && name == attr::kLoss))
     return expectKind<UnitAttr>(op, attr, "a unit attribute");
   return op->emitError("'")
          << name << "' is not a role of a function "
          << (result ? "result (loom.output, loom.loss, loom.grad, "
                       "loom.param, loom.state, loom.running_mean, "
-                      "loom.running_var)"
+                      "loom.running_var, loom.onnx_type)"
                     : "argument (loom.param, loom.initializer, loom.input, "
                       "loom.target, loom.state, loom.running_mean, "
                       "loom.running_var, loom.split_axes, loom.fused_blocks, "
-                      "loom.sample_offset)");
+                      "loom.sample_offset, loom.onnx_type)");
 }
 
 } // namespace

@@ -21,7 +21,10 @@ def Loom_Dialect : Dialect {
     into another one), `loom.input = "NAME"` (graph input `NAME`), `loom.target`
     (the loss target; with `loom.sample_offset = N` on either, the argument
     holds one micro-batch, whose first sample is sample N of the rank's
-    share of the batch), `loom.output = "NAME"` (graph output `NAME`),
+    share of the batch), `loom.output = "NAME"` (graph output `NAME`;
+    `loom.onnx_type = "bool"`, `"uint8"`, `"float64"`, ... on an input or
+    output says the graph value has that ONNX element type, held in f32 or
+    i64),
     `loom.loss`, `loom.grad = "NAME"` (the gradient of parameter `NAME`) and
     `loom.state = "SLOT"` with `loom.param` (an optimizer state slot of a
     parameter), `loom.running_mean = "NAME"` / `loom.running_var = "NAME"`
@@ -77,6 +80,11 @@ def Loom_Dialect : Dialect {
     // A data argument that holds one micro-batch: its first sample's offset
     // in the rank's share of the global batch.
     "IntegerAttr":$sample_offset,
+    // A graph input or output whose ONNX element type the program holds in
+    // another one (docs/frontend.md, "Element types"): "bool", "int8",
+    // "uint8", "int16", "uint16", "int32", "uint32", "uint64", "float16",
+    // "bfloat16" or "float64". The runtime converts at the boundary.
+    "StringAttr":$onnx_type,
     // Operations: the mesh axes' names on the `shard.grid`, the module's
     // model, and what the planner decides per op.
     "ArrayAttr":$mesh_axes,

@@ -683,27 +683,20 @@ Status Executor::writeBuffer(const plan::Buffer &b, const HostTensor &value) {
                      b.name().c_str(), shapeToString(bufferShape(b)).c_str(),
                      shapeToString(value.shape).c_str());
   uint8_t *dst = bufferData(b);
-  if (b.dtype() == plan::F32) {
-    float *out = reinterpret_cast<float *>(dst);
-    if (value.type == ElemType::F32)
-      std::memcpy(out, value.bytes.data(), n * sizeof(float));
-    else if (value.type == ElemType::F64)
-      for (int64_t i = 0; i < n; ++i)
-        out[i] = static_cast<float>(value.data<double>()[i]);
-    else
-      return makeError("buffer '%s' is f32 but the value is %s",
-                       b.name().c_str(), elemTypeName(value.type));
-    return uploadBuffer(b);
-  }
-  int64_t *out = reinterpret_cast<int64_t *>(dst);
-  if (value.type == ElemType::I64)
-    std::memcpy(out, value.bytes.data(), n * sizeof(int64_t));
-  else if (value.type == ElemType::I32)
-    for (int64_t i = 0; i < n; ++i)
-      out[i] = value.data<int32_t>()[i];
-  else
+  // Any float, integer or bool value fills an f32 buffer (bools as 0/1);
+  // only integers and bools fill an i64 one.
+  ElemType type = b.dtype() == plan::F32 ? ElemType::F32 : ElemType::I64;
+  if (type == ElemType::I64 && isFloatType(value.type))
     return makeError("buffer '%s' is i64 but the value is %s",
                      b.name().c_str(), elemTypeName(value.type));
+  if (value.type == type) {
+    if (n > 0)
+      std::memcpy(dst, value.bytes.data(), n * elemSize(type));
+  } else {
+    HostTensor converted = convertElements(value, type);
+    if (n > 0)
+      std::memcpy(dst, converted.bytes.data(), n * elemSize(type));
+  }
   return uploadBuffer(b);
 }
 

@@ -202,6 +202,16 @@ Status checkBuffer(const plan::Plan &plan, const plan::Program &program,
                      plan::Role_Name(b.role()).c_str());
   if (b.role() == plan::ROLE_UNSPECIFIED || !plan::Role_IsValid(b.role()))
     return makeError("role is unspecified");
+  if (b.io_type() != plan::IO_AS_DTYPE) {
+    // Floats and bools are held in f32, integers in i64.
+    bool inF32 = b.io_type() == plan::IO_BOOL || b.io_type() >= plan::IO_F16;
+    if (!plan::IoType_IsValid(b.io_type()) ||
+        (b.role() != plan::INPUT && b.role() != plan::OUTPUT) ||
+        b.dtype() != (inF32 ? plan::F32 : plan::I64))
+      return makeError("io_type %d belongs on an INPUT or OUTPUT buffer of "
+                       "dtype %s",
+                       static_cast<int>(b.io_type()), inF32 ? "f32" : "i64");
+  }
   int64_t numel = 1, bytes = dtypeSize(b.dtype());
   for (int64_t d : b.shape()) {
     if (d < 0)

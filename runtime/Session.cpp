@@ -195,11 +195,41 @@ Session::readBuffer(const std::string &nameOrBinding) const {
                    exec->rank(), nameOrBinding.c_str());
 }
 
+/// The element type a graph input or output has outside the plan.
+static ElemType boundaryType(const plan::Buffer &b) {
+  switch (b.io_type()) {
+  case plan::IO_BOOL:
+    return ElemType::Bool;
+  case plan::IO_I8:
+    return ElemType::I8;
+  case plan::IO_U8:
+    return ElemType::U8;
+  case plan::IO_I16:
+    return ElemType::I16;
+  case plan::IO_U16:
+    return ElemType::U16;
+  case plan::IO_I32:
+    return ElemType::I32;
+  case plan::IO_U32:
+    return ElemType::U32;
+  case plan::IO_U64:
+    return ElemType::U64;
+  case plan::IO_F16:
+    return ElemType::F16;
+  case plan::IO_BF16:
+    return ElemType::BF16;
+  case plan::IO_F64:
+    return ElemType::F64;
+  default:
+    return b.dtype() == plan::I64 ? ElemType::I64 : ElemType::F32;
+  }
+}
+
 std::map<std::string, HostTensor> Session::outputs() const {
   std::map<std::string, HostTensor> out;
   for (const plan::Buffer &b : exec->program().buffers())
     if (b.role() == plan::OUTPUT)
-      out[b.binding()] = exec->readBuffer(b);
+      out[b.binding()] = convertElements(exec->readBuffer(b), boundaryType(b));
   return out;
 }
 

@@ -119,6 +119,31 @@ static Status headerBounds(std::string_view bytes, const std::string &what,
   return Status::ok();
 }
 
+namespace {
+
+/// The `.npy` descriptors of the element types (little-endian).
+constexpr std::pair<const char *, ElemType> kDescrs[] = {
+    {"<f4", ElemType::F32}, {"<f8", ElemType::F64}, {"<f2", ElemType::F16},
+    {"<i8", ElemType::I64}, {"<i4", ElemType::I32}, {"<i2", ElemType::I16},
+    {"|i1", ElemType::I8},  {"<u8", ElemType::U64}, {"<u4", ElemType::U32},
+    {"<u2", ElemType::U16}, {"|u1", ElemType::U8},  {"|b1", ElemType::Bool}};
+
+} // namespace
+
+std::optional<ElemType> npyElemType(const std::string &descr) {
+  for (const auto &[d, type] : kDescrs)
+    if (descr == d)
+      return type;
+  return std::nullopt;
+}
+
+const char *npyDescr(ElemType type) {
+  for (const auto &[d, t] : kDescrs)
+    if (t == type)
+      return d;
+  return "?";
+}
+
 Status parseNpyHeader(std::string_view bytes, const std::string &what,
                       NpyHeader &out) {
   size_t headerStart = 0, headerLen = 0;
@@ -144,18 +169,12 @@ StatusOr<HostTensor> parseNpy(const std::string &bytes, const std::string &what,
   const std::string &descr = header.descr;
   HostTensor t;
   t.shape = header.shape;
-  if (descr == "<f4")
-    t.type = ElemType::F32;
-  else if (descr == "<f8")
-    t.type = ElemType::F64;
-  else if (descr == "<i4")
-    t.type = ElemType::I32;
-  else if (descr == "<i8")
-    t.type = ElemType::I64;
-  else
-    return makeError("%s: unsupported dtype '%s' (expected <f4, <f8, <i4 or "
-                     "<i8)",
+  std::optional<ElemType> type = npyElemType(descr);
+  if (!type)
+    return makeError("%s: unsupported dtype '%s' (expected a float, integer "
+                     "or bool array: <f4, <f8, <f2, <i8, <i4, |b1, |u1, ...)",
                      what.c_str(), descr.c_str());
+  t.type = *type;
 
   size_t dataStart = header.dataOffset;
   // The header's shape is untrusted: its byte count must not overflow.
@@ -215,9 +234,8 @@ StatusOr<HostTensor> readNpy(const std::string &path,
   // The body: the bytes the shape needs (none for a dtype parseNpy then
   // refuses); a regular file shorter than that is read whole and refused
   // as truncated by parseNpy.
-  int64_t body = descr == "<f4" || descr == "<i4"   ? 4
-                 : descr == "<f8" || descr == "<i8" ? 8
-                                                    : 0;
+  std::optional<ElemType> type = npyElemType(descr);
+  int64_t body = type ? elemSize(*type) : 0;
   for (int64_t d : shape)
     if (d < 0 || __builtin_mul_overflow(body, d, &body))
       return makeError("%s: shape %s is too large", path.c_str(),
@@ -233,21 +251,10 @@ StatusOr<HostTensor> readNpy(const std::string &path,
 }
 
 Status writeNpy(const std::string &path, const HostTensor &tensor) {
-  const char *descr = "<f4";
-  switch (tensor.type) {
-  case ElemType::F32:
-    descr = "<f4";
-    break;
-  case ElemType::F64:
-    descr = "<f8";
-    break;
-  case ElemType::I32:
-    descr = "<i4";
-    break;
-  case ElemType::I64:
-    descr = "<i8";
-    break;
-  }
+  if (tensor.type == ElemType::BF16)
+    return makeError("cannot write '%s': .npy has no bfloat16 dtype",
+                     path.c_str());
+  const char *descr = npyDescr(tensor.type);
   std::string shape = "(";
   for (size_t i = 0; i < tensor.shape.size(); ++i)
     shape += std::to_string(tensor.shape[i]) + ", ";

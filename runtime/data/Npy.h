@@ -11,6 +11,7 @@
 #include "runtime/support/HostTensor.h"
 #include "runtime/support/Status.h"
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -34,6 +35,11 @@ struct NpyHeader {
 /// version, a malformed dict and Fortran order; `what` names the file.
 Status parseNpyHeader(std::string_view bytes, const std::string &what,
                       NpyHeader &out);
+
+/// The element type of a `.npy` descriptor ("<f4", "|b1", ...), if any; and
+/// the descriptor of a type ("?" for bfloat16, which `.npy` lacks).
+std::optional<ElemType> npyElemType(const std::string &descr);
+const char *npyDescr(ElemType type);
 
 /// Reads `path`. Errors name the file and say what is wrong (missing, not an
 /// .npy file, Fortran order, unsupported dtype, truncated).

@@ -78,7 +78,8 @@ std::optional<DataType> npyDataType(const std::string &descr) {
       {"u1", DataType::U8},  {"u2", DataType::U16}, {"u4", DataType::U32},
       {"u8", DataType::U64}, {"i1", DataType::I8},  {"i2", DataType::I16},
       {"i4", DataType::I32}, {"i8", DataType::I64}, {"f2", DataType::F16},
-      {"f4", DataType::F32}, {"f8", DataType::F64}};
+      {"f4", DataType::F32}, {"f8", DataType::F64},
+      {"b1", DataType::U8}}; // bools: one byte, 0 or 1
   for (const auto &t : kTypes)
     if (descr.compare(1, 2, t.code) == 0)
       return t.type;
@@ -103,11 +104,37 @@ SampleArray SampleArray::fromTensor(HostTensor tensor,
   case ElemType::F64:
     a.type = DataType::F64;
     break;
+  case ElemType::F16:
+    a.type = DataType::F16;
+    break;
+  case ElemType::I8:
+    a.type = DataType::I8;
+    break;
+  case ElemType::I16:
+    a.type = DataType::I16;
+    break;
   case ElemType::I32:
     a.type = DataType::I32;
     break;
   case ElemType::I64:
     a.type = DataType::I64;
+    break;
+  case ElemType::Bool: // one byte, 0 or 1
+  case ElemType::U8:
+    a.type = DataType::U8;
+    break;
+  case ElemType::U16:
+    a.type = DataType::U16;
+    break;
+  case ElemType::U32:
+    a.type = DataType::U32;
+    break;
+  case ElemType::U64:
+    a.type = DataType::U64;
+    break;
+  case ElemType::BF16: // not an .npy type; widened
+    *held = convertElements(*held, ElemType::F32);
+    a.type = DataType::F32;
     break;
   }
   a.shape = held->shape;

@@ -187,7 +187,9 @@ Status forward(const RunOptions &opts, const std::string &tmpDir) {
   LOOM_RETURN_IF_ERROR(session->runStep(0));
 
   LOOM_RETURN_IF_ERROR(makeDirs(opts.outputDir));
-  for (const auto &[name, t] : session->outputs()) {
+  for (auto &[name, t] : session->outputs()) {
+    if (t.type == ElemType::BF16) // .npy has no bfloat16: its exact float32
+      t = convertElements(t, ElemType::F32);
     std::string file = name;
     for (char &c : file)
       if (c == '/')

@@ -16,12 +16,18 @@
 
 namespace loom::runtime {
 
-enum class ElemType { F32, F64, I32, I64 };
+/// The element types of `.npy` files and plan buffers. Plans compute in F32
+/// and I64 (BF16 inside the program); the others are graph inputs' and
+/// outputs' types, converted at the boundary (`convertElements`).
+enum class ElemType { F32, F64, I32, I64, Bool, I8, U8, I16, U16, U32, U64,
+                      F16, BF16 };
 
 /// Bytes of one element of `type`.
 int64_t elemSize(ElemType type);
-/// "float32", "float64", "int32", "int64".
+/// "float32", "float64", "int32", "int64", "bool", "uint8", "float16", ...
 const char *elemTypeName(ElemType type);
+/// Whether `type` holds floating-point values.
+bool isFloatType(ElemType type);
 /// Product of `shape` (1 for a scalar).
 int64_t numElements(const std::vector<int64_t> &shape);
 /// Product of `shape[from, to)` (1 for an empty range).
@@ -61,6 +67,16 @@ struct HostTensor {
   /// The values as floats (any element type, converted).
   std::vector<float> toF32() const;
 };
+
+/// `value` with its elements converted to `type`: floats round to nearest
+/// even (f16 and bf16 included), integers convert exactly where they fit and
+/// wrap as C++ casts do where not, floats truncate toward zero to integers,
+/// and anything nonzero becomes `true`.
+HostTensor convertElements(const HostTensor &value, ElemType type);
+
+/// The binary16 nearest to `f` (ties to even), as bits; and back (exact).
+uint16_t floatToHalf(float f);
+float halfToFloat(uint16_t h);
 
 } // namespace loom::runtime
 

@@ -206,7 +206,7 @@ func.func @initializer_without_param(%m: tensor<3xf32> {loom.initializer = "w"})
 // -----
 
 // The loss is a result, not an argument.
-// expected-error @+1 {{'loom.loss' is not a role of a function argument (loom.param, loom.initializer, loom.input, loom.target, loom.state, loom.running_mean, loom.running_var, loom.split_axes, loom.fused_blocks, loom.sample_offset)}}
+// expected-error @+1 {{'loom.loss' is not a role of a function argument (loom.param, loom.initializer, loom.input, loom.target, loom.state, loom.running_mean, loom.running_var, loom.split_axes, loom.fused_blocks, loom.sample_offset, loom.onnx_type)}}
 func.func @loss_as_argument(%l: tensor<f32> {loom.loss}) -> tensor<f32> {
   return %l : tensor<f32>
 }
@@ -214,9 +214,24 @@ func.func @loss_as_argument(%l: tensor<f32> {loom.loss}) -> tensor<f32> {
 // -----
 
 // A result is not an input.
-// expected-error @+1 {{'loom.input' is not a role of a function result (loom.output, loom.loss, loom.grad, loom.param, loom.state, loom.running_mean, loom.running_var)}}
+// expected-error @+1 {{'loom.input' is not a role of a function result (loom.output, loom.loss, loom.grad, loom.param, loom.state, loom.running_mean, loom.running_var, loom.onnx_type)}}
 func.func @input_as_result(%x: tensor<f32>) -> (tensor<f32> {loom.input = "x"}) {
   return %x : tensor<f32>
+}
+
+// -----
+
+// A boundary type names an ONNX type the program holds in f32 or i64.
+// expected-error @+1 {{'loom.onnx_type' belongs on a 'loom.input' argument or a 'loom.output' result, as one of "bool", "int8"}}
+func.func @onnx_type_unknown(%x: tensor<2xf32> {loom.input = "x", loom.onnx_type = "complex64"}) -> tensor<2xf32> {
+  return %x : tensor<2xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'loom.onnx_type' belongs on a 'loom.input' argument or a 'loom.output' result}}
+func.func @onnx_type_on_param(%w: tensor<2xf32> {loom.param = "w", loom.onnx_type = "float64"}) -> tensor<2xf32> {
+  return %w : tensor<2xf32>
 }
 
 // -----

@@ -78,6 +78,16 @@ func.func @bf16_round_trip(%x: tensor<2x8x16xf32>, %w: tensor<32x16xf32>,
 
 // -----
 
+// A graph input and output held in f32 name their ONNX element type.
+// CHECK-LABEL: func.func @boundary_types
+// CHECK-SAME: {loom.input = "m", loom.onnx_type = "bool"}
+// CHECK-SAME: {loom.onnx_type = "float64", loom.output = "y"}
+func.func @boundary_types(%m: tensor<4xf32> {loom.input = "m", loom.onnx_type = "bool"}) -> (tensor<4xf32> {loom.output = "y", loom.onnx_type = "float64"}) {
+  return %m : tensor<4xf32>
+}
+
+// -----
+
 // The planner's marks and the mesh axes' names verify and print back.
 // CHECK: shard.grid @mesh(shape = 2x2x1) {loom.mesh_axes = ["pp", "dp", "tp"]}
 // CHECK-LABEL: func.func @planned_marks

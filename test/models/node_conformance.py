@@ -109,14 +109,25 @@ def value_kind(value_info):
     return value_info.type.WhichOneof("value") or "undefined"
 
 
-def load_pb(path):
-    """(name, ndarray) of a TensorProto file; ValueError if it cannot be read as one."""
+def elem_type(value_info):
+    """The ONNX element type of a tensor graph value (0 if none)."""
+    return value_info.type.tensor_type.elem_type
+
+
+def load_pb(path, declared=None):
+    """(name, ndarray) of a TensorProto file; ValueError if it cannot be read as one.
+    `declared`: the graph value's ONNX element type, if known."""
     with open(path, "rb") as f:
         data = f.read()
     t = onnx.TensorProto()
     try:
         t.ParseFromString(data)
-        return t.name, numpy_helper.to_array(t)
+        arr = numpy_helper.to_array(t)
+        if onnx.TensorProto.BFLOAT16 in (t.data_type, declared) and arr.dtype == np.uint16:
+            # NumPy has no bfloat16: the data (or this onnx) gives the bits;
+            # their exact float32 is what loom-run reads and writes.
+            arr = (arr.astype(np.uint32) << 16).view(np.float32)
+        return t.name, arr
     except Exception as e:  # noqa: BLE001
         raise ValueError("unreadable tensor %s: %s" % (os.path.basename(path),
                                                      str(e).strip().splitlines()[0][:100]))
@@ -196,7 +207,7 @@ def run_test(test, model, loom_run, loomc, rtol, atol, timeout, work_root,
                               key=lambda p: int(re.search(r"input_(\d+)", p).group(1)))
             for i, pb in enumerate(in_files):
                 try:
-                    name, arr = load_pb(pb)
+                    name, arr = load_pb(pb, elem_type(ins[i]) if i < len(ins) else None)
                 except ValueError as e:
                     test.status, test.reason = "unsupported", str(e)
                     return
@@ -251,7 +262,8 @@ def run_test(test, model, loom_run, loomc, rtol, atol, timeout, work_root,
                                key=lambda p: int(re.search(r"output_(\d+)", p).group(1)))
             for j, pb in enumerate(out_files):
                 try:
-                    name, want = load_pb(pb)
+                    outs = model.graph.output
+                    name, want = load_pb(pb, elem_type(outs[j]) if j < len(outs) else None)
                 except ValueError as e:
                     test.status, test.reason = "unsupported", "output: %s" % e
                     return

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
 #include <fstream>
 #include <unistd.h>
 
@@ -97,7 +99,7 @@ TEST(NpyTest, FortranOrder) {
 }
 
 TEST(NpyTest, UnsupportedDTypes) {
-  for (const char *descr : {"<f2", ">f4", "|b1", "<U3"}) {
+  for (const char *descr : {">f4", "|O", "<U3", "<c8"}) {
     StatusOr<HostTensor> r = parseNpy(
         npyImage(std::string("{'descr': '") + descr +
                      "', 'fortran_order': False, 'shape': (1,), }",
@@ -129,3 +131,50 @@ TEST(NpyTest, TruncatedHeader) {
             std::string::npos);
 }
 
+TEST(NpyTest, BoolAndNarrowTypesRoundTrip) {
+  // Bools, narrow integers and half floats read and write as themselves.
+  std::string dir = ::testing::TempDir();
+  HostTensor b(ElemType::Bool, {3});
+  b.bytes = {1, 0, 1};
+  HostTensor h(ElemType::F16, {2});
+  uint16_t bits[2] = {floatToHalf(1.5f), floatToHalf(-0.25f)};
+  std::memcpy(h.bytes.data(), bits, sizeof(bits));
+  HostTensor u(ElemType::U8, {2});
+  u.bytes = {7, 255};
+  for (const HostTensor &t : {b, h, u}) {
+    std::string path = dir + "/narrow_" + elemTypeName(t.type) + ".npy";
+    ASSERT_TRUE(writeNpy(path, t).isOk());
+    StatusOr<HostTensor> back = readNpy(path);
+    ASSERT_TRUE(back.isOk()) << back.status().message();
+    EXPECT_EQ(back->type, t.type);
+    EXPECT_EQ(back->shape, t.shape);
+    EXPECT_EQ(back->bytes, t.bytes);
+  }
+  EXPECT_EQ(h.toF32(), (std::vector<float>{1.5f, -0.25f}));
+  EXPECT_EQ(u.toF32(), (std::vector<float>{7.0f, 255.0f}));
+}
+
+TEST(HostTensorTest, ConvertElementsAtTheBoundary) {
+  HostTensor f = HostTensor::fromF32(
+      {6}, {0.0f, -2.75f, 65519.0f, 65520.0f, 1.0f / 16777216.0f, NAN});
+  // float16: nearest even, overflow to infinity, subnormals kept, NaN kept.
+  std::vector<float> h = convertElements(f, ElemType::F16).toF32();
+  EXPECT_EQ(h[0], 0.0f);
+  EXPECT_EQ(h[1], -2.75f);
+  EXPECT_EQ(h[2], 65504.0f);
+  EXPECT_TRUE(std::isinf(h[3]));
+  EXPECT_EQ(h[4], 1.0f / 16777216.0f);
+  EXPECT_TRUE(std::isnan(h[5]));
+  // Bools: nonzero is true (NaN included); integers truncate toward zero.
+  HostTensor b = convertElements(f, ElemType::Bool);
+  EXPECT_EQ(b.bytes, (std::vector<uint8_t>{0, 1, 1, 1, 1, 1}));
+  HostTensor i = convertElements(f, ElemType::I8);
+  EXPECT_EQ(static_cast<int8_t>(i.bytes[1]), -2);
+  // Integers widen exactly; uint64 above 2^63 stays itself through int64.
+  HostTensor u(ElemType::U64, {1});
+  uint64_t big = (uint64_t(1) << 63) + 5;
+  std::memcpy(u.bytes.data(), &big, sizeof(big));
+  HostTensor back = convertElements(convertElements(u, ElemType::I64),
+                                    ElemType::U64);
+  EXPECT_EQ(back.bytes, u.bytes);
+}

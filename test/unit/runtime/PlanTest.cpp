@@ -242,6 +242,24 @@ TEST(PlanTest, SizeMatchesShapeAndDType) {
                "duplicate buffer id");
 }
 
+TEST(PlanTest, BoundaryTypes) {
+  // A graph input or output held in f32 (bools, floats) or i64 (integers)
+  // may say its outside type; nothing else may.
+  plan::Plan p = validPlan();
+  ASSERT_EQ(prog0(p).buffers(0).role(), plan::INPUT);
+  prog0(p).mutable_buffers(0)->set_io_type(plan::IO_F64);
+  Status s = validatePlan(p, "p");
+  EXPECT_TRUE(s.isOk()) << s.message();
+  EXPECT_ERROR(
+      [](plan::Plan &p) { prog0(p).mutable_buffers(0)->set_io_type(plan::IO_U8); },
+      "io_type 3 belongs on an INPUT or OUTPUT buffer of dtype i64");
+  EXPECT_ERROR(
+      [](plan::Plan &p) {
+        prog0(p).mutable_buffers(2)->set_io_type(plan::IO_BOOL);
+      },
+      "io_type 1 belongs on an INPUT or OUTPUT buffer of dtype f32");
+}
+
 TEST(PlanTest, InitialValues) {
   // A parameter without a stored value is filled by its init rule.
   EXPECT_ERROR(
