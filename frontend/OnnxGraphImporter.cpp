@@ -233,8 +233,8 @@ FailureOr<RankedTensorType> GraphImporter::staticInputType(StringRef name,
            << role << " '" << name << "'" << where << " has element type "
            << elementTypeName(t)
            << "; only float, bool and integer tensors are supported";
-  Type elem = *integer ? Type(IntegerType::get(ctx, 64))
-                       : Type(Float32Type::get(ctx));
+  Type elem =
+      *integer ? Type(IntegerType::get(ctx, 64)) : Type(Float32Type::get(ctx));
   std::string why;
   auto shape = staticShapeOf(type, why);
   if (failed(shape))
@@ -481,8 +481,9 @@ FailureOr<Value> GraphImporter::boolOutput(StringRef name) {
     return failure();
   if (convertedInts.contains(name))
     return it->second;
-  if (cast<RankedTensorType>(it->second.getType()).getElementType().isInteger(
-          64))
+  if (cast<RankedTensorType>(it->second.getType())
+          .getElementType()
+          .isInteger(64))
     return ConvertOp::create(b, currentLoc, it->second, b.getF32Type())
         .getResult();
   return failure();

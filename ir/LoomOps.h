@@ -63,11 +63,8 @@ inline constexpr llvm::StringLiteral kOnnxType = LoomDialect::OnnxTypeAttrHelper
 /// The ONNX element types a graph input or output may have that the program
 /// holds in float32 or int64 (`loom.onnx_type`).
 inline constexpr llvm::StringLiteral kBoundaryTypes[] = {
-    "bool",   "int8",   "uint8",   "int16",    "uint16",  "int32",
+    "bool",   "int8",   "uint8",   "int16",    "uint16", "int32",
     "uint32", "uint64", "float16", "bfloat16", "float64"};
-
-namespace attr {
-} // namespace attr
 
 /// The operand of `op` that only gives its result's shape (the `like` of
 /// sum_to, broadcast_like, slice_grad, gather_grad and the convolution

@@ -75,11 +75,12 @@ std::optional<DataType> npyDataType(const std::string &descr) {
     const char *code;
     DataType type;
   } kTypes[] = {
-      {"u1", DataType::U8},  {"u2", DataType::U16}, {"u4", DataType::U32},
-      {"u8", DataType::U64}, {"i1", DataType::I8},  {"i2", DataType::I16},
-      {"i4", DataType::I32}, {"i8", DataType::I64}, {"f2", DataType::F16},
-      {"f4", DataType::F32}, {"f8", DataType::F64},
-      {"b1", DataType::U8}}; // bools: one byte, 0 or 1
+      {"u1", DataType::U8},  {"u2", DataType::U16},
+      {"u4", DataType::U32}, {"u8", DataType::U64},
+      {"i1", DataType::I8},  {"i2", DataType::I16},
+      {"i4", DataType::I32}, {"i8", DataType::I64},
+      {"f2", DataType::F16}, {"f4", DataType::F32},
+      {"f8", DataType::F64}, {"b1", DataType::U8}}; // bools: one byte, 0 or 1
   for (const auto &t : kTypes)
     if (descr.compare(1, 2, t.code) == 0)
       return t.type;

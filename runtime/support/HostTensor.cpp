@@ -188,10 +188,10 @@ HostTensor convertElements(const HostTensor &value, ElemType type) {
       float v = static_cast<float>(asFloat());
       uint32_t u;
       std::memcpy(&u, &v, sizeof(u));
-      uint16_t bits = (u & 0x7fffffffu) > 0x7f800000u
-                          ? static_cast<uint16_t>((u >> 16) | 0x0040u)
-                          : static_cast<uint16_t>(
-                                (u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+      uint16_t bits =
+          (u & 0x7fffffffu) > 0x7f800000u
+              ? static_cast<uint16_t>((u >> 16) | 0x0040u)
+              : static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
       put<uint16_t>(out, i, bits);
       break;
     }

@@ -19,8 +19,21 @@ namespace loom::runtime {
 /// The element types of `.npy` files and plan buffers. Plans compute in F32
 /// and I64 (BF16 inside the program); the others are graph inputs' and
 /// outputs' types, converted at the boundary (`convertElements`).
-enum class ElemType { F32, F64, I32, I64, Bool, I8, U8, I16, U16, U32, U64,
-                      F16, BF16 };
+enum class ElemType {
+  F32,
+  F64,
+  I32,
+  I64,
+  Bool,
+  I8,
+  U8,
+  I16,
+  U16,
+  U32,
+  U64,
+  F16,
+  BF16
+};
 
 /// Bytes of one element of `type`.
 int64_t elemSize(ElemType type);

@@ -174,7 +174,7 @@ TEST(HostTensorTest, ConvertElementsAtTheBoundary) {
   HostTensor u(ElemType::U64, {1});
   uint64_t big = (uint64_t(1) << 63) + 5;
   std::memcpy(u.bytes.data(), &big, sizeof(big));
-  HostTensor back = convertElements(convertElements(u, ElemType::I64),
-                                    ElemType::U64);
+  HostTensor back =
+      convertElements(convertElements(u, ElemType::I64), ElemType::U64);
   EXPECT_EQ(back.bytes, u.bytes);
 }

@@ -251,7 +251,9 @@ TEST(PlanTest, BoundaryTypes) {
   Status s = validatePlan(p, "p");
   EXPECT_TRUE(s.isOk()) << s.message();
   EXPECT_ERROR(
-      [](plan::Plan &p) { prog0(p).mutable_buffers(0)->set_io_type(plan::IO_U8); },
+      [](plan::Plan &p) {
+        prog0(p).mutable_buffers(0)->set_io_type(plan::IO_U8);
+      },
       "io_type 3 belongs on an INPUT or OUTPUT buffer of dtype i64");
   EXPECT_ERROR(
       [](plan::Plan &p) {
