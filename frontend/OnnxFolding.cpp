@@ -487,6 +487,17 @@ static FailureOr<bool> foldBinary(GraphImporter &g) {
   return true;
 }
 
+/// `Max` and `Min` of one input (itself) or two; more are not folded.
+static FailureOr<bool> foldMaxMin(GraphImporter &g) {
+  if (g.node().input_size() == 1) {
+    g.defineConst(0, *g.constant(0));
+    return true;
+  }
+  if (g.node().input_size() != 2)
+    return false;
+  return foldBinary(g);
+}
+
 /// `Clip(x, min, max)`, bounds optional (opset >= 11; earlier ones are
 /// attributes).
 static FailureOr<bool> foldClip(GraphImporter &g) {
@@ -636,8 +647,8 @@ static const Folder kFolders[] = {
     {"LessOrEqual", foldBinary},
     {"Log", foldUnary},
     {"MatMul", foldMatMul},
-    {"Max", foldBinary},
-    {"Min", foldBinary},
+    {"Max", foldMaxMin},
+    {"Min", foldMaxMin},
     {"Mul", foldBinary},
     {"Neg", foldUnary},
     {"Not", foldUnary},

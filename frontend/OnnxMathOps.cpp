@@ -64,13 +64,32 @@ template <typename OpTy> static LogicalResult convertUnary(GraphImporter &g) {
 }
 
 static LogicalResult convertMaxMin(GraphImporter &g) {
-  if (g.node().input_size() != 2)
-    return g.error(llvm::formatv("unsupported {0} of {1} inputs",
-                                 g.node().op_type(), g.node().input_size()),
-                   "only the two-input form is supported");
-  if (g.node().op_type() == "Max")
-    return convertBinary<MaxOp>(g);
-  return convertBinary<MinOp>(g);
+  bool isMax = g.node().op_type() == "Max";
+  int n = g.node().input_size();
+  if (n == 2)
+    return isMax ? convertBinary<MaxOp>(g) : convertBinary<MinOp>(g);
+  if (n == 1)
+    return g.forward(0, 0);
+  // More inputs: the two-input form, left to right (on a tie the gradient
+  // goes to the later operand, as for two).
+  auto acc = g.data(0);
+  if (failed(acc))
+    return failure();
+  Value result = *acc;
+  for (int i = 1; i < n; ++i) {
+    auto next = g.data(i);
+    if (failed(next))
+      return failure();
+    if (failed(broadcastShape(shapeOf(result), shapeOf(*next))))
+      return g.error(g.node().op_type() + " operand shapes " +
+                     shapeText(shapeOf(result)) + " and " +
+                     shapeText(shapeOf(*next)) + " do not broadcast");
+    result = isMax ? MaxOp::create(g.builder(), g.loc(), result, *next)
+                         .getResult()
+                   : MinOp::create(g.builder(), g.loc(), result, *next)
+                         .getResult();
+  }
+  return g.define(0, result);
 }
 
 /// `Where(condition, x, y)`: the boolean condition (known, or computed at
@@ -412,9 +431,9 @@ static const OpConverter kMathConverters[] = {
     {"Add", 7, 17, convertBinary<AddOp>, "loom.add"},
     {"And", 1, 17, convertLogic, "arithmetic on 0/1 masks"},
     {"Cast", 6, 17, convertCast,
-     "identity (float32 to float32), loom.convert (int64 to float32); "
-     "constants fold"},
-    {"Cos", 7, 17, convertFoldOnly, "folded (constant inputs only)"},
+     "identity (float32 to float32 or float64), loom.convert (int64 to "
+     "float32), a loom.convert round trip (to bfloat16); constants fold"},
+    {"Cos", 7, 17, convertUnary<CosOp>, "loom.cos"},
     {"Div", 7, 17, convertBinary<DivOp>, "loom.div"},
     {"Equal", 7, 17, convertCompare, "loom.equal (a 0/1 mask)"},
     {"Erf", 9, 17, convertUnary<ErfOp>, "loom.erf"},
@@ -432,8 +451,8 @@ static const OpConverter kMathConverters[] = {
     {"MatMul", 1, 17, convertMatMul,
      "loom.matmul (right operand of rank 2), loom.batch_matmul (both rank >= "
      "2), vectors through loom.reshape"},
-    {"Max", 8, 17, convertMaxMin, "loom.max (two inputs)"},
-    {"Min", 8, 17, convertMaxMin, "loom.min (two inputs)"},
+    {"Max", 8, 17, convertMaxMin, "loom.max (a chain for more inputs)"},
+    {"Min", 8, 17, convertMaxMin, "loom.min (a chain for more inputs)"},
     {"Mul", 7, 17, convertBinary<MulOp>, "loom.mul"},
     {"Neg", 6, 17, convertUnary<NegOp>, "loom.neg"},
     {"Not", 1, 17, convertLogic, "arithmetic on 0/1 masks"},
@@ -446,7 +465,7 @@ static const OpConverter kMathConverters[] = {
     {"ReduceSum", 1, 17, convertReduce<ReduceSumOp>, "loom.reduce_sum"},
     {"Relu", 1, 17, convertUnary<ReluOp>, "loom.relu"},
     {"Sigmoid", 1, 17, convertUnary<SigmoidOp>, "loom.sigmoid"},
-    {"Sin", 7, 17, convertFoldOnly, "folded (constant inputs only)"},
+    {"Sin", 7, 17, convertUnary<SinOp>, "loom.sin"},
     {"Softmax", 1, 17, convertSoftmax,
      "loom.softmax (opset < 13: last axis only)"},
     {"Sqrt", 6, 17, convertUnary<SqrtOp>, "loom.sqrt"},

@@ -63,6 +63,8 @@ def Loom_RsqrtOp : Loom_UnaryOp<"rsqrt", "Reciprocal square root">;
 def Loom_NegOp : Loom_UnaryOp<"neg", "Negation">;
 def Loom_ReciprocalOp : Loom_UnaryOp<"reciprocal", "Reciprocal">;
 def Loom_ErfOp : Loom_UnaryOp<"erf", "Error function">;
+def Loom_SinOp : Loom_UnaryOp<"sin", "Sine">;
+def Loom_CosOp : Loom_UnaryOp<"cos", "Cosine">;
 
 def Loom_SelectOp : Loom_Op<"select", [Pure, Loom_SameFloatOperands,
     DeclareOpInterfaceMethods<InferTypeOpInterface>]> {

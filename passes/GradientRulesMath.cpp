@@ -89,6 +89,16 @@ LogicalResult GradientBuilder::backwardMath(Operation *op, Value dy) {
         accumulate(x, scale(mul(dy, g, loc), 2.0 / std::sqrt(M_PI), loc), loc);
         return success();
       })
+      .Case<SinOp>([&](SinOp s) {
+        accumulate(s.getInput(),
+                   mul(dy, CosOp::create(b, loc, s.getInput()), loc), loc);
+        return success();
+      })
+      .Case<CosOp>([&](CosOp c) {
+        Value sin = SinOp::create(b, loc, c.getInput());
+        accumulate(c.getInput(), scale(mul(dy, sin, loc), -1.0, loc), loc);
+        return success();
+      })
       .Case<MaxOp, MinOp>([&](auto op) {
         // The gradient goes to the operand the op picked; on a tie to the
         // second (Clip's bound, so a value at the bound gets none, as in

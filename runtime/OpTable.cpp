@@ -54,6 +54,8 @@ const std::vector<OpInfo> &opTable() {
       {"neg", 1, 1, 1, 1},
       {"reciprocal", 1, 1, 1, 1},
       {"erf", 1, 1, 1, 1},
+      {"sin", 1, 1, 1, 1},
+      {"cos", 1, 1, 1, 1},
       {"reduce_sum", 1, 1, 1, 1},
       {"reduce_mean", 1, 1, 1, 1},
       {"reduce_max", 1, 1, 1, 1},

@@ -144,7 +144,9 @@ StatusOr<KernelFn> bindUnary(const OpView &op, BindContext &ctx) {
       {"rsqrt", UnaryOp::Rsqrt},
       {"neg", UnaryOp::Neg},
       {"reciprocal", UnaryOp::Reciprocal},
-      {"erf", UnaryOp::Erf}};
+      {"erf", UnaryOp::Erf},
+      {"sin", UnaryOp::Sin},
+      {"cos", UnaryOp::Cos}};
   for (const auto &[name, kind] : kOps)
     if (op.inst.op() == name) {
       LOOM_ASSIGN_OR_RETURN(FloatIn x, floatIn(op, ctx, 0));

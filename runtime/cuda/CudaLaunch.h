@@ -52,6 +52,8 @@ enum class UnaryOp {
   Neg,
   Reciprocal,
   Erf,
+  Sin,
+  Cos,
   Gelu,
   GeluTanh
 };

@@ -40,6 +40,8 @@ const KernelDef kCudaKernels[] = {
     {"neg", cpu::verifyUnary, bindUnary},
     {"reciprocal", cpu::verifyUnary, bindUnary},
     {"erf", cpu::verifyUnary, bindUnary},
+    {"sin", cpu::verifyUnary, bindUnary},
+    {"cos", cpu::verifyUnary, bindUnary},
     {"relu_grad", cpu::verifyUnaryGrad, bindUnaryGrad},
     {"tanh_grad", cpu::verifyUnaryGrad, bindUnaryGrad},
     {"sigmoid_grad", cpu::verifyUnaryGrad, bindUnaryGrad},

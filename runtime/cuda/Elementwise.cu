@@ -153,6 +153,10 @@ template <UnaryOp Op> __device__ __forceinline__ float unary(float v) {
     return 1.0f / v;
   else if constexpr (Op == UnaryOp::Erf)
     return erff(v);
+  else if constexpr (Op == UnaryOp::Sin)
+    return sinf(v);
+  else if constexpr (Op == UnaryOp::Cos)
+    return cosf(v);
   else if constexpr (Op == UnaryOp::Gelu)
     return 0.5f * v * (1.0f + erff(v * kInvSqrt2));
   else { // GeluTanh: 0.5 v (1 + tanh(u)) = v sigmoid(2u)
@@ -477,6 +481,8 @@ Status launchUnary(UnaryOp op, FloatIn x, FloatOut y, int64_t n,
     LOOM_UNARY_CASE(Neg)
     LOOM_UNARY_CASE(Reciprocal)
     LOOM_UNARY_CASE(Erf)
+    LOOM_UNARY_CASE(Sin)
+    LOOM_UNARY_CASE(Cos)
     LOOM_UNARY_CASE(Gelu)
     LOOM_UNARY_CASE(GeluTanh)
   }

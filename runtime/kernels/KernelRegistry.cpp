@@ -61,6 +61,8 @@ const KernelDef kKernels[] = {
     {"neg", verifyUnary, bindUnary},
     {"reciprocal", verifyUnary, bindUnary},
     {"erf", verifyUnary, bindUnary},
+    {"sin", verifyUnary, bindUnary},
+    {"cos", verifyUnary, bindUnary},
     {"reduce_sum", verifyReduce, bindReduce},
     {"reduce_mean", verifyReduce, bindReduce},
     {"reduce_max", verifyReduce, bindReduce},

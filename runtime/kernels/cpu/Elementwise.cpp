@@ -235,6 +235,10 @@ StatusOr<KernelFn> bindUnary(const OpView &op, BindContext &ctx) {
     return mapUnary(x, y, n, [](float v) { return -v; });
   if (name == "reciprocal")
     return mapUnary(x, y, n, [](float v) { return 1.0f / v; });
+  if (name == "sin")
+    return mapUnary(x, y, n, [](float v) { return std::sin(v); });
+  if (name == "cos")
+    return mapUnary(x, y, n, [](float v) { return std::cos(v); });
   return mapUnary(x, y, n, [](float v) { return std::erf(v); });
 }
 

@@ -312,6 +312,12 @@ const GradCase kCases[] = {
       %2 = loom.erf %1 : tensor<2x3xf32>
       %3 = loom.mse %2, %t : tensor<2x3xf32> -> tensor<f32>
       return %3 : tensor<f32> })"},
+    {"sin_cos", R"(func.func @main(%a: tensor<2x3xf32> {loom.param = "a"}, %t: tensor<2x3xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+      %0 = loom.sin %a : tensor<2x3xf32>
+      %1 = loom.cos %0 : tensor<2x3xf32>
+      %2 = loom.mul %1, %a : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+      %3 = loom.mse %2, %t : tensor<2x3xf32> -> tensor<f32>
+      return %3 : tensor<f32> })"},
     {"select", R"(func.func @main(%a: tensor<2x3xf32> {loom.param = "a"}, %b: tensor<3xf32> {loom.param = "b"}, %t: tensor<2x3xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
       %m = loom.constant dense<[[1.0, 0.0, 1.0], [0.0, 0.0, 1.0]]> : tensor<2x3xf32>
       %0 = loom.select %m, %a, %b : (tensor<2x3xf32>, tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>

@@ -895,6 +895,11 @@ TEST_F(OnnxConformanceTest, SupportedNodeModelsImport) {
       "test_flatten_default_axis",
       "test_flatten_negative_axis1",
       "test_identity",
+      "test_sin",
+      "test_cos",
+      "test_max_example",
+      "test_min_one_input",
+      "test_and2d",
   };
   for (const char *test : tests) {
     errors.clear();
@@ -1084,8 +1089,6 @@ TEST_F(OnnxConformanceTest, UnsupportedNodeVariantsAreDiagnosed) {
       {"test_maxpool_3d_default", "unsupported MaxPool of shape 1x3x32x32x32"},
       {"test_maxpool_with_argmax_2d_precomputed_pads",
        "loom.max_pool2d has no Indices output"},
-      {"test_cos", "unsupported Cos of a value computed at run time"},
-      {"test_max_example", "unsupported Max of 3 inputs"},
       {"test_cast_FLOAT_to_FLOAT16", "unsupported Cast from float32 to "
                                      "float16"},
   };

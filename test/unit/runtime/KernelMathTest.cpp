@@ -258,7 +258,8 @@ TEST(KernelMathTest, UnaryMathOps) {
   std::mt19937 rng(15);
   auto x = randomFloats(101, rng, 0.05f, 3.0f);
   for (const char *op :
-       {"exp", "log", "sqrt", "rsqrt", "neg", "reciprocal", "erf"}) {
+       {"exp", "log", "sqrt", "rsqrt", "neg", "reciprocal", "erf", "sin",
+        "cos"}) {
     bool ok;
     auto r = runF32(op, {HostTensor::fromF32({101}, x)}, {{101}}, {}, &ok);
     ASSERT_TRUE(ok) << op;
@@ -272,6 +273,8 @@ TEST(KernelMathTest, UnaryMathOps) {
                 : o == "rsqrt"      ? 1 / std::sqrt(v)
                 : o == "neg"        ? -v
                 : o == "reciprocal" ? 1 / v
+                : o == "sin"        ? std::sin(v)
+                : o == "cos"        ? std::cos(v)
                                     : std::erf(v);
     }
     EXPECT_TRUE(allClose(r[0], want, 1e-6, 1e-6)) << op;
