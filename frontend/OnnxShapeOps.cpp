@@ -634,6 +634,49 @@ static LogicalResult convertGather(GraphImporter &g) {
                                       g.builder().getI64IntegerAttr(*axis)));
 }
 
+/// `GatherElements` of a value computed at run time: `loom.gather_elements`,
+/// after slicing the data to the indices' shape outside the axis (ONNX lets
+/// the indices be smaller there).
+static LogicalResult convertGatherElements(GraphImporter &g) {
+  auto data = g.data(0);
+  if (failed(data))
+    return failure();
+  auto indices = g.indices(1);
+  if (failed(indices))
+    return failure();
+  ArrayRef<int64_t> ds = shapeOf(*data), is = shapeOf(*indices);
+  int64_t raw = g.intAttr("axis", 0);
+  auto axis = normalizeAxis(raw, ds.size());
+  if (failed(axis))
+    return g.error(llvm::formatv("unsupported attribute axis={0}", raw),
+                   llvm::formatv("the data has rank {0}", ds.size()));
+  bool fits = ds.size() == is.size();
+  for (size_t d = 0; fits && d < ds.size(); ++d)
+    fits = static_cast<int64_t>(d) == *axis || is[d] <= ds[d];
+  if (!fits)
+    return g.error("GatherElements of indices " + shapeText(is) +
+                   " into data " + shapeText(ds),
+                   "the indices must have the data's rank and be no larger "
+                   "outside the axis");
+  SmallVector<int64_t> axes, starts, ends, steps;
+  for (size_t d = 0; d < ds.size(); ++d)
+    if (static_cast<int64_t>(d) != *axis && is[d] < ds[d]) {
+      axes.push_back(d);
+      starts.push_back(0);
+      ends.push_back(is[d]);
+      steps.push_back(1);
+    }
+  OpBuilder &b = g.builder();
+  Value source = *data;
+  if (!axes.empty())
+    source = SliceOp::create(b, g.loc(), source, b.getDenseI64ArrayAttr(axes),
+                             b.getDenseI64ArrayAttr(starts),
+                             b.getDenseI64ArrayAttr(ends),
+                             b.getDenseI64ArrayAttr(steps));
+  return g.define(0, GatherElementsOp::create(b, g.loc(), source, *indices,
+                                              b.getI64IntegerAttr(*axis)));
+}
+
 static LogicalResult convertExpand(GraphImporter &g) {
   auto in = layoutInput(g, 0);
   auto target = g.constInts(1);
@@ -692,8 +735,9 @@ static const OpConverter kShapeConverters[] = {
     {"Flatten", 1, 17, convertFlatten, "loom.reshape"},
     {"Gather", 1, 17, convertGather,
      "loom.gather (float32 data, int64 indices); known inputs fold"},
-    {"GatherElements", 11, 17, convertFoldOnly,
-     "folded (constant inputs only)"},
+    {"GatherElements", 11, 17, convertGatherElements,
+     "loom.gather_elements (float32 data; the data sliced to the indices' "
+     "shape outside the axis); known inputs fold"},
     {"Reshape", 1, 17, convertReshape, "loom.reshape"},
     {"ScatterND", 11, 17, convertFoldOnly, "folded (constant inputs only)"},
     {"Slice", 1, 17, convertSlice,

@@ -566,7 +566,8 @@ LogicalResult AllReduceWaitOp::verify() {
 std::optional<unsigned> mlir::loom::shapeOnlyOperand(Operation *op) {
   if (isa<SumToOp, BroadcastLikeOp, SliceGradOp>(op))
     return 1;
-  if (isa<GatherGradOp, Conv2dGradInputOp, Conv2dGradFilterOp>(op))
+  if (isa<GatherGradOp, GatherElementsGradOp, Conv2dGradInputOp,
+          Conv2dGradFilterOp>(op))
     return 2;
   return std::nullopt;
 }

@@ -255,6 +255,49 @@ LogicalResult GatherGradOp::inferReturnTypes(
   return success();
 }
 
+/// `indices` has `data`'s shape except along `axis`, which is in range.
+static LogicalResult verifyElementsIndexing(Operation *op, Value data,
+                                            Value indices, int64_t axis) {
+  ArrayRef<int64_t> d = rankedType(data).getShape(),
+                    i = rankedType(indices).getShape();
+  if (axis < 0 || axis >= static_cast<int64_t>(d.size()))
+    return op->emitOpError("axis ") << axis << " is out of range";
+  if (d.size() != i.size())
+    return op->emitOpError("indices of rank ")
+           << i.size() << " do not index data of rank " << d.size();
+  for (size_t k = 0; k < d.size(); ++k)
+    if (static_cast<int64_t>(k) != axis && d[k] != i[k])
+      return op->emitOpError("indices shape (")
+             << i << ") differs from the data's (" << d
+             << ") outside axis " << axis;
+  return success();
+}
+
+LogicalResult GatherElementsOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location>, ValueRange operands, DictionaryAttr,
+    OpaqueProperties, RegionRange, SmallVectorImpl<Type> &inferred) {
+  inferred.push_back(
+      floatTensor(operands, rankedType(operands[1]).getShape()));
+  return success();
+}
+
+LogicalResult GatherElementsOp::verify() {
+  return verifyElementsIndexing(*this, getData(), getIndices(), getAxis());
+}
+
+LogicalResult GatherElementsGradOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location>, ValueRange operands, DictionaryAttr,
+    OpaqueProperties, RegionRange, SmallVectorImpl<Type> &inferred) {
+  inferred.push_back(operands[2].getType());
+  return success();
+}
+
+LogicalResult GatherElementsGradOp::verify() {
+  if (getGrad().getType().getShape() != getIndices().getType().getShape())
+    return emitOpError("gradient and indices differ in shape");
+  return verifyElementsIndexing(*this, getLike(), getIndices(), getAxis());
+}
+
 LogicalResult
 ConvertOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                             ValueRange operands, DictionaryAttr attributes,

@@ -126,6 +126,40 @@ def Loom_GatherGradOp : Loom_Op<"gather_grad", [Pure, Loom_SameFloatOperands,
   }];
 }
 
+def Loom_GatherElementsOp : Loom_Op<"gather_elements", [Pure,
+    Loom_SameFloatOperands, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "Gather elements of `data` along `axis` (ONNX GatherElements)";
+  let description = [{
+    `result[..., j, ...] = data[..., indices[..., j, ...], ...]`, the index
+    replacing the coordinate along `axis`. `indices` has `data`'s shape except
+    along `axis` (the importer slices `data` first where ONNX's indices are
+    smaller); the result has the indices' shape. Negative indices count from
+    the end.
+
+    ```mlir
+    %p = loom.gather_elements %logp, %t axis 1 : (tensor<4x10xf32>, tensor<4x1xi64>) -> tensor<4x1xf32>
+    ```
+  }];
+  let arguments = (ins Loom_FloatTensor:$data, Loom_IdTensor:$indices, I64Attr:$axis);
+  let results = (outs Loom_FloatTensor:$result);
+  let assemblyFormat = [{
+    $data `,` $indices `axis` $axis attr-dict `:` `(` type($data) `,` type($indices) `)` `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Loom_GatherElementsGradOp : Loom_Op<"gather_elements_grad", [Pure,
+    Loom_SameFloatOperands, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "Backward of `loom.gather_elements`: scatter-add `grad` into zeros shaped like `like`";
+  let arguments = (ins Loom_FloatTensor:$grad, Loom_IdTensor:$indices,
+                       Loom_FloatTensor:$like, I64Attr:$axis);
+  let results = (outs Loom_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $indices `,` $like `axis` $axis attr-dict `:` `(` type($grad) `,` type($indices) `,` type($like) `)` `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def Loom_ConvertOp : Loom_Op<"convert", [Pure,
     DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = "Convert elements to another numeric type";

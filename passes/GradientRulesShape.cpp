@@ -52,6 +52,13 @@ LogicalResult GradientBuilder::backwardShape(Operation *op, Value dy) {
                    loc);
         return success();
       })
+      .Case<GatherElementsOp>([&](GatherElementsOp g) {
+        accumulate(g.getData(),
+                   GatherElementsGradOp::create(b, loc, dy, g.getIndices(),
+                                                g.getData(), g.getAxis()),
+                   loc);
+        return success();
+      })
       .Case<ConvertOp>([&](ConvertOp c) {
         // Integer inputs (token ids, masks) have no gradient; a float input
         // gets the gradient back in its own precision (`accumulate`

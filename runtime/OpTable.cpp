@@ -69,6 +69,8 @@ const std::vector<OpInfo> &opTable() {
       {"concat", 1, 1 << 20, 1, 1},
       {"gather", 2, 2, 1, 1},
       {"gather_grad", 2, 2, 1, 1},
+      {"gather_elements", 2, 2, 1, 1},
+      {"gather_elements_grad", 2, 2, 1, 1},
       {"convert", 1, 1, 1, 1},
       {"softmax", 1, 1, 1, 1},
       {"softmax_grad", 2, 2, 1, 1},

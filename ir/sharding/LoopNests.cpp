@@ -239,6 +239,36 @@ LoopNest gather(Value data, Value indices, int64_t axis, bool grad) {
   return n;
 }
 
+/// gather_elements (data, indices -> result) and its gradient (grad,
+/// indices, like -> result): every dimension but `axis` is one loop of all
+/// four; along `axis` the indices' loop (a sum for the gradient, whose
+/// positions add into the same element) and the data's, which no split may
+/// cut.
+LoopNest gatherElements(Value data, int64_t axis, bool grad) {
+  LoopNest n;
+  int64_t rank = rankOf(data);
+  SmallVector<int64_t> pre = parallelLoops(n, axis);
+  int64_t table = n.fixed();
+  int64_t j = grad ? n.reduction(ReductionKind::Sum) : n.parallel();
+  SmallVector<int64_t> post = parallelLoops(n, rank - axis - 1);
+  SmallVector<int64_t> dataDims(pre), indexDims(pre);
+  dataDims.push_back(table);
+  indexDims.push_back(j);
+  llvm::append_range(dataDims, post);
+  llvm::append_range(indexDims, post);
+  if (grad) { // grad, indices, like -> result
+    n.map(indexDims);
+    n.map(indexDims);
+    n.map(dataDims);
+    n.map(dataDims);
+  } else { // data, indices -> result
+    n.map(dataDims);
+    n.map(indexDims);
+    n.map(indexDims);
+  }
+  return n;
+}
+
 LoopNest matmul(MatmulOp op) {
   LoopNest n;
   ArrayRef<int64_t> lhs = shapeOf(op.getLhs()), rhs = shapeOf(op.getRhs());
@@ -524,6 +554,12 @@ LoopNest mlir::loom::sharding::loopNestOf(Operation *op) {
       })
       .Case([](GatherGradOp op) {
         return gather(op.getLike(), op.getIndices(), op.getAxis(), true);
+      })
+      .Case([](GatherElementsOp op) {
+        return gatherElements(op.getData(), op.getAxis(), false);
+      })
+      .Case([](GatherElementsGradOp op) {
+        return gatherElements(op.getLike(), op.getAxis(), true);
       })
       .Case([](MatmulOp op) { return matmul(op); })
       .Case([](LinearOp op) { return linear(op); })

@@ -54,6 +54,8 @@ LOOM_DECLARE_CUDA_BIND(Slice)  // slice, slice_grad
 LOOM_DECLARE_CUDA_BIND(Concat)
 LOOM_DECLARE_CUDA_BIND(Gather)
 LOOM_DECLARE_CUDA_BIND(GatherGrad)
+LOOM_DECLARE_CUDA_BIND(GatherElements)
+LOOM_DECLARE_CUDA_BIND(GatherElementsGrad)
 LOOM_DECLARE_CUDA_BIND(Select)
 LOOM_DECLARE_CUDA_BIND(Convert)
 LOOM_DECLARE_CUDA_BIND(Reduce) // reduce_sum, reduce_mean, reduce_max

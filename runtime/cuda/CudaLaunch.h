@@ -244,6 +244,22 @@ Status launchGatherGrad(FloatIn dy, const int64_t *indices, FloatOut dx,
                         int64_t workspaceBytes, int check,
                         DataCheckRecord *record, cudaStream_t stream);
 
+/// A gather_elements of `[outer, dim, inner]` data with `[outer, count,
+/// inner]` indices (negative ones count from the end); a bad index is
+/// recorded with id `check` (position, index, dim), its element written as
+/// zero (forward) or skipped (gradient).
+struct ElementsDims {
+  int64_t outer, dim, count, inner;
+};
+Status launchGatherElements(FloatIn data, const int64_t *indices, FloatOut y,
+                            const ElementsDims &g, int check,
+                            DataCheckRecord *record, cudaStream_t stream);
+/// `dx = 0; dx[o, idx[o, j, i], i] += dy[o, j, i]`, each column of `dx` by
+/// one thread in the order of j: deterministic, no atomics.
+Status launchGatherElementsGrad(FloatIn dy, const int64_t *indices,
+                                FloatOut dx, const ElementsDims &g, int check,
+                                DataCheckRecord *record, cudaStream_t stream);
+
 // --- Attention.cu
 // -------------------------------------------------------------
 

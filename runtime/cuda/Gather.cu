@@ -64,9 +64,75 @@ __global__ void gatherGradRunsKernel(FloatIn dy, FloatOut dx,
   }
 }
 
+/// gather_elements: one thread per output element.
+__global__ void gatherElementsKernel(FloatIn data,
+                                     const int64_t *__restrict__ indices,
+                                     FloatOut y, ElementsDims g, int check,
+                                     DataCheckRecord *rec) {
+  LOOM_GRID_STRIDE(t, g.outer * g.count * g.inner) {
+    int64_t i = t % g.inner, o = t / (g.count * g.inner);
+    int64_t raw = indices[t];
+    int64_t r = raw < 0 ? raw + g.dim : raw;
+    if (r < 0 || r >= g.dim) {
+      reportCheck(rec, check, t, raw, g.dim);
+      store(y, t, 0.0f);
+    } else {
+      store(y, t, load(data, (o * g.dim + r) * g.inner + i));
+    }
+  }
+}
+
+/// gather_elements_grad: one thread per (o, i) column of `dx`, which it
+/// alone writes, adding its positions j in order (the CPU kernel's order);
+/// `dx` is zero before.
+__global__ void gatherElementsGradKernel(FloatIn dy,
+                                         const int64_t *__restrict__ indices,
+                                         FloatOut dx, FloatIn dxRead,
+                                         ElementsDims g, int check,
+                                         DataCheckRecord *rec) {
+  LOOM_GRID_STRIDE(c, g.outer * g.inner) {
+    int64_t o = c / g.inner, i = c % g.inner;
+    for (int64_t j = 0; j < g.count; ++j) {
+      int64_t t = (o * g.count + j) * g.inner + i;
+      int64_t raw = indices[t];
+      int64_t r = raw < 0 ? raw + g.dim : raw;
+      if (r < 0 || r >= g.dim) {
+        reportCheck(rec, check, t, raw, g.dim);
+        continue;
+      }
+      int64_t k = (o * g.dim + r) * g.inner + i;
+      store(dx, k, load(dxRead, k) + load(dy, t));
+    }
+  }
+}
+
 } // namespace
 
 #ifndef LOOM_CUDA_HOST_EMULATION // (test/unit/cuda/CudaHostEmulation.h)
+
+Status launchGatherElements(FloatIn data, const int64_t *indices, FloatOut y,
+                            const ElementsDims &g, int check,
+                            DataCheckRecord *record, cudaStream_t stream) {
+  int64_t n = g.outer * g.count * g.inner;
+  if (n == 0)
+    return Status::ok();
+  gatherElementsKernel<<<blocksFor(n), kThreads, 0, stream>>>(
+      data, indices, y, g, check, record);
+  return launchCheck("gather_elements kernel");
+}
+
+Status launchGatherElementsGrad(FloatIn dy, const int64_t *indices,
+                                FloatOut dx, const ElementsDims &g, int check,
+                                DataCheckRecord *record, cudaStream_t stream) {
+  LOOM_RETURN_IF_ERROR(
+      launchZero(dx.p, g.outer * g.dim * g.inner * elemBytes(dx.e), stream));
+  int64_t columns = g.outer * g.inner;
+  if (columns == 0 || g.count == 0)
+    return Status::ok();
+  gatherElementsGradKernel<<<blocksFor(columns), kThreads, 0, stream>>>(
+      dy, indices, dx, FloatIn{dx.p, dx.e}, g, check, record);
+  return launchCheck("gather_elements_grad kernel");
+}
 
 namespace {
 

@@ -249,6 +249,48 @@ StatusOr<KernelFn> bindGatherGrad(const OpView &op, BindContext &ctx) {
   });
 }
 
+/// `full` (the data, or the gradient's target) as `[outer, dim, inner]`; the
+/// CPU verifier checked the indices' shape.
+StatusOr<ElementsDims> elementsDims(const OpView &op,
+                                    const std::vector<int64_t> &full) {
+  if (full.empty())
+    return makeError("data must have rank >= 1");
+  LOOM_ASSIGN_OR_RETURN(int64_t axis, axisAttr(op, "axis", full.size()));
+  LOOM_RETURN_IF_ERROR(expectDType(op, false, 1, plan::I64));
+  return ElementsDims{product(full, 0, axis), full[axis],
+                      op.inShape(1)[axis],
+                      product(full, axis + 1, full.size())};
+}
+
+StatusOr<KernelFn> bindGatherElements(const OpView &op, BindContext &ctx) {
+  LOOM_ASSIGN_OR_RETURN(ElementsDims g, elementsDims(op, op.inShape(0)));
+  LOOM_ASSIGN_OR_RETURN(FloatIn data, floatIn(op, ctx, 0));
+  LOOM_ASSIGN_OR_RETURN(FloatOut y, floatOut(op, ctx, 0));
+  const int64_t *idx = ctx.i64(op.inputs[1]);
+  CudaDevice &dev = cudaDevice(ctx);
+  int check = dev.registerCheck(checkContext(op), kIndexCheck);
+  DataCheckRecord *record = dev.checkRecord();
+  cudaStream_t s = dev.stream();
+  return KernelFn([=](const StepContext &) {
+    return launchGatherElements(data, idx, y, g, check, record, s);
+  });
+}
+
+StatusOr<KernelFn> bindGatherElementsGrad(const OpView &op,
+                                          BindContext &ctx) {
+  LOOM_ASSIGN_OR_RETURN(ElementsDims g, elementsDims(op, op.outShape(0)));
+  LOOM_ASSIGN_OR_RETURN(FloatIn dy, floatIn(op, ctx, 0));
+  LOOM_ASSIGN_OR_RETURN(FloatOut dx, floatOut(op, ctx, 0));
+  const int64_t *idx = ctx.i64(op.inputs[1]);
+  CudaDevice &dev = cudaDevice(ctx);
+  int check = dev.registerCheck(checkContext(op), kIndexCheck);
+  DataCheckRecord *record = dev.checkRecord();
+  cudaStream_t s = dev.stream();
+  return KernelFn([=](const StepContext &) {
+    return launchGatherElementsGrad(dy, idx, dx, g, check, record, s);
+  });
+}
+
 // --- select, convert ---------------------------------------------------------
 
 StatusOr<KernelFn> bindSelect(const OpView &op, BindContext &ctx) {

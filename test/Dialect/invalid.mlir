@@ -10,6 +10,31 @@ func.func @matmul_mismatch(%a: tensor<2x3xf32>, %b: tensor<4x5xf32>) {
 
 // -----
 
+// gather_elements' indices have the data's shape outside the axis.
+func.func @gather_elements_shape(%a: tensor<2x3xf32>, %i: tensor<3x1xi64>) {
+  // expected-error @+1 {{'loom.gather_elements' op indices shape (3, 1) differs from the data's (2, 3) outside axis 1}}
+  %0 = loom.gather_elements %a, %i axis 1 : (tensor<2x3xf32>, tensor<3x1xi64>) -> tensor<3x1xf32>
+  return
+}
+
+// -----
+
+func.func @gather_elements_axis(%a: tensor<2x3xf32>, %i: tensor<2x3xi64>) {
+  // expected-error @+1 {{'loom.gather_elements' op axis 2 is out of range}}
+  %0 = loom.gather_elements %a, %i axis 2 : (tensor<2x3xf32>, tensor<2x3xi64>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @gather_elements_grad_shape(%g: tensor<2x2xf32>, %i: tensor<2x1xi64>, %a: tensor<2x3xf32>) {
+  // expected-error @+1 {{'loom.gather_elements_grad' op gradient and indices differ in shape}}
+  %0 = loom.gather_elements_grad %g, %i, %a axis 1 : (tensor<2x2xf32>, tensor<2x1xi64>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
 // The stated result type must be the inferred one.
 func.func @wrong_result(%a: tensor<2x3xf32>) {
   // expected-error @+1 {{'loom.relu' op requires the same type for all operands and results}}

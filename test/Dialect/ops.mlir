@@ -19,6 +19,15 @@ func.func @round_trip(%x: tensor<2x8x16xf32>, %w: tensor<32x16xf32>, %b: tensor<
   %5 = loom.gelu %x {approximate} : tensor<2x8x16xf32>
   // CHECK: loom.gather %{{.*}} axis 0 : (tensor<100x16xf32>, tensor<2x8xi64>) -> tensor<2x8x16xf32>
   %6 = loom.gather %e, %ids axis 0 : (tensor<100x16xf32>, tensor<2x8xi64>) -> tensor<2x8x16xf32>
+  // CHECK: loom.gather_elements %{{.*}} axis 1 : (tensor<2x8x16xf32>, tensor<2x3x16xi64>) -> tensor<2x3x16xf32>
+  %pick = loom.constant dense<1> : tensor<2x3x16xi64>
+  %ge = loom.gather_elements %x, %pick axis 1 : (tensor<2x8x16xf32>, tensor<2x3x16xi64>) -> tensor<2x3x16xf32>
+  // CHECK: loom.gather_elements_grad %{{.*}} axis 1 : (tensor<2x3x16xf32>, tensor<2x3x16xi64>, tensor<2x8x16xf32>) -> tensor<2x8x16xf32>
+  %gg = loom.gather_elements_grad %ge, %pick, %x axis 1 : (tensor<2x3x16xf32>, tensor<2x3x16xi64>, tensor<2x8x16xf32>) -> tensor<2x8x16xf32>
+  // CHECK: loom.sin %{{.*}} : tensor<16xf32>
+  %sin = loom.sin %g : tensor<16xf32>
+  // CHECK: loom.cos %{{.*}} : tensor<16xf32>
+  %cos = loom.cos %g : tensor<16xf32>
   // CHECK: loom.transpose %{{.*}} [1, 0, 2] : tensor<2x8x16xf32> -> tensor<8x2x16xf32>
   %7 = loom.transpose %x [1, 0, 2] : tensor<2x8x16xf32> -> tensor<8x2x16xf32>
   // CHECK: loom.slice %{{.*}} axes [2] starts [4] ends [100] steps [2] : tensor<2x8x16xf32> -> tensor<2x8x6xf32>

@@ -74,6 +74,8 @@ LOOM_DECLARE_KERNEL(Concat)
 // Gather.cpp
 LOOM_DECLARE_KERNEL(Gather)
 LOOM_DECLARE_KERNEL(GatherGrad)
+LOOM_DECLARE_KERNEL(GatherElements)
+LOOM_DECLARE_KERNEL(GatherElementsGrad)
 // Activation.cpp
 LOOM_DECLARE_KERNEL(Softmax)
 LOOM_DECLARE_KERNEL(SoftmaxGrad)

@@ -72,6 +72,30 @@ Status resolveIndices(const int64_t *idx, int64_t count, int64_t dim,
 
 using IndexWorkspace = std::shared_ptr<CountedVector<int64_t>>;
 
+/// Shapes of a gather_elements: `full` (the data, or the gradient's target)
+/// viewed as `[outer, dim, inner]`, the indices as `[outer, count, inner]`.
+struct ElementsShape {
+  int64_t outer, dim, count, inner;
+  std::vector<int64_t> indices;
+};
+
+StatusOr<ElementsShape> describeElements(const OpView &op,
+                                         const std::vector<int64_t> &full) {
+  if (full.empty())
+    return makeError("data must have rank >= 1");
+  LOOM_ASSIGN_OR_RETURN(int64_t axis, axisAttr(op, "axis", full.size()));
+  std::vector<int64_t> idx = op.inShape(1);
+  bool same = idx.size() == full.size();
+  for (size_t d = 0; same && d < full.size(); ++d)
+    same = static_cast<int64_t>(d) == axis || idx[d] == full[d];
+  if (!same)
+    return makeError("indices %s do not index %s outside axis %lld",
+                     shapeToString(idx).c_str(), shapeToString(full).c_str(),
+                     (long long)axis);
+  return ElementsShape{product(full, 0, axis), full[axis], idx[axis],
+                       product(full, axis + 1, full.size()), idx};
+}
+
 } // namespace
 
 Status verifyGather(const OpView &op) {
@@ -132,6 +156,67 @@ StatusOr<KernelFn> bindGatherGrad(const OpView &op, BindContext &ctx) {
         float *dst = dx + (p * g.dim + r[i]) * g.post + c0;
         for (int64_t c = 0; c < len; ++c)
           dst[c] += src[c];
+      }
+    }
+    return Status::ok();
+  });
+}
+
+// `y[o, j, i] = data[o, idx[o, j, i], i]`; the gradient adds `dy[o, j, i]`
+// into `dx[o, idx[o, j, i], i]`, each (o, i) column in the order of j, so
+// repeated indices sum in one order whatever the threads.
+
+Status verifyGatherElements(const OpView &op) {
+  LOOM_RETURN_IF_ERROR(checkGatherTypes(op, 0));
+  LOOM_ASSIGN_OR_RETURN(ElementsShape g, describeElements(op, op.inShape(0)));
+  return expectOutShape(op, 0, g.indices, "output");
+}
+
+StatusOr<KernelFn> bindGatherElements(const OpView &op, BindContext &ctx) {
+  LOOM_ASSIGN_OR_RETURN(ElementsShape g, describeElements(op, op.inShape(0)));
+  const float *data = ctx.f32(op.inputs[0]);
+  const int64_t *idx = ctx.i64(op.inputs[1]);
+  float *y = ctx.f32(op.outputs[0]);
+  int64_t n = g.outer * g.count * g.inner;
+  IndexWorkspace rows = std::make_shared<CountedVector<int64_t>>(n);
+  return KernelFn([=](const StepContext &) {
+    int64_t *r = rows->data();
+    LOOM_RETURN_IF_ERROR(resolveIndices(idx, n, g.dim, r));
+#pragma omp parallel for schedule(static) if (n >= kParallelThreshold)
+    for (int64_t t = 0; t < n; ++t) {
+      int64_t o = t / (g.count * g.inner), i = t % g.inner;
+      y[t] = data[(o * g.dim + r[t]) * g.inner + i];
+    }
+    return Status::ok();
+  });
+}
+
+Status verifyGatherElementsGrad(const OpView &op) {
+  LOOM_RETURN_IF_ERROR(checkGatherTypes(op, 0));
+  LOOM_ASSIGN_OR_RETURN(ElementsShape g,
+                        describeElements(op, op.outShape(0)));
+  return expectInShape(op, 0, g.indices, "gradient");
+}
+
+StatusOr<KernelFn> bindGatherElementsGrad(const OpView &op,
+                                          BindContext &ctx) {
+  LOOM_ASSIGN_OR_RETURN(ElementsShape g,
+                        describeElements(op, op.outShape(0)));
+  const float *dy = ctx.f32(op.inputs[0]);
+  const int64_t *idx = ctx.i64(op.inputs[1]);
+  float *dx = ctx.f32(op.outputs[0]);
+  int64_t n = g.outer * g.count * g.inner, nx = g.outer * g.dim * g.inner;
+  IndexWorkspace rows = std::make_shared<CountedVector<int64_t>>(n);
+  return KernelFn([=](const StepContext &) {
+    int64_t *r = rows->data();
+    LOOM_RETURN_IF_ERROR(resolveIndices(idx, n, g.dim, r));
+    std::memset(dx, 0, nx * sizeof(float));
+#pragma omp parallel for schedule(static) if (n >= kParallelThreshold)
+    for (int64_t c = 0; c < g.outer * g.inner; ++c) {
+      int64_t o = c / g.inner, i = c % g.inner;
+      for (int64_t j = 0; j < g.count; ++j) {
+        int64_t t = (o * g.count + j) * g.inner + i;
+        dx[(o * g.dim + r[t]) * g.inner + i] += dy[t];
       }
     }
     return Status::ok();

@@ -345,6 +345,11 @@ const GradCase kCases[] = {
       %0 = loom.gather %e, %ids axis 0 : (tensor<5x3xf32>, tensor<2x2xi64>) -> tensor<2x2x3xf32>
       %1 = loom.mse %0, %t : tensor<2x2x3xf32> -> tensor<f32>
       return %1 : tensor<f32> })"},
+    {"gather_elements", R"(func.func @main(%a: tensor<3x4xf32> {loom.param = "a"}, %t: tensor<3x2xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+      %ids = loom.constant dense<[[1, 1], [-1, 0], [2, 3]]> : tensor<3x2xi64>
+      %0 = loom.gather_elements %a, %ids axis 1 : (tensor<3x4xf32>, tensor<3x2xi64>) -> tensor<3x2xf32>
+      %1 = loom.mse %0, %t : tensor<3x2xf32> -> tensor<f32>
+      return %1 : tensor<f32> })"},
     {"softmax", R"(func.func @main(%a: tensor<2x4xf32> {loom.param = "a"}, %t: tensor<2x4xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
       %0 = loom.softmax %a axis 1 : tensor<2x4xf32>
       %1 = loom.mse %0, %t : tensor<2x4xf32> -> tensor<f32>

@@ -167,6 +167,60 @@ TEST(CudaEmulation, GatherAndGatherGrad) {
   EXPECT_TRUE(gatherGradTest(4, 5, 3, 6));
 }
 
+/// gather_elements and its gradient against a host loop, with repeated,
+/// negative and one bad index (recorded; its element 0, its gradient
+/// skipped).
+bool gatherElementsTest(int64_t outer, int64_t dim, int64_t count,
+                        int64_t inner) {
+  std::mt19937 rng(static_cast<unsigned>(outer * 131 + dim * 7 + count));
+  std::uniform_real_distribution<float> uf(-1.0f, 1.0f);
+  std::uniform_int_distribution<int64_t> pick(-dim, dim - 1);
+  ElementsDims g{outer, dim, count, inner};
+  int64_t n = outer * count * inner;
+  std::vector<float> data(outer * dim * inner), dy(n);
+  for (auto &v : data)
+    v = uf(rng);
+  for (auto &v : dy)
+    v = uf(rng);
+  std::vector<int64_t> idx(n);
+  for (auto &v : idx)
+    v = pick(rng);
+  int64_t badAt = n / 2;
+  idx[badAt] = dim + 3;
+  std::vector<float> y(n), dx(outer * dim * inner, 0.0f);
+  DataCheckRecord rec{};
+  emu::launch(dim3(3), dim3(32), 0, [&] {
+    gatherElementsKernel(FloatIn{data.data(), Elem::F32}, idx.data(),
+                         FloatOut{y.data(), Elem::F32}, g, 5, &rec);
+  });
+  bool ok = rec.check == 5 && rec.position == badAt && rec.value == dim + 3;
+  emu::launch(dim3(2), dim3(32), 0, [&] {
+    gatherElementsGradKernel(FloatIn{dy.data(), Elem::F32}, idx.data(),
+                             FloatOut{dx.data(), Elem::F32},
+                             FloatIn{dx.data(), Elem::F32}, g, 5, &rec);
+  });
+  std::vector<float> wantDx(dx.size(), 0.0f);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i)
+      for (int64_t j = 0; j < count; ++j) {
+        int64_t t = (o * count + j) * inner + i;
+        int64_t r = idx[t] < 0 ? idx[t] + dim : idx[t];
+        if (t == badAt) {
+          ok &= y[t] == 0.0f;
+          continue;
+        }
+        ok &= y[t] == data[(o * dim + r) * inner + i];
+        wantDx[(o * dim + r) * inner + i] += dy[t];
+      }
+  return ok && dx == wantDx;
+}
+
+TEST(CudaEmulation, GatherElementsAndItsGrad) {
+  EXPECT_TRUE(gatherElementsTest(1, 10, 4, 1));
+  EXPECT_TRUE(gatherElementsTest(3, 4, 9, 5));
+  EXPECT_TRUE(gatherElementsTest(2, 7, 1, 33));
+}
+
 // --- element-wise pack kernels and the chunked strided copy ----------------
 //
 // Each fast path against the generic kernel it replaces, bit for bit: sizes

@@ -124,6 +124,17 @@ TEST_F(CudaLayout, GatherEmbeddingAndInnerAxis) {
       [](plan::Instruction &i) { setI(i, "axis", 1); }, {}, 1, 0, 0);
 }
 
+TEST_F(CudaLayout, GatherElementsAndItsGrad) {
+  // Along the middle axis, more positions than rows: repeated and negative
+  // indices, the gradient summed per column in the CPU kernel's order.
+  auto axis1 = [](plan::Instruction &i) { setI(i, "axis", 1); };
+  HostTensor ids = indices({4, 9, 6}, -5, 4);
+  expectSameOnCuda("gather_elements", {rand({4, 5, 6}), ids}, {{4, 9, 6}},
+                   axis1, {}, 1, 0, 0);
+  expectSameOnCuda("gather_elements_grad", {rand({4, 9, 6}), ids},
+                   {{4, 5, 6}}, axis1, {}, 1, 0, 0);
+}
+
 TEST_F(CudaLayout, GatherGradRepeatedIndicesIsDeterministic) {
   auto axis0 = [](plan::Instruction &i) { setI(i, "axis", 0); };
   // Few rows, many repeats (including negative spellings of the same row).

@@ -462,11 +462,11 @@ g (float[2, 3] x) => (float[2, 3] y) {
 TEST_F(OnnxImporterTest, ComposedOpsRefuseWhatTheyCannotBuild) {
   const std::pair<const char *, const char *> cases[] = {
       {R"(<ir_version: 8, opset_import: ["" : 17]>
-g (float[2, 3] x, int64[2, 3] i) => (float[2, 3] y) {
-  y = GatherElements<axis = 1>(x, i)
+g (float[4] x, int64[1, 1] i, float[1] u) => (float[4] y) {
+  y = ScatterND(x, i, u)
 })",
-       "unsupported GatherElements of a value computed at run time at node "
-       "'GatherElements_0'"},
+       "unsupported ScatterND of a value computed at run time at node "
+       "'ScatterND_0'"},
       {R"(<ir_version: 8, opset_import: ["" : 17]>
 g (float[2, 3] x) => (float[2, 5] y) <int64[4] p = {0, 1, 0, 1}> {
   y = Pad<mode = "wrap">(x, p)

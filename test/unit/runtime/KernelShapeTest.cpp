@@ -238,6 +238,69 @@ TEST(KernelShapeTest, GatherAndGatherGradAlongAxes) {
   }
 }
 
+TEST(KernelShapeTest, GatherElementsAndItsGradAlongAxes) {
+  // y = data with the axis coordinate replaced by the index; the gradient
+  // adds every position into the element it read (duplicates add up).
+  std::mt19937 rng(27);
+  Shape ds = {3, 4, 5};
+  std::uniform_int_distribution<int64_t> pick(-3, 2);
+  for (int64_t axis = 0; axis < 3; ++axis) {
+    Shape is = ds;
+    is[axis] = 6; // more positions than rows: repeated indices
+    std::vector<int64_t> idx(numElements(is));
+    for (int64_t &v : idx)
+      v = pick(rng);
+    auto data = randomFloats(numElements(ds), rng);
+    auto attrs = [&](plan::Instruction &i) { setI(i, "axis", axis); };
+    bool ok;
+    auto r = runF32("gather_elements",
+                    {HostTensor::fromF32(ds, data), HostTensor::fromI64(is, idx)},
+                    {is}, attrs, &ok);
+    ASSERT_TRUE(ok);
+    auto source = [&](size_t t) {
+      Shape c = unravel(t, is);
+      c[axis] = idx[t] < 0 ? idx[t] + ds[axis] : idx[t];
+      return ravel(c, ds);
+    };
+    std::vector<double> want(idx.size());
+    for (size_t t = 0; t < idx.size(); ++t)
+      want[t] = data[source(t)];
+    EXPECT_TRUE(allClose(r[0], want, 0)) << "axis " << axis;
+    auto dy = randomFloats(idx.size(), rng);
+    auto g = runF32("gather_elements_grad",
+                    {HostTensor::fromF32(is, dy), HostTensor::fromI64(is, idx)},
+                    {ds}, attrs, &ok);
+    ASSERT_TRUE(ok);
+    std::vector<double> wantGrad(numElements(ds), 0.0);
+    for (size_t t = 0; t < idx.size(); ++t)
+      wantGrad[source(t)] += dy[t];
+    EXPECT_TRUE(allClose(g[0], wantGrad, 1e-6)) << "axis " << axis;
+  }
+  // An index out of range fails the step; indices that do not match the
+  // data outside the axis fail at bind.
+  for (const char *op : {"gather_elements", "gather_elements_grad"}) {
+    bool grad = std::string(op) == "gather_elements_grad";
+    auto bad = runOp(op,
+                     {HostTensor(ElemType::F32, grad ? Shape{2, 2} : Shape{2, 3}),
+                      HostTensor::fromI64({2, 2}, {0, 1, 3, -1})},
+                     {grad ? Shape{2, 3} : Shape{2, 2}},
+                     [](plan::Instruction &i) { setI(i, "axis", 1); });
+    ASSERT_FALSE(bad.isOk()) << op;
+    EXPECT_NE(bad.status().message().find("index 3 out of range [0, 3)"),
+              std::string::npos)
+        << bad.status().message();
+  }
+  auto shape = runOp("gather_elements",
+                     {HostTensor(ElemType::F32, {2, 3}),
+                      HostTensor::fromI64({3, 1}, {0, 1, 2})},
+                     {{3, 1}}, [](plan::Instruction &i) { setI(i, "axis", 1); });
+  ASSERT_FALSE(shape.isOk());
+  EXPECT_NE(shape.status().message().find(
+                "indices [3, 1] do not index [2, 3] outside axis 1"),
+            std::string::npos)
+      << shape.status().message();
+}
+
 TEST(KernelShapeTest, EmbeddingGatherGradLarge) {
   // Axis 0 with many rows and duplicate ids: the threaded column blocks.
   std::mt19937 rng(26);
