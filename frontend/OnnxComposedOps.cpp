@@ -294,49 +294,56 @@ static LogicalResult convertAveragePool(GraphImporter &g) {
   if (failed(x))
     return failure();
   ArrayRef<int64_t> in = shapeOf(*x);
-  if (in.size() != 4)
+  if (in.size() != 3 && in.size() != 4)
     return g.error("unsupported AveragePool of shape " + shapeText(in),
-                   "only 2-D pooling of NCHW inputs is supported");
+                   "only 1-D and 2-D pooling of NC(H)W inputs is supported");
+  size_t rank = in.size();
   auto win = poolWindow(g, in.drop_front(2));
-  if (failed(win))
+  auto x2 = liftTo2d(g, *x);
+  if (failed(win) || failed(x2))
     return failure();
-  if (g.intAttr("ceil_mode", 0) != 0) {
-    for (int d = 0; d < 2; ++d)
-      if ((in[2 + d] + win->pads[d] + win->pads[d + 2] - win->kernel[d]) %
-              win->strides[d] !=
-          0)
-        return g.error("unsupported attribute ceil_mode=1",
-                       "the windows do not tile the padded input exactly");
-  }
-  int64_t kh = win->kernel[0], kw = win->kernel[1], c = in[1];
+  SmallVector<int64_t> in2(shapeOf(*x2));
+  // The pads a window's divisor counts when count_include_pad is set: the
+  // declared ones, not ceil_mode's extra end padding.
+  SmallVector<int64_t> declared = win->pads;
+  if (failed(ceilModePads(g, in2, *win)))
+    return failure();
+  int64_t kh = win->kernel[0], kw = win->kernel[1], c = in2[1];
   OpBuilder &b = g.builder();
   Value filter = g.materialize(ConstTensor::ofFloats(
       {c, 1, kh, kw}, std::vector<float>(c * kh * kw, 1.0f / (kh * kw))));
-  Value y = Conv2dOp::create(b, g.loc(), *x, filter,
+  Value y = Conv2dOp::create(b, g.loc(), *x2, filter,
                              b.getDenseI64ArrayAttr(win->strides),
                              b.getDenseI64ArrayAttr(win->pads),
                              b.getDenseI64ArrayAttr({1, 1}),
                              b.getI64IntegerAttr(c));
-  bool padded = llvm::any_of(win->pads, [](int64_t p) { return p > 0; });
-  if (padded && g.intAttr("count_include_pad", 0) == 0) {
-    // Each output divides by the real elements of its window, not k.
-    ArrayRef<int64_t> out = shapeOf(y);
-    int64_t oh = out[2], ow = out[3];
-    std::vector<float> scale(oh * ow);
-    for (int64_t i = 0; i < oh; ++i)
-      for (int64_t j = 0; j < ow; ++j) {
-        auto real = [&](int64_t o, int d, int64_t k, int64_t size) {
-          int64_t start = o * win->strides[d] - win->pads[d];
-          return std::min(start + k, size) - std::max<int64_t>(start, 0);
-        };
-        int64_t count = real(i, 0, kh, in[2]) * real(j, 1, kw, in[3]);
-        scale[i * ow + j] = static_cast<float>(kh * kw) / count;
-      }
+  // Each output divides by the elements its window counts, not k: the real
+  // ones, or with count_include_pad the declared padding as well.
+  bool includePad = g.intAttr("count_include_pad", 0) != 0;
+  ArrayRef<int64_t> out = shapeOf(y);
+  int64_t oh = out[2], ow = out[3];
+  std::vector<float> scale(oh * ow);
+  bool partial = false;
+  for (int64_t i = 0; i < oh; ++i)
+    for (int64_t j = 0; j < ow; ++j) {
+      auto counted = [&](int64_t o, int d, int64_t k) {
+        int64_t start = o * win->strides[d] - win->pads[d];
+        int64_t lo = includePad ? -declared[d] : 0;
+        int64_t hi = in2[2 + d] + (includePad ? declared[d + 2] : 0);
+        return std::min(start + k, hi) - std::max(start, lo);
+      };
+      int64_t count = counted(i, 0, kh) * counted(j, 1, kw);
+      partial |= count != kh * kw;
+      scale[i * ow + j] = static_cast<float>(kh * kw) / count;
+    }
+  if (partial)
     y = MulOp::create(b, g.loc(), y,
                       g.materialize(ConstTensor::ofFloats({1, 1, oh, ow},
                                                           std::move(scale))));
-  }
-  return g.define(0, y);
+  auto lowered = lowerTo1d(g, y, rank);
+  if (failed(lowered))
+    return failure();
+  return g.define(0, *lowered);
 }
 
 //===----------------------------------------------------------------------===//
@@ -347,7 +354,8 @@ static const OpConverter kComposedConverters[] = {
     {"Abs", 6, 17, convertAbs, "loom.max(x, loom.neg(x))"},
     {"AveragePool", 7, 17, convertAveragePool,
      "depthwise loom.conv2d with a constant 1/k filter (x the window's share "
-     "of real elements when padding is not counted); 2-D, dilation 1"},
+     "of counted elements where a window holds padding); 1-D (as 1 x k) and "
+     "2-D, dilation 1, ceil_mode as extra end padding"},
     {"Clip", 6, 17, convertClip,
      "loom.max / loom.min with the scalar bounds"},
     {"CumSum", 11, 17, convertCumSum,

@@ -354,6 +354,15 @@ FailureOr<Window> windowAttrs(GraphImporter &g, ArrayRef<int64_t> spatial,
                               ArrayRef<int64_t> kernelDflt);
 /// `windowAttrs` of a pooling node: `kernel_shape` required, dilation 1.
 FailureOr<Window> poolWindow(GraphImporter &g, ArrayRef<int64_t> spatial);
+/// `[N, C, L]` as `[N, C, 1, L]` (4-D values unchanged), and back for a
+/// result when the input had rank `rank` (OnnxNNOps.cpp).
+FailureOr<Value> liftTo2d(GraphImporter &g, Value v);
+FailureOr<Value> lowerTo1d(GraphImporter &g, Value v, size_t rank);
+/// `ceil_mode`: widens the end pads of `win` (over the 2-D input `in2`) so
+/// the last partial window is whole, or a diagnostic when it would start in
+/// the padding. `room` checks that the window fits at all.
+LogicalResult ceilModePads(GraphImporter &g, ArrayRef<int64_t> in2,
+                           Window &win);
 
 /// Folds the current node when all its inputs are known and its op type has
 /// a folder (OnnxFolding.cpp). Returns true when the outputs were defined,

@@ -402,16 +402,15 @@ FailureOr<Window> onnx_import::poolWindow(GraphImporter &g,
   return win;
 }
 
-/// `[N, C, L]` as `[N, C, 1, L]`; 4-D values unchanged.
-static FailureOr<Value> liftTo2d(GraphImporter &g, Value v) {
+FailureOr<Value> onnx_import::liftTo2d(GraphImporter &g, Value v) {
   ArrayRef<int64_t> shape = shapeOf(v);
   if (shape.size() != 3)
     return v;
   return reshapeTo(g, v, {shape[0], shape[1], 1, shape[2]});
 }
 
-/// The inverse of `liftTo2d` for a result when the input had rank 3.
-static FailureOr<Value> lowerTo1d(GraphImporter &g, Value v, size_t rank) {
+FailureOr<Value> onnx_import::lowerTo1d(GraphImporter &g, Value v,
+                                        size_t rank) {
   if (rank != 3)
     return v;
   ArrayRef<int64_t> shape = shapeOf(v);
@@ -480,6 +479,32 @@ static LogicalResult convertConv(GraphImporter &g) {
   return g.define(0, *lowered);
 }
 
+LogicalResult onnx_import::ceilModePads(GraphImporter &g,
+                                        ArrayRef<int64_t> in2, Window &win) {
+  SmallVector<int64_t> &k = win.kernel, &s = win.strides, &p = win.pads;
+  bool ceil = g.intAttr("ceil_mode", 0) != 0;
+  for (int d = 0; d < 2; ++d) {
+    int64_t room = in2[2 + d] + p[d] + p[d + 2] - k[d];
+    if (room < 0)
+      return g.error(g.node().op_type() + " window does not fit",
+                     "input " + shapeText(in2) + ", kernel " +
+                         listText(intsAttr(g, "kernel_shape", {})) +
+                         ", pads " + listText(intsAttr(g, "pads", {})));
+    if (!ceil || room % s[d] == 0)
+      continue;
+    // ceil_mode: one more window, which reaches past the end pad; it becomes
+    // extra end padding (padding never wins a max, and an average does not
+    // count it). The last window must start before the end pad, where ONNX's
+    // conventions agree.
+    int64_t last = (room / s[d] + 1) * s[d];
+    if (last >= in2[2 + d] + p[d])
+      return g.error("unsupported attribute ceil_mode=1",
+                     "the last window would start in the padding");
+    p[d + 2] += last + k[d] - (in2[2 + d] + p[d] + p[d + 2]);
+  }
+  return success();
+}
+
 static LogicalResult convertMaxPool(GraphImporter &g) {
   if (failed(onlyFirstOutputUsed(g, "loom.max_pool2d has no Indices output")))
     return failure();
@@ -500,26 +525,9 @@ static LogicalResult convertMaxPool(GraphImporter &g) {
   if (failed(x2))
     return failure();
   ArrayRef<int64_t> in2 = shapeOf(*x2);
+  if (failed(ceilModePads(g, in2, *win)))
+    return failure();
   SmallVector<int64_t> &k = win->kernel, &s = win->strides, &p = win->pads;
-  bool ceil = g.intAttr("ceil_mode", 0) != 0;
-  for (int d = 0; d < 2; ++d) {
-    int64_t room = in2[2 + d] + p[d] + p[d + 2] - k[d];
-    if (room < 0)
-      return g.error("MaxPool window does not fit",
-                     "input " + shapeText(in) + ", kernel " +
-                         listText(intsAttr(g, "kernel_shape", {})) +
-                         ", pads " + listText(intsAttr(g, "pads", {})));
-    if (!ceil || room % s[d] == 0)
-      continue;
-    // ceil_mode: one more window, which reaches past the end pad; it becomes
-    // extra end padding (padding never wins a max). The last window must
-    // start before the end pad, where ONNX's conventions agree.
-    int64_t last = (room / s[d] + 1) * s[d];
-    if (last >= in2[2 + d] + p[d])
-      return g.error("unsupported attribute ceil_mode=1",
-                     "the last window would start in the padding");
-    p[d + 2] += last + k[d] - (in2[2 + d] + p[d] + p[d + 2]);
-  }
   for (int d = 0; d < 2; ++d)
     if (p[d] >= k[d] || p[d + 2] >= k[d])
       return g.error("unsupported MaxPool pads " + listText(p) +

@@ -7,8 +7,9 @@ Each test is DIR/test_NAME/ laid out like ONNX's backend node tests (model.onnx,
 test_data_set_0/input_K.pb and output_0.pb), so node_conformance.py runs them: float32
 graphs of one node with runtime inputs (the forms the ONNX suite only has in float64
 or int32): Pad in constant (runtime value), edge and reflect modes and with negative
-pads, CumSum along each axis, exclusive and reversed, AveragePool with strides and pads
-counted or not, Clip with runtime bounds, Abs, Tile, a Where on a condition computed at run
+pads, CumSum along each axis, exclusive and reversed, AveragePool (1-D and 2-D) with strides,
+pads counted or not and ceil_mode, MaxPool 1-D with ceil_mode, Sin and Cos, a Max of three,
+GatherElements of a runtime value, Clip with runtime bounds, Abs, Tile, a Where on a condition computed at run
 time by comparisons and logic (Greater, LessOrEqual, Equal, Not, And, Or, Xor); and
 `fold_*` copies of the single-node tests with
 every input an initializer (the importer folds them), plus the fold-only GatherElements
@@ -32,6 +33,11 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 F = TensorProto.FLOAT
 
 
+def elem_type(a):
+    """The ONNX element type of a float32 or int64 array."""
+    return TensorProto.INT64 if a.dtype == np.int64 else F
+
+
 def graph_model(nodes, inputs, out_shape):
     """A graph of `nodes` over float32 graph inputs; its output is the last node's."""
     nodes[-1].output[0] = "y"
@@ -53,7 +59,7 @@ def node_model(op, inputs, out_shape, attrs=None, inits=(), order=None):
     node = helper.make_node(op, names, ["y"], **(attrs or {}))
     graph = helper.make_graph(
         [node], "g",
-        [helper.make_tensor_value_info(n, F, list(a.shape)) for n, a in inputs],
+        [helper.make_tensor_value_info(n, elem_type(a), list(a.shape)) for n, a in inputs],
         [helper.make_tensor_value_info("y", F, list(out_shape))],
         initializer=[numpy_helper.from_array(a, n) for n, a in inits])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
@@ -85,6 +91,21 @@ def cases(rng):
         {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "strides": [2, 2]}, []
     yield "averagepool_pads_counted", "AveragePool", [("x", x4)], \
         {"kernel_shape": [3, 2], "pads": [1, 0, 2, 1], "count_include_pad": 1}, []
+    yield "averagepool_1d", "AveragePool", [("x", x3)], \
+        {"kernel_shape": [2], "pads": [1, 0], "strides": [2]}, []
+    yield "averagepool_ceil", "AveragePool", [("x", x4)], \
+        {"kernel_shape": [2, 2], "strides": [2, 2], "ceil_mode": 1}, []
+    yield "averagepool_ceil_pads_counted", "AveragePool", [("x", x4)], \
+        {"kernel_shape": [3, 2], "pads": [1, 0, 1, 0], "strides": [2, 2], "ceil_mode": 1,
+         "count_include_pad": 1}, []
+    yield "maxpool_ceil_1d", "MaxPool", [("x", x3)], \
+        {"kernel_shape": [2], "strides": [2], "ceil_mode": 1}, []
+    yield "sin_cos", [helper.make_node("Sin", ["x"], ["s"]),
+                      helper.make_node("Cos", ["s"], ["y"])], [("x", x3)]
+    yield "max_of_three", "Max", [("x", x3), ("a", x3[:, :1]), ("b", x3[:1])], {}, []
+    gidx = rng.integers(-5, 5, size=(2, 4, 7)).astype(np.int64)
+    yield "gather_elements_runtime", "GatherElements", [("x", x3), ("i", gidx)], \
+        {"axis": 2}, []
     yield "clip_runtime_bounds", "Clip", [("x", x3), ("lo", np.array(-0.5, np.float32)),
                                           ("hi", np.array(0.7, np.float32))], {}, []
     yield "abs", "Abs", [("x", x3)], {}, []
