@@ -207,6 +207,9 @@ static LogicalResult convertCast(GraphImporter &g) {
       return g.define(0, ConvertOp::create(g.builder(), g.loc(), in,
                                            g.builder().getF32Type()));
   }
+  if (to == onnx::TensorProto::FLOAT16 && elem.isF32() &&
+      !g.holdsConvertedInts(0))
+    return g.define(0, RoundF16Op::create(g.builder(), g.loc(), in));
   if (to == onnx::TensorProto::BFLOAT16 && elem.isF32() &&
       !g.holdsConvertedInts(0)) {
     // Rounded to bfloat16, held in float32.
@@ -238,9 +241,8 @@ static LogicalResult convertCast(GraphImporter &g) {
                     elementTypeName(static_cast<int32_t>(to))),
       "at run time loom casts int64 to float32 or float64, int64 to int32, "
       "integers and bools it computed to any of float32, int64, int32 and "
-      "bool, floats to float64 and bfloat16, and anything to bool; "
-      "truncating floats to integers and rounding to float16 are not "
-      "supported");
+      "bool, floats to float64, float16 and bfloat16, and anything to bool; "
+      "truncating floats to integers is not supported");
 }
 
 //===----------------------------------------------------------------------===//
@@ -432,7 +434,8 @@ static const OpConverter kMathConverters[] = {
     {"And", 1, 17, convertLogic, "arithmetic on 0/1 masks"},
     {"Cast", 6, 17, convertCast,
      "identity (float32 to float32 or float64), loom.convert (int64 to "
-     "float32), a loom.convert round trip (to bfloat16); constants fold"},
+     "float32), a loom.convert round trip (to bfloat16), loom.round_f16 (to "
+     "float16); constants fold"},
     {"Cos", 7, 17, convertUnary<CosOp>, "loom.cos"},
     {"Div", 7, 17, convertBinary<DivOp>, "loom.div"},
     {"Equal", 7, 17, convertCompare, "loom.equal (a 0/1 mask)"},

@@ -56,6 +56,7 @@ const std::vector<OpInfo> &opTable() {
       {"erf", 1, 1, 1, 1},
       {"sin", 1, 1, 1, 1},
       {"cos", 1, 1, 1, 1},
+      {"round_f16", 1, 1, 1, 1},
       {"reduce_sum", 1, 1, 1, 1},
       {"reduce_mean", 1, 1, 1, 1},
       {"reduce_max", 1, 1, 1, 1},

@@ -16,6 +16,7 @@
 #include "runtime/cuda/CudaLaunch.h"
 
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #include <cstdint>
 #include <cstring>

@@ -146,7 +146,8 @@ StatusOr<KernelFn> bindUnary(const OpView &op, BindContext &ctx) {
       {"reciprocal", UnaryOp::Reciprocal},
       {"erf", UnaryOp::Erf},
       {"sin", UnaryOp::Sin},
-      {"cos", UnaryOp::Cos}};
+      {"cos", UnaryOp::Cos},
+      {"round_f16", UnaryOp::RoundF16}};
   for (const auto &[name, kind] : kOps)
     if (op.inst.op() == name) {
       LOOM_ASSIGN_OR_RETURN(FloatIn x, floatIn(op, ctx, 0));

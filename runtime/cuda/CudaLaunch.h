@@ -54,6 +54,7 @@ enum class UnaryOp {
   Erf,
   Sin,
   Cos,
+  RoundF16,
   Gelu,
   GeluTanh
 };

@@ -42,6 +42,7 @@ const KernelDef kCudaKernels[] = {
     {"erf", cpu::verifyUnary, bindUnary},
     {"sin", cpu::verifyUnary, bindUnary},
     {"cos", cpu::verifyUnary, bindUnary},
+    {"round_f16", cpu::verifyUnary, bindUnary},
     {"relu_grad", cpu::verifyUnaryGrad, bindUnaryGrad},
     {"tanh_grad", cpu::verifyUnaryGrad, bindUnaryGrad},
     {"sigmoid_grad", cpu::verifyUnaryGrad, bindUnaryGrad},

@@ -157,6 +157,8 @@ template <UnaryOp Op> __device__ __forceinline__ float unary(float v) {
     return sinf(v);
   else if constexpr (Op == UnaryOp::Cos)
     return cosf(v);
+  else if constexpr (Op == UnaryOp::RoundF16)
+    return __half2float(__float2half_rn(v));
   else if constexpr (Op == UnaryOp::Gelu)
     return 0.5f * v * (1.0f + erff(v * kInvSqrt2));
   else { // GeluTanh: 0.5 v (1 + tanh(u)) = v sigmoid(2u)
@@ -483,6 +485,7 @@ Status launchUnary(UnaryOp op, FloatIn x, FloatOut y, int64_t n,
     LOOM_UNARY_CASE(Erf)
     LOOM_UNARY_CASE(Sin)
     LOOM_UNARY_CASE(Cos)
+    LOOM_UNARY_CASE(RoundF16)
     LOOM_UNARY_CASE(Gelu)
     LOOM_UNARY_CASE(GeluTanh)
   }

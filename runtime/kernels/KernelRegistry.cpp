@@ -63,6 +63,7 @@ const KernelDef kKernels[] = {
     {"erf", verifyUnary, bindUnary},
     {"sin", verifyUnary, bindUnary},
     {"cos", verifyUnary, bindUnary},
+    {"round_f16", verifyUnary, bindUnary},
     {"reduce_sum", verifyReduce, bindReduce},
     {"reduce_mean", verifyReduce, bindReduce},
     {"reduce_max", verifyReduce, bindReduce},

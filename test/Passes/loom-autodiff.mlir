@@ -84,3 +84,23 @@ func.func @main(%ids: tensor<2x3xi64> {loom.input = "mask"}, %w: tensor<3xf32> {
   %l = loom.mse %y, %t : tensor<2x3xbf16> -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// Rounding to float16 passes the gradient through (PyTorch's cast); sin's
+// gradient multiplies by cos of its input.
+// CHECK-LABEL: func.func @main
+// CHECK-SAME:    %[[P:[^:]*]]: tensor<4xf32> {loom.param = "p"}
+// CHECK:         %[[R:.*]] = loom.round_f16 %[[P]]
+// CHECK:         %[[S:.*]] = loom.sin %[[R]]
+// CHECK:         %[[DS:.*]] = loom.mse_grad
+// CHECK:         %[[C:.*]] = loom.cos %[[R]]
+// CHECK:         %[[DR:.*]] = loom.mul %[[DS]], %[[C]]
+// CHECK-NOT:     loom.round_f16
+// CHECK:         return %{{.*}}, %[[DR]]
+func.func @main(%p: tensor<4xf32> {loom.param = "p"}, %t: tensor<4xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+  %0 = loom.round_f16 %p : tensor<4xf32>
+  %1 = loom.sin %0 : tensor<4xf32>
+  %2 = loom.mse %1, %t : tensor<4xf32> -> tensor<f32>
+  return %2 : tensor<f32>
+}

@@ -281,6 +281,27 @@ TEST(KernelMathTest, UnaryMathOps) {
   }
 }
 
+TEST(KernelMathTest, RoundF16) {
+  // Exact float16 values stay; a tie goes to even; past 65504 is infinity;
+  // below half the smallest subnormal (2^-24) is zero; NaN stays NaN.
+  std::vector<float> x = {1.0009765625f, 1.00048828125f, 1.00146484375f,
+                          -65504.0f,     65520.0f,       3e-8f,
+                          2e-8f,         0.1f,           NAN};
+  bool ok;
+  auto r = runF32("round_f16", {HostTensor::fromF32({9}, x)}, {{9}}, {}, &ok);
+  ASSERT_TRUE(ok);
+  const std::vector<float> &y = r[0];
+  EXPECT_EQ(y[0], 1.0009765625f);
+  EXPECT_EQ(y[1], 1.0f);
+  EXPECT_EQ(y[2], 1.001953125f);
+  EXPECT_EQ(y[3], -65504.0f);
+  EXPECT_TRUE(std::isinf(y[4]) && y[4] > 0);
+  EXPECT_EQ(y[5], 1.0f / 16777216.0f);
+  EXPECT_EQ(y[6], 0.0f);
+  EXPECT_EQ(y[7], 0.0999755859375f);
+  EXPECT_TRUE(std::isnan(y[8]));
+}
+
 TEST(KernelMathTest, ConvertI64ToF32) {
   bool ok;
   auto r = runF32("convert", {HostTensor::fromI64({2, 2}, {-3, 0, 7, 1 << 20})},
