@@ -360,6 +360,10 @@ static const OpConverter kComposedConverters[] = {
      "loom.max / loom.min with the scalar bounds"},
     {"CumSum", 11, 17, convertCumSum,
      "loom.matmul with a constant triangular matrix along the axis"},
+    {"Einsum", 12, 17, convertEinsum,
+     "loom.reduce_sum of labels one operand alone has, loom.transpose and "
+     "loom.reshape to [batch, kept, contracted], loom.batch_matmul (or "
+     "loom.matmul); one or two operands, no diagonals"},
     {"Pad", 11, 17, convertPad,
      "loom.concat with constant blocks (constant) or edge slices (edge, "
      "reflect); loom.slice for negative pads"},

@@ -339,6 +339,9 @@ ArrayRef<OpConverter> getValueOpConverters();
 ArrayRef<OpConverter> getNNOpConverters();
 /// Ops built from other loom ops (OnnxComposedOps.cpp).
 ArrayRef<OpConverter> getComposedOpConverters();
+/// `Einsum` of one or two operands as sums, transposes and a (batch) matrix
+/// product (OnnxEinsum.cpp).
+LogicalResult convertEinsum(GraphImporter &g);
 
 /// The window attributes of a 1-D or 2-D Conv/pooling node, lifted to 2-D
 /// (a 1-D window over `[N, C, L]` is a `1 x k` window over `[N, C, 1, L]`).

@@ -9,7 +9,8 @@ graphs of one node with runtime inputs (the forms the ONNX suite only has in flo
 or int32): Pad in constant (runtime value), edge and reflect modes and with negative
 pads, CumSum along each axis, exclusive and reversed, AveragePool (1-D and 2-D) with strides,
 pads counted or not and ceil_mode, MaxPool 1-D with ceil_mode, Sin and Cos, a Max of three,
-GatherElements of a runtime value, Clip with runtime bounds, Abs, Tile, a Where on a condition computed at run
+GatherElements of a runtime value, Einsum (attention scores, '...', outer products, sums,
+implicit outputs, permutations), Clip with runtime bounds, Abs, Tile, a Where on a condition computed at run
 time by comparisons and logic (Greater, LessOrEqual, Equal, Not, And, Or, Xor); and
 `fold_*` copies of the single-node tests with
 every input an initializer (the importer folds them), plus the fold-only GatherElements
@@ -106,6 +107,19 @@ def cases(rng):
     gidx = rng.integers(-5, 5, size=(2, 4, 7)).astype(np.int64)
     yield "gather_elements_runtime", "GatherElements", [("x", x3), ("i", gidx)], \
         {"axis": 2}, []
+    q = rng.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    k = rng.standard_normal((2, 3, 6, 5)).astype(np.float32)
+    for name, eq, operands in [
+            ("attention_scores", "bhqd,bhkd->bhqk", [q, k]),
+            ("ellipsis_matmul", "...qd,...kd->...qk", [q, k]),
+            ("outer", "i,j->ij", [x3[0, 0], x3[1, 1]]),
+            ("contract_and_sum", "bij,bjk->k",
+             [x3, rng.standard_normal((2, 5, 3)).astype(np.float32)]),
+            ("implicit", "ij,jk", [x3[0], rng.standard_normal((5, 3)).astype(np.float32)]),
+            ("reduce_all", "bij->", [x3]),
+            ("permute", "bhqd->qbdh", [q])]:
+        yield "einsum_" + name, "Einsum", \
+            [("x%d" % i, o) for i, o in enumerate(operands)], {"equation": eq}, []
     yield "clip_runtime_bounds", "Clip", [("x", x3), ("lo", np.array(-0.5, np.float32)),
                                           ("hi", np.array(0.7, np.float32))], {}, []
     yield "abs", "Abs", [("x", x3)], {}, []
