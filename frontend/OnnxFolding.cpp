@@ -641,6 +641,7 @@ static const Folder kFolders[] = {
     {"Erf", foldUnary},
     {"Exp", foldUnary},
     {"GatherElements", foldGatherElements},
+    {"GatherND", foldGatherND},
     {"Greater", foldBinary},
     {"GreaterOrEqual", foldBinary},
     {"Less", foldBinary},

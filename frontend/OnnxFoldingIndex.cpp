@@ -144,13 +144,48 @@ FailureOr<bool> onnx_import::foldGatherElements(GraphImporter &g) {
   return true;
 }
 
+FailureOr<bool> onnx_import::foldGatherND(GraphImporter &g) {
+  const ConstTensor &data = *g.constant(0), &idx = *g.constant(1);
+  if (g.intAttr("batch_dims", 0) != 0)
+    return false; // refused by the converter
+  if (idx.isFloat() || idx.shape.empty())
+    return g.error("GatherND needs integer indices");
+  int64_t k = idx.shape.back(), rank = data.shape.size();
+  if (k < 1 || k > rank)
+    return g.error(llvm::formatv("GatherND indices address {0} dimensions "
+                                 "of a rank-{1} tensor",
+                                 k, rank));
+  SmallVector<int64_t> shape(idx.shape.begin(), idx.shape.end() - 1);
+  shape.append(data.shape.begin() + k, data.shape.end());
+  int64_t n = product(shape);
+  if (n > kMaxFoldedElements)
+    return false;
+  SmallVector<int64_t> strides = stridesOf(data.shape);
+  int64_t slice = product(ArrayRef<int64_t>(data.shape).drop_front(k));
+  std::vector<int64_t> src;
+  src.reserve(n);
+  for (int64_t row = 0; row * k < idx.numElements(); ++row) {
+    int64_t base = 0;
+    for (int64_t j = 0; j < k; ++j) {
+      int64_t v = idx.ints[row * k + j], len = data.shape[j];
+      if (v < -len || v >= len)
+        return g.error(llvm::formatv("GatherND index {0} is out of range "
+                                     "for dimension {1} of size {2}",
+                                     v, j, len));
+      base += (v < 0 ? v + len : v) * strides[j];
+    }
+    for (int64_t e = 0; e < slice; ++e)
+      src.push_back(base + e);
+  }
+  g.defineConst(0, data.select(shape, src));
+  return true;
+}
+
 FailureOr<bool> onnx_import::foldScatterND(GraphImporter &g) {
   const ConstTensor &data = *g.constant(0), &idx = *g.constant(1),
                     &upd = *g.constant(2);
   if (g.attr("reduction") && g.attr("reduction")->s() != "none")
-    return g.error("unsupported ScatterND reduction '" +
-                   g.attr("reduction")->s() + "'",
-                   "only 'none' (replacement) folds");
+    return false; // loom.scatter_nd computes it
   if (idx.isFloat() || idx.shape.empty() || data.kind != upd.kind)
     return g.error("ScatterND needs integer indices and updates of the "
                    "data's element type");

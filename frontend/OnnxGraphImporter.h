@@ -381,6 +381,7 @@ FailureOr<bool> foldCumSum(GraphImporter &g);
 FailureOr<bool> foldTile(GraphImporter &g);
 FailureOr<bool> foldGatherElements(GraphImporter &g);
 FailureOr<bool> foldScatterND(GraphImporter &g);
+FailureOr<bool> foldGatherND(GraphImporter &g);
 FailureOr<bool> foldPad(GraphImporter &g);
 
 /// Elements added before and after one axis by `Pad` (negative: removed).

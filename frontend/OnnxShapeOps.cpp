@@ -677,6 +677,59 @@ static LogicalResult convertGatherElements(GraphImporter &g) {
                                               b.getI64IntegerAttr(*axis)));
 }
 
+/// Checks that `indices` (`[..., k]`) name slices of `data`.
+static LogicalResult checkNdIndices(GraphImporter &g, ArrayRef<int64_t> data,
+                                    ArrayRef<int64_t> indices) {
+  if (indices.empty() || indices.back() < 1 ||
+      indices.back() > static_cast<int64_t>(data.size()))
+    return g.error(g.node().op_type() + " indices of shape " +
+                   shapeText(indices) + " into data " + shapeText(data),
+                   "the last dimension must count 1 to rank(data) indices");
+  return success();
+}
+
+/// `ScatterND` of runtime values: `loom.scatter_nd`.
+static LogicalResult convertScatterND(GraphImporter &g) {
+  auto data = g.data(0);
+  auto indices = g.indices(1);
+  auto updates = g.data(2);
+  if (failed(data) || failed(indices) || failed(updates))
+    return failure();
+  ArrayRef<int64_t> ds = shapeOf(*data), is = shapeOf(*indices);
+  if (failed(checkNdIndices(g, ds, is)))
+    return failure();
+  SmallVector<int64_t> slices(is.drop_back());
+  slices.append(ds.begin() + is.back(), ds.end());
+  if (shapeOf(*updates) != ArrayRef<int64_t>(slices))
+    return g.error("ScatterND updates of shape " +
+                   shapeText(shapeOf(*updates)) + " for slices " +
+                   shapeText(slices));
+  std::string reduction =
+      g.attr("reduction") ? g.attr("reduction")->s() : std::string("none");
+  if (reduction != "none" && reduction != "add" && reduction != "mul")
+    return g.error("unsupported ScatterND reduction '" + reduction + "'",
+                   "none, add and mul are supported");
+  OpBuilder &b = g.builder();
+  return g.define(0, ScatterNdOp::create(b, g.loc(), *data, *indices, *updates,
+                                         b.getStringAttr(reduction)));
+}
+
+/// `GatherND` (batch_dims 0) of runtime values: `loom.gather_nd`.
+static LogicalResult convertGatherND(GraphImporter &g) {
+  if (int64_t batch = g.intAttr("batch_dims", 0))
+    return g.error(llvm::formatv("unsupported attribute batch_dims={0}",
+                                 batch),
+                   "only batch_dims 0 is supported");
+  auto data = g.data(0);
+  auto indices = g.indices(1);
+  if (failed(data) || failed(indices))
+    return failure();
+  if (failed(checkNdIndices(g, shapeOf(*data), shapeOf(*indices))))
+    return failure();
+  return g.define(
+      0, GatherNdOp::create(g.builder(), g.loc(), *data, *indices));
+}
+
 static LogicalResult convertExpand(GraphImporter &g) {
   auto in = layoutInput(g, 0);
   auto target = g.constInts(1);
@@ -738,8 +791,12 @@ static const OpConverter kShapeConverters[] = {
     {"GatherElements", 11, 17, convertGatherElements,
      "loom.gather_elements (float32 data; the data sliced to the indices' "
      "shape outside the axis); known inputs fold"},
+    {"GatherND", 11, 17, convertGatherND,
+     "loom.gather_nd (float32 data, batch_dims 0); known inputs fold"},
     {"Reshape", 1, 17, convertReshape, "loom.reshape"},
-    {"ScatterND", 11, 17, convertFoldOnly, "folded (constant inputs only)"},
+    {"ScatterND", 11, 17, convertScatterND,
+     "loom.scatter_nd (float32 data and updates; reduction none, add, "
+     "mul); known inputs fold (none)"},
     {"Slice", 1, 17, convertSlice,
      "loom.slice (whole-dimension axes dropped); negative steps: loom.slice "
      "and loom.gather reversing the axis"},

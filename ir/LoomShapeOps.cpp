@@ -298,6 +298,65 @@ LogicalResult GatherElementsGradOp::verify() {
   return verifyElementsIndexing(*this, getLike(), getIndices(), getAxis());
 }
 
+/// The shape of the slices `indices` (`[..., k]`) selects from `data`, or a
+/// diagnostic.
+static FailureOr<SmallVector<int64_t>>
+ndSlices(Operation *op, ArrayRef<int64_t> data, ArrayRef<int64_t> indices) {
+  if (indices.empty() || indices.back() < 1 ||
+      indices.back() > static_cast<int64_t>(data.size())) {
+    op->emitOpError("indices of shape (")
+        << indices << ") do not name slices of data of rank " << data.size();
+    return failure();
+  }
+  SmallVector<int64_t> out(indices.drop_back());
+  out.append(data.begin() + indices.back(), data.end());
+  return out;
+}
+
+LogicalResult ScatterNdOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location>, ValueRange operands, DictionaryAttr,
+    OpaqueProperties, RegionRange, SmallVectorImpl<Type> &inferred) {
+  inferred.push_back(operands[0].getType());
+  return success();
+}
+
+LogicalResult ScatterNdOp::verify() {
+  if (getReduction() != "none" && getReduction() != "add" &&
+      getReduction() != "mul")
+    return emitOpError("reduction '")
+           << getReduction() << "' is not one of none, add, mul";
+  auto slices = ndSlices(*this, getData().getType().getShape(),
+                         getIndices().getType().getShape());
+  if (failed(slices))
+    return failure();
+  if (ArrayRef<int64_t>(*slices) != getUpdates().getType().getShape())
+    return emitOpError("updates of shape (")
+           << getUpdates().getType().getShape() << ") for slices of shape ("
+           << ArrayRef<int64_t>(*slices) << ")";
+  return success();
+}
+
+LogicalResult GatherNdOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, ValueRange operands,
+    DictionaryAttr, OpaqueProperties, RegionRange,
+    SmallVectorImpl<Type> &inferred) {
+  ArrayRef<int64_t> data = rankedType(operands[0]).getShape(),
+                    idx = rankedType(operands[1]).getShape();
+  if (idx.empty() || idx.back() < 1 ||
+      idx.back() > static_cast<int64_t>(data.size()))
+    return emitInferError(loc, "loom.gather_nd indices do not name slices of "
+                               "the data");
+  SmallVector<int64_t> out(idx.drop_back());
+  out.append(data.begin() + idx.back(), data.end());
+  inferred.push_back(floatTensor(operands, out));
+  return success();
+}
+
+LogicalResult GatherNdOp::verify() {
+  return ndSlices(*this, getData().getType().getShape(),
+                  getIndices().getType().getShape());
+}
+
 LogicalResult
 ConvertOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                             ValueRange operands, DictionaryAttr attributes,

@@ -160,6 +160,45 @@ def Loom_GatherElementsGradOp : Loom_Op<"gather_elements_grad", [Pure,
   let hasVerifier = 1;
 }
 
+def Loom_ScatterNdOp : Loom_Op<"scatter_nd", [Pure, Loom_SameFloatOperands,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "Write slices of `updates` into a copy of `data` at index tuples (ONNX ScatterND)";
+  let description = [{
+    `indices` is `[..., k]`: each row of `k` indices (negative ones count from
+    the end) names a slice `data[i0, ..., ik-1]` of shape `data.shape[k:]`,
+    which the matching slice of `updates` (shape `indices.shape[:-1] +
+    data.shape[k:]`) replaces (`reduction = "none"`), is added to (`"add"`)
+    or multiplies (`"mul"`), row after row in order.
+
+    ```mlir
+    %y = loom.scatter_nd %x, %i, %u {reduction = "add"} : (tensor<4x8xf32>, tensor<2x1xi64>, tensor<2x8xf32>) -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Loom_FloatTensor:$data, Loom_IdTensor:$indices,
+                       Loom_FloatTensor:$updates, StrAttr:$reduction);
+  let results = (outs Loom_FloatTensor:$result);
+  let assemblyFormat = [{
+    $data `,` $indices `,` $updates attr-dict `:` `(` type($data) `,` type($indices) `,` type($updates) `)` `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Loom_GatherNdOp : Loom_Op<"gather_nd", [Pure, Loom_SameFloatOperands,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "Read slices of `data` at index tuples (ONNX GatherND, batch_dims 0)";
+  let description = [{
+    `indices` is `[..., k]`; the result, `indices.shape[:-1] + data.shape[k:]`,
+    holds the slice `data[i0, ..., ik-1]` of each row (negative indices count
+    from the end). It is also the gradient of `loom.scatter_nd`'s updates.
+  }];
+  let arguments = (ins Loom_FloatTensor:$data, Loom_IdTensor:$indices);
+  let results = (outs Loom_FloatTensor:$result);
+  let assemblyFormat = [{
+    $data `,` $indices attr-dict `:` `(` type($data) `,` type($indices) `)` `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def Loom_ConvertOp : Loom_Op<"convert", [Pure,
     DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = "Convert elements to another numeric type";

@@ -52,6 +52,42 @@ LogicalResult GradientBuilder::backwardShape(Operation *op, Value dy) {
                    loc);
         return success();
       })
+      .Case<ScatterNdOp>([&](ScatterNdOp s) -> LogicalResult {
+        // none: the data's gradient without the written slices, the
+        // updates' the slices they wrote; add: all of it to the data.
+        StringRef reduction = s.getReduction();
+        if (reduction == "mul")
+          return s.emitError("loom-autodiff: no gradient rule for "
+                             "'loom.scatter_nd' with reduction 'mul'");
+        if (wanted(s.getData())) {
+          Value dData = dy;
+          if (reduction == "none") {
+            auto type = cast<RankedTensorType>(s.getUpdates().getType());
+            Value zeros = ConstantOp::create(
+                b, loc,
+                DenseElementsAttr::get(type,
+                                       b.getZeroAttr(type.getElementType())));
+            dData = ScatterNdOp::create(b, loc, dy, s.getIndices(), zeros,
+                                        b.getStringAttr("none"));
+          }
+          accumulate(s.getData(), dData, loc);
+        }
+        if (wanted(s.getUpdates()))
+          accumulate(s.getUpdates(),
+                     GatherNdOp::create(b, loc, dy, s.getIndices()), loc);
+        return success();
+      })
+      .Case<GatherNdOp>([&](GatherNdOp g) {
+        auto type = cast<RankedTensorType>(g.getData().getType());
+        Value zeros = ConstantOp::create(
+            b, loc,
+            DenseElementsAttr::get(type, b.getZeroAttr(type.getElementType())));
+        accumulate(g.getData(),
+                   ScatterNdOp::create(b, loc, zeros, g.getIndices(), dy,
+                                       b.getStringAttr("add")),
+                   loc);
+        return success();
+      })
       .Case<GatherElementsOp>([&](GatherElementsOp g) {
         accumulate(g.getData(),
                    GatherElementsGradOp::create(b, loc, dy, g.getIndices(),

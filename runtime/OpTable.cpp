@@ -72,6 +72,8 @@ const std::vector<OpInfo> &opTable() {
       {"gather_grad", 2, 2, 1, 1},
       {"gather_elements", 2, 2, 1, 1},
       {"gather_elements_grad", 2, 2, 1, 1},
+      {"scatter_nd", 3, 3, 1, 1},
+      {"gather_nd", 2, 2, 1, 1},
       {"convert", 1, 1, 1, 1},
       {"softmax", 1, 1, 1, 1},
       {"softmax_grad", 2, 2, 1, 1},

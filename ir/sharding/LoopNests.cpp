@@ -269,6 +269,38 @@ LoopNest gatherElements(Value data, int64_t axis, bool grad) {
   return n;
 }
 
+/// scatter_nd (data, indices, updates -> result) and gather_nd (data,
+/// indices -> result): the slice dimensions (data's from k on) are loops of
+/// the data, the updates or result and the scatter's result; the indexed
+/// dimensions and the index rows are loops no split may cut (a row writes
+/// wherever its indices say).
+LoopNest scatterNd(Value data, Value indices, bool gather) {
+  LoopNest n;
+  ArrayRef<int64_t> idx = shapeOf(indices);
+  int64_t k = idx.back(), rank = rankOf(data);
+  SmallVector<int64_t> indexed, rows, slice;
+  for (int64_t i = 0; i < k; ++i)
+    indexed.push_back(n.fixed());
+  for (size_t i = 0; i + 1 < idx.size(); ++i)
+    rows.push_back(n.fixed());
+  int64_t tuple = n.fixed();
+  for (int64_t i = k; i < rank; ++i)
+    slice.push_back(n.parallel());
+  SmallVector<int64_t> dataDims(indexed), rowDims(rows), indexDims(rows);
+  llvm::append_range(dataDims, slice);
+  llvm::append_range(rowDims, slice);
+  indexDims.push_back(tuple);
+  n.map(dataDims);
+  n.map(indexDims);
+  if (gather) { // data, indices -> result
+    n.map(rowDims);
+  } else { // data, indices, updates -> result
+    n.map(rowDims);
+    n.map(dataDims);
+  }
+  return n;
+}
+
 LoopNest matmul(MatmulOp op) {
   LoopNest n;
   ArrayRef<int64_t> lhs = shapeOf(op.getLhs()), rhs = shapeOf(op.getRhs());
@@ -554,6 +586,12 @@ LoopNest mlir::loom::sharding::loopNestOf(Operation *op) {
       })
       .Case([](GatherGradOp op) {
         return gather(op.getLike(), op.getIndices(), op.getAxis(), true);
+      })
+      .Case([](ScatterNdOp op) {
+        return scatterNd(op.getData(), op.getIndices(), false);
+      })
+      .Case([](GatherNdOp op) {
+        return scatterNd(op.getData(), op.getIndices(), true);
       })
       .Case([](GatherElementsOp op) {
         return gatherElements(op.getData(), op.getAxis(), false);

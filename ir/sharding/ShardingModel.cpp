@@ -365,7 +365,8 @@ void mlir::loom::sharding::attachShardingModels(MLIRContext *ctx) {
   attach<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, SoftmaxOp, SoftmaxGradOp>(
       ctx);
   attach<TransposeOp, ReshapeOp, SliceOp, SliceGradOp, ConcatOp, GatherOp,
-         GatherGradOp, GatherElementsOp, GatherElementsGradOp>(ctx);
+         GatherGradOp, GatherElementsOp, GatherElementsGradOp, ScatterNdOp,
+         GatherNdOp>(ctx);
   attach<MatmulOp, LinearOp, BatchMatmulOp>(ctx);
   attach<LayerNormOp, RmsNormOp, LayerNormGradOp, RmsNormGradOp, BatchNormOp,
          BatchNormGradOp, Conv2dOp, Conv2dGradInputOp, Conv2dGradFilterOp,

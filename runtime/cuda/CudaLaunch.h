@@ -261,6 +261,25 @@ Status launchGatherElementsGrad(FloatIn dy, const int64_t *indices,
                                 FloatOut dx, const ElementsDims &g, int check,
                                 DataCheckRecord *record, cudaStream_t stream);
 
+/// scatter_nd / gather_nd: rows of `k` indices into the first `k` of the
+/// data's dimensions (`dims`), each naming a slice of `slice` elements.
+struct NdDims {
+  int k = 0;
+  int64_t rows = 0, slice = 0;
+  int64_t dims[kMaxDims] = {};
+};
+/// `y = data`, then each row's slice of `updates` replaces (mode 0), adds to
+/// (1) or multiplies (2) its slice of `y`, rows in order; a bad index is
+/// recorded with id `check` and its row skipped.
+Status launchScatterNd(FloatIn data, const int64_t *indices, FloatIn updates,
+                       FloatOut y, int64_t n, const NdDims &g, int mode,
+                       int check, DataCheckRecord *record,
+                       cudaStream_t stream);
+/// `y[r, e] = data[row r's slice][e]`; a bad row is recorded and reads zeros.
+Status launchGatherNd(FloatIn data, const int64_t *indices, FloatOut y,
+                      const NdDims &g, int check, DataCheckRecord *record,
+                      cudaStream_t stream);
+
 // --- Attention.cu
 // -------------------------------------------------------------
 

@@ -90,6 +90,8 @@ const KernelDef kCudaKernels[] = {
     {"gather_elements", cpu::verifyGatherElements, bindGatherElements},
     {"gather_elements_grad", cpu::verifyGatherElementsGrad,
      bindGatherElementsGrad},
+    {"scatter_nd", cpu::verifyScatterNd, bindScatterNd},
+    {"gather_nd", cpu::verifyGatherNd, bindGatherNd},
     {"select", cpu::verifySelect, bindSelect},
     {"convert", cpu::verifyConvert, bindConvert},
     {"reduce_sum", cpu::verifyReduce, bindReduce},

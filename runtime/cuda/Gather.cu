@@ -106,9 +106,89 @@ __global__ void gatherElementsGradKernel(FloatIn dy,
   }
 }
 
+/// Row `r`'s first element in the data, or -1 (recorded) for a bad index.
+__device__ __forceinline__ int64_t ndRowOffset(const int64_t *indices,
+                                               const NdDims &g, int64_t r,
+                                               int check,
+                                               DataCheckRecord *rec) {
+  int64_t off = 0;
+  for (int j = 0; j < g.k; ++j) {
+    int64_t raw = indices[r * g.k + j], dim = g.dims[j];
+    int64_t v = raw < 0 ? raw + dim : raw;
+    if (v < 0 || v >= dim) {
+      reportCheck(rec, check, r * g.k + j, raw, dim);
+      return -1;
+    }
+    off = off * dim + v;
+  }
+  return off * g.slice;
+}
+
+/// scatter_nd after the copy of the data: one thread per element of a
+/// slice, applying the rows in order (repeated rows: the CPU kernel's
+/// result, no atomics).
+__global__ void scatterNdKernel(const int64_t *__restrict__ indices,
+                                FloatIn updates, FloatOut y, FloatIn yRead,
+                                NdDims g, int mode, int check,
+                                DataCheckRecord *rec) {
+  LOOM_GRID_STRIDE(e, g.slice) {
+    for (int64_t r = 0; r < g.rows; ++r) {
+      int64_t off = ndRowOffset(indices, g, r, check, rec);
+      if (off < 0)
+        continue;
+      float u = load(updates, r * g.slice + e);
+      float v = mode == 0   ? u
+                : mode == 1 ? load(yRead, off + e) + u
+                            : load(yRead, off + e) * u;
+      store(y, off + e, v);
+    }
+  }
+}
+
+/// gather_nd: one thread per output element; a bad row reads zeros.
+__global__ void gatherNdKernel(FloatIn data, const int64_t *__restrict__ indices,
+                               FloatOut y, NdDims g, int check,
+                               DataCheckRecord *rec) {
+  LOOM_GRID_STRIDE(t, g.rows * g.slice) {
+    int64_t off = ndRowOffset(indices, g, t / g.slice, check, rec);
+    store(y, t, off < 0 ? 0.0f : load(data, off + t % g.slice));
+  }
+}
+
+/// y = data, element by element (either may be bf16).
+__global__ void ndCopyKernel(FloatIn data, FloatOut y, int64_t n) {
+  LOOM_GRID_STRIDE(i, n) { store(y, i, load(data, i)); }
+}
+
 } // namespace
 
 #ifndef LOOM_CUDA_HOST_EMULATION // (test/unit/cuda/CudaHostEmulation.h)
+
+Status launchScatterNd(FloatIn data, const int64_t *indices, FloatIn updates,
+                       FloatOut y, int64_t n, const NdDims &g, int mode,
+                       int check, DataCheckRecord *record,
+                       cudaStream_t stream) {
+  if (n == 0)
+    return Status::ok();
+  ndCopyKernel<<<blocksFor(n), kThreads, 0, stream>>>(data, y, n);
+  LOOM_RETURN_IF_ERROR(launchCheck("scatter_nd copy kernel"));
+  if (g.rows == 0 || g.slice == 0)
+    return Status::ok();
+  scatterNdKernel<<<blocksFor(g.slice), kThreads, 0, stream>>>(
+      indices, updates, y, FloatIn{y.p, y.e}, g, mode, check, record);
+  return launchCheck("scatter_nd kernel");
+}
+
+Status launchGatherNd(FloatIn data, const int64_t *indices, FloatOut y,
+                      const NdDims &g, int check, DataCheckRecord *record,
+                      cudaStream_t stream) {
+  int64_t n = g.rows * g.slice;
+  if (n == 0)
+    return Status::ok();
+  gatherNdKernel<<<blocksFor(n), kThreads, 0, stream>>>(data, indices, y, g,
+                                                        check, record);
+  return launchCheck("gather_nd kernel");
+}
 
 Status launchGatherElements(FloatIn data, const int64_t *indices, FloatOut y,
                             const ElementsDims &g, int check,

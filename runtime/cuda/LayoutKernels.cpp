@@ -291,6 +291,61 @@ StatusOr<KernelFn> bindGatherElementsGrad(const OpView &op,
   });
 }
 
+/// `full` (the data) read by the op's `[..., k]` indices; the CPU verifier
+/// checked the shapes.
+StatusOr<NdDims> ndDims(const OpView &op, const std::vector<int64_t> &full) {
+  std::vector<int64_t> idx = op.inShape(1);
+  LOOM_RETURN_IF_ERROR(expectDType(op, false, 1, plan::I64));
+  if (idx.empty() || idx.back() < 1 ||
+      idx.back() > static_cast<int64_t>(full.size()) || idx.back() > kMaxDims)
+    return makeError("indices %s do not name slices of %s on CUDA",
+                     shapeToString(idx).c_str(), shapeToString(full).c_str());
+  NdDims g;
+  g.k = static_cast<int>(idx.back());
+  g.rows = product(idx, 0, idx.size() - 1);
+  g.slice = product(full, g.k, full.size());
+  for (int j = 0; j < g.k; ++j)
+    g.dims[j] = full[j];
+  return g;
+}
+
+/// The CPU kernel's message (runtime/kernels/cpu/ScatterNd.cpp).
+constexpr const char *kNdIndexCheck =
+    "index %2$lld out of range [0, %3$lld) at position %1$lld of the indices";
+
+StatusOr<KernelFn> bindScatterNd(const OpView &op, BindContext &ctx) {
+  LOOM_ASSIGN_OR_RETURN(NdDims g, ndDims(op, op.inShape(0)));
+  LOOM_ASSIGN_OR_RETURN(std::string reduction, op.strAttr("reduction", "none"));
+  int mode = reduction == "none" ? 0 : reduction == "add" ? 1 : 2;
+  LOOM_ASSIGN_OR_RETURN(FloatIn data, floatIn(op, ctx, 0));
+  LOOM_ASSIGN_OR_RETURN(FloatIn updates, floatIn(op, ctx, 2));
+  LOOM_ASSIGN_OR_RETURN(FloatOut y, floatOut(op, ctx, 0));
+  const int64_t *idx = ctx.i64(op.inputs[1]);
+  int64_t n = op.outNumel(0);
+  CudaDevice &dev = cudaDevice(ctx);
+  int check = dev.registerCheck(checkContext(op), kNdIndexCheck);
+  DataCheckRecord *record = dev.checkRecord();
+  cudaStream_t s = dev.stream();
+  return KernelFn([=](const StepContext &) {
+    return launchScatterNd(data, idx, updates, y, n, g, mode, check, record,
+                           s);
+  });
+}
+
+StatusOr<KernelFn> bindGatherNd(const OpView &op, BindContext &ctx) {
+  LOOM_ASSIGN_OR_RETURN(NdDims g, ndDims(op, op.inShape(0)));
+  LOOM_ASSIGN_OR_RETURN(FloatIn data, floatIn(op, ctx, 0));
+  LOOM_ASSIGN_OR_RETURN(FloatOut y, floatOut(op, ctx, 0));
+  const int64_t *idx = ctx.i64(op.inputs[1]);
+  CudaDevice &dev = cudaDevice(ctx);
+  int check = dev.registerCheck(checkContext(op), kNdIndexCheck);
+  DataCheckRecord *record = dev.checkRecord();
+  cudaStream_t s = dev.stream();
+  return KernelFn([=](const StepContext &) {
+    return launchGatherNd(data, idx, y, g, check, record, s);
+  });
+}
+
 // --- select, convert ---------------------------------------------------------
 
 StatusOr<KernelFn> bindSelect(const OpView &op, BindContext &ctx) {

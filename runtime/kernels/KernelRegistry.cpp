@@ -78,6 +78,8 @@ const KernelDef kKernels[] = {
     {"gather_elements", verifyGatherElements, bindGatherElements},
     {"gather_elements_grad", verifyGatherElementsGrad,
      bindGatherElementsGrad},
+    {"scatter_nd", verifyScatterNd, bindScatterNd},
+    {"gather_nd", verifyGatherNd, bindGatherNd},
     {"convert", verifyConvert, bindConvert},
     {"softmax", verifySoftmax, bindSoftmax},
     {"softmax_grad", verifySoftmaxGrad, bindSoftmaxGrad},

@@ -35,6 +35,30 @@ func.func @gather_elements_grad_shape(%g: tensor<2x2xf32>, %i: tensor<2x1xi64>, 
 
 // -----
 
+func.func @scatter_nd_reduction(%a: tensor<4x3xf32>, %i: tensor<2x1xi64>, %u: tensor<2x3xf32>) {
+  // expected-error @+1 {{'loom.scatter_nd' op reduction 'max' is not one of none, add, mul}}
+  %0 = loom.scatter_nd %a, %i, %u {reduction = "max"} : (tensor<4x3xf32>, tensor<2x1xi64>, tensor<2x3xf32>) -> tensor<4x3xf32>
+  return
+}
+
+// -----
+
+func.func @scatter_nd_updates(%a: tensor<4x3xf32>, %i: tensor<2x1xi64>, %u: tensor<2x4xf32>) {
+  // expected-error @+1 {{'loom.scatter_nd' op updates of shape (2, 4) for slices of shape (2, 3)}}
+  %0 = loom.scatter_nd %a, %i, %u {reduction = "none"} : (tensor<4x3xf32>, tensor<2x1xi64>, tensor<2x4xf32>) -> tensor<4x3xf32>
+  return
+}
+
+// -----
+
+func.func @gather_nd_rows(%a: tensor<4x3xf32>, %i: tensor<2x3xi64>) {
+  // expected-error @+1 {{'loom.gather_nd' op indices of shape (2, 3) do not name slices of data of rank 2}}
+  %0 = loom.gather_nd %a, %i : (tensor<4x3xf32>, tensor<2x3xi64>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
 // The stated result type must be the inferred one.
 func.func @wrong_result(%a: tensor<2x3xf32>) {
   // expected-error @+1 {{'loom.relu' op requires the same type for all operands and results}}

@@ -24,6 +24,11 @@ func.func @round_trip(%x: tensor<2x8x16xf32>, %w: tensor<32x16xf32>, %b: tensor<
   %ge = loom.gather_elements %x, %pick axis 1 : (tensor<2x8x16xf32>, tensor<2x3x16xi64>) -> tensor<2x3x16xf32>
   // CHECK: loom.gather_elements_grad %{{.*}} axis 1 : (tensor<2x3x16xf32>, tensor<2x3x16xi64>, tensor<2x8x16xf32>) -> tensor<2x8x16xf32>
   %gg = loom.gather_elements_grad %ge, %pick, %x axis 1 : (tensor<2x3x16xf32>, tensor<2x3x16xi64>, tensor<2x8x16xf32>) -> tensor<2x8x16xf32>
+  // CHECK: loom.gather_nd %{{.*}} : (tensor<2x8x16xf32>, tensor<3x2xi64>) -> tensor<3x16xf32>
+  // CHECK: loom.scatter_nd %{{.*}} {reduction = "add"} : (tensor<2x8x16xf32>, tensor<3x2xi64>, tensor<3x16xf32>) -> tensor<2x8x16xf32>
+  %rows = loom.constant dense<1> : tensor<3x2xi64>
+  %taken = loom.gather_nd %x, %rows : (tensor<2x8x16xf32>, tensor<3x2xi64>) -> tensor<3x16xf32>
+  %put = loom.scatter_nd %x, %rows, %taken {reduction = "add"} : (tensor<2x8x16xf32>, tensor<3x2xi64>, tensor<3x16xf32>) -> tensor<2x8x16xf32>
   // CHECK: loom.sin %{{.*}} : tensor<16xf32>
   %sin = loom.sin %g : tensor<16xf32>
   // CHECK: loom.cos %{{.*}} : tensor<16xf32>

@@ -10,7 +10,7 @@ or int32): Pad in constant (runtime value), edge and reflect modes and with nega
 pads, CumSum along each axis, exclusive and reversed, AveragePool (1-D and 2-D) with strides,
 pads counted or not and ceil_mode, MaxPool 1-D with ceil_mode, Sin and Cos, a Max of three,
 GatherElements of a runtime value, Einsum (attention scores, '...', outer products, sums,
-implicit outputs, permutations), Clip with runtime bounds, Abs, Tile, a Where on a condition computed at run
+implicit outputs, permutations), ScatterND (none, add, mul) and GatherND of runtime values, Clip with runtime bounds, Abs, Tile, a Where on a condition computed at run
 time by comparisons and logic (Greater, LessOrEqual, Equal, Not, And, Or, Xor); and
 `fold_*` copies of the single-node tests with
 every input an initializer (the importer folds them), plus the fold-only GatherElements
@@ -120,6 +120,14 @@ def cases(rng):
             ("permute", "bhqd->qbdh", [q])]:
         yield "einsum_" + name, "Einsum", \
             [("x%d" % i, o) for i, o in enumerate(operands)], {"equation": eq}, []
+    rows = rng.integers(-2, 2, size=(3, 1)).astype(np.int64)
+    for mode in ("none", "add", "mul"):
+        rows_here = np.array([[0], [1], [-2]], np.int64) if mode == "none" else rows
+        yield "scatternd_runtime_" + mode, "ScatterND", \
+            [("x", x3), ("i", rows_here), ("u", rng.standard_normal((3, 4, 5)).astype(np.float32))], \
+            {"reduction": mode} if mode != "none" else {}, []
+    yield "gathernd_runtime", "GatherND", \
+        [("x", x3), ("i", rng.integers(-2, 2, size=(3, 2)).astype(np.int64))], {}, []
     yield "clip_runtime_bounds", "Clip", [("x", x3), ("lo", np.array(-0.5, np.float32)),
                                           ("hi", np.array(0.7, np.float32))], {}, []
     yield "abs", "Abs", [("x", x3)], {}, []

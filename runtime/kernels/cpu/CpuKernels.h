@@ -76,6 +76,9 @@ LOOM_DECLARE_KERNEL(Gather)
 LOOM_DECLARE_KERNEL(GatherGrad)
 LOOM_DECLARE_KERNEL(GatherElements)
 LOOM_DECLARE_KERNEL(GatherElementsGrad)
+// ScatterNd.cpp
+LOOM_DECLARE_KERNEL(ScatterNd)
+LOOM_DECLARE_KERNEL(GatherNd)
 // Activation.cpp
 LOOM_DECLARE_KERNEL(Softmax)
 LOOM_DECLARE_KERNEL(SoftmaxGrad)

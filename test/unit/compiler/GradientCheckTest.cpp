@@ -350,6 +350,18 @@ const GradCase kCases[] = {
       %0 = loom.gather_elements %a, %ids axis 1 : (tensor<3x4xf32>, tensor<3x2xi64>) -> tensor<3x2xf32>
       %1 = loom.mse %0, %t : tensor<3x2xf32> -> tensor<f32>
       return %1 : tensor<f32> })"},
+    {"scatter_nd_none_add", R"(func.func @main(%a: tensor<3x4xf32> {loom.param = "a"}, %u: tensor<2x4xf32> {loom.param = "u"}, %t: tensor<3x4xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+      %ids = loom.constant dense<[[2], [0]]> : tensor<2x1xi64>
+      %0 = loom.scatter_nd %a, %ids, %u {reduction = "none"} : (tensor<3x4xf32>, tensor<2x1xi64>, tensor<2x4xf32>) -> tensor<3x4xf32>
+      %1 = loom.scatter_nd %0, %ids, %u {reduction = "add"} : (tensor<3x4xf32>, tensor<2x1xi64>, tensor<2x4xf32>) -> tensor<3x4xf32>
+      %2 = loom.mul %1, %a : (tensor<3x4xf32>, tensor<3x4xf32>) -> tensor<3x4xf32>
+      %3 = loom.mse %2, %t : tensor<3x4xf32> -> tensor<f32>
+      return %3 : tensor<f32> })"},
+    {"gather_nd", R"(func.func @main(%a: tensor<3x4xf32> {loom.param = "a"}, %t: tensor<3xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+      %ids = loom.constant dense<[[2, 1], [0, -1], [2, 1]]> : tensor<3x2xi64>
+      %0 = loom.gather_nd %a, %ids : (tensor<3x4xf32>, tensor<3x2xi64>) -> tensor<3xf32>
+      %1 = loom.mse %0, %t : tensor<3xf32> -> tensor<f32>
+      return %1 : tensor<f32> })"},
     {"softmax", R"(func.func @main(%a: tensor<2x4xf32> {loom.param = "a"}, %t: tensor<2x4xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
       %0 = loom.softmax %a axis 1 : tensor<2x4xf32>
       %1 = loom.mse %0, %t : tensor<2x4xf32> -> tensor<f32>

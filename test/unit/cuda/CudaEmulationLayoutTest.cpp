@@ -215,6 +215,66 @@ bool gatherElementsTest(int64_t outer, int64_t dim, int64_t count,
   return ok && dx == wantDx;
 }
 
+/// scatter_nd (after the copy) and gather_nd against host loops, with
+/// repeated rows and one bad index (recorded, its row skipped / zeros).
+bool scatterNdTest(int64_t rows, int mode) {
+  std::mt19937 rng(static_cast<unsigned>(rows * 3 + mode));
+  std::uniform_real_distribution<float> uf(-1.0f, 1.0f);
+  NdDims g;
+  g.k = 2;
+  g.rows = rows;
+  g.slice = 3;
+  g.dims[0] = 4;
+  g.dims[1] = 5;
+  std::uniform_int_distribution<int64_t> pick0(-4, 3), pick1(-5, 4);
+  std::vector<int64_t> idx(rows * 2);
+  for (int64_t r = 0; r < rows; ++r) {
+    idx[2 * r] = pick0(rng);
+    idx[2 * r + 1] = pick1(rng);
+  }
+  idx[1] = 9; // row 0 is bad
+  std::vector<float> y(4 * 5 * 3), upd(rows * 3);
+  for (auto &v : y)
+    v = uf(rng);
+  for (auto &v : upd)
+    v = uf(rng);
+  std::vector<float> want = y, data = y;
+  DataCheckRecord rec{};
+  emu::launch(dim3(2), dim3(2), 0, [&] {
+    scatterNdKernel(idx.data(), FloatIn{upd.data(), Elem::F32},
+                    FloatOut{y.data(), Elem::F32}, FloatIn{y.data(), Elem::F32},
+                    g, mode, 3, &rec);
+  });
+  bool ok = rec.check == 3 && rec.position == 1 && rec.value == 9;
+  for (int64_t r = 1; r < rows; ++r) {
+    int64_t a = (idx[2 * r] + 4) % 4, b = (idx[2 * r + 1] + 5) % 5;
+    for (int64_t e = 0; e < 3; ++e) {
+      float &w = want[(a * 5 + b) * 3 + e];
+      float u = upd[r * 3 + e];
+      w = mode == 0 ? u : mode == 1 ? w + u : w * u;
+    }
+  }
+  ok &= y == want;
+  std::vector<float> got(rows * 3);
+  emu::launch(dim3(2), dim3(8), 0, [&] {
+    gatherNdKernel(FloatIn{data.data(), Elem::F32}, idx.data(),
+                   FloatOut{got.data(), Elem::F32}, g, 3, &rec);
+  });
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t a = (idx[2 * r] + 4) % 4, b = (idx[2 * r + 1] + 5) % 5;
+    for (int64_t e = 0; e < 3; ++e)
+      ok &= got[r * 3 + e] == (r == 0 ? 0.0f : data[(a * 5 + b) * 3 + e]);
+  }
+  return ok;
+}
+
+TEST(CudaEmulation, ScatterNdAndGatherNd) {
+  for (int mode : {0, 1, 2}) {
+    EXPECT_TRUE(scatterNdTest(9, mode)) << mode;
+    EXPECT_TRUE(scatterNdTest(40, mode)) << mode;
+  }
+}
+
 TEST(CudaEmulation, GatherElementsAndItsGrad) {
   EXPECT_TRUE(gatherElementsTest(1, 10, 4, 1));
   EXPECT_TRUE(gatherElementsTest(3, 4, 9, 5));

@@ -135,6 +135,21 @@ TEST_F(CudaLayout, GatherElementsAndItsGrad) {
                    {{4, 5, 6}}, axis1, {}, 1, 0, 0);
 }
 
+TEST_F(CudaLayout, ScatterNdAndGatherNd) {
+  // Rows of k = 1 into [6, 5, 4] (repeated rows), and k = 2 reads.
+  HostTensor rows = indices({8, 1}, -6, 5);
+  for (const char *mode : {"none", "add", "mul"})
+    expectSameOnCuda(
+        "scatter_nd", {rand({6, 5, 4}), rows, rand({8, 5, 4})}, {{6, 5, 4}},
+        [mode](plan::Instruction &i) {
+          (*i.mutable_attrs())["reduction"].set_s(mode);
+        },
+        {}, 1, 0, 0);
+  HostTensor pairs = indices({7, 2}, -5, 4);
+  expectSameOnCuda("gather_nd", {rand({6, 5, 4}), pairs}, {{7, 4}},
+                   [](plan::Instruction &) {}, {}, 1, 0, 0);
+}
+
 TEST_F(CudaLayout, GatherGradRepeatedIndicesIsDeterministic) {
   auto axis0 = [](plan::Instruction &i) { setI(i, "axis", 0); };
   // Few rows, many repeats (including negative spellings of the same row).

@@ -301,6 +301,68 @@ TEST(KernelShapeTest, GatherElementsAndItsGradAlongAxes) {
       << shape.status().message();
 }
 
+TEST(KernelShapeTest, ScatterNdAndGatherNd) {
+  // data [3, 2, 2]; rows of k = 1 index name [2, 2] slices; row 2 repeats
+  // row 0's slice (-3 is 0): none keeps the later, add and mul combine.
+  std::vector<float> data(12), upd(12);
+  for (int i = 0; i < 12; ++i) {
+    data[i] = 1.0f + i;
+    upd[i] = 0.5f * (i + 1);
+  }
+  std::vector<int64_t> idx = {0, 2, -3};
+  auto reduce = [](const std::string &m) {
+    return [m](plan::Instruction &i) {
+      (*i.mutable_attrs())["reduction"].set_s(m);
+    };
+  };
+  for (std::string mode : {"none", "add", "mul"}) {
+    bool ok;
+    auto r = runF32("scatter_nd",
+                    {HostTensor::fromF32({3, 2, 2}, data),
+                     HostTensor::fromI64({3, 1}, idx),
+                     HostTensor::fromF32({3, 2, 2}, upd)},
+                    {{3, 2, 2}}, reduce(mode), &ok);
+    ASSERT_TRUE(ok) << mode;
+    std::vector<double> want(data.begin(), data.end());
+    for (int row = 0; row < 3; ++row) {
+      int64_t at = (idx[row] + 3) % 3 * 4;
+      for (int e = 0; e < 4; ++e) {
+        double u = upd[row * 4 + e];
+        double &w = want[at + e];
+        w = mode == "none" ? u : mode == "add" ? w + u : w * u;
+      }
+    }
+    EXPECT_TRUE(allClose(r[0], want, 1e-6)) << mode;
+  }
+  // gather_nd with k = 2: rows name [2] slices.
+  bool ok;
+  auto g = runF32("gather_nd",
+                  {HostTensor::fromF32({3, 2, 2}, data),
+                   HostTensor::fromI64({2, 2}, {2, 1, -1, 0})},
+                  {{2, 2}}, {}, &ok);
+  ASSERT_TRUE(ok);
+  EXPECT_TRUE(allClose(g[0], {11, 12, 9, 10}, 0));
+  // A bad index fails the step before anything is written.
+  auto bad = runOp("scatter_nd",
+                   {HostTensor::fromF32({3, 2, 2}, data),
+                    HostTensor::fromI64({1, 1}, {3}),
+                    HostTensor::fromF32({1, 2, 2}, {1, 2, 3, 4})},
+                   {{3, 2, 2}}, reduce("add"));
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_NE(bad.status().message().find("index 3 out of range [0, 3)"),
+            std::string::npos)
+      << bad.status().message();
+  auto mode = runOp("scatter_nd",
+                    {HostTensor::fromF32({3, 2, 2}, data),
+                     HostTensor::fromI64({1, 1}, {0}),
+                     HostTensor::fromF32({1, 2, 2}, {1, 2, 3, 4})},
+                    {{3, 2, 2}}, reduce("max"));
+  ASSERT_FALSE(mode.isOk());
+  EXPECT_NE(mode.status().message().find("reduction 'max' is not one of"),
+            std::string::npos)
+      << mode.status().message();
+}
+
 TEST(KernelShapeTest, EmbeddingGatherGradLarge) {
   // Axis 0 with many rows and duplicate ids: the threaded column blocks.
   std::mt19937 rng(26);
