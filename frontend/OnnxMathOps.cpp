@@ -39,6 +39,20 @@ template <typename OpTy> static LogicalResult convertBinary(GraphImporter &g) {
     return g.defineConvertedInts(
         0, OpTy::create(g.builder(), g.loc(), *lhs, *rhs));
   }
+  if (opType == "Pow" && g.isIntegral(0) && !g.allInputsConstant()) {
+    // An integer base gives integers: the power, truncated toward zero
+    // (numpy's and ONNX Runtime's cast), held in f32.
+    auto base = g.numeric(0), exponent = g.numeric(1);
+    if (failed(base) || failed(exponent))
+      return failure();
+    if (failed(broadcastShape(shapeOf(*base), shapeOf(*exponent))))
+      return g.error("Pow operand shapes " + shapeText(shapeOf(*base)) +
+                     " and " + shapeText(shapeOf(*exponent)) +
+                     " do not broadcast");
+    OpBuilder &b = g.builder();
+    Value power = PowOp::create(b, g.loc(), *base, *exponent);
+    return g.defineConvertedInts(0, TruncOp::create(b, g.loc(), power));
+  }
   auto lhs = g.data(0);
   // Pow's exponent may be an integer tensor (ONNX's T2).
   FailureOr<Value> rhs = failure();
@@ -225,6 +239,11 @@ static LogicalResult convertCast(GraphImporter &g) {
   if (to == onnx::TensorProto::INT32 && elem.isInteger(64))
     return g.defineConvertedInts(
         0, ConvertOp::create(g.builder(), g.loc(), in, g.builder().getF32Type()));
+  if (toInt && elem.isF32())
+    // Floats to integers truncate toward zero, held in f32 (exact below
+    // 2^24).
+    return g.defineConvertedInts(
+        0, TruncOp::create(g.builder(), g.loc(), in));
   if (to == onnx::TensorProto::BOOL && (elem.isF32() || elem.isInteger(64))) {
     // x != 0, held as 0/1.
     auto x = g.numeric(0);
@@ -241,8 +260,8 @@ static LogicalResult convertCast(GraphImporter &g) {
                     elementTypeName(static_cast<int32_t>(to))),
       "at run time loom casts int64 to float32 or float64, int64 to int32, "
       "integers and bools it computed to any of float32, int64, int32 and "
-      "bool, floats to float64, float16 and bfloat16, and anything to bool; "
-      "truncating floats to integers is not supported");
+      "bool, floats to float64, float16, bfloat16, int64 and int32 "
+      "(truncated), and anything to bool");
 }
 
 //===----------------------------------------------------------------------===//

@@ -65,6 +65,7 @@ def Loom_ReciprocalOp : Loom_UnaryOp<"reciprocal", "Reciprocal">;
 def Loom_ErfOp : Loom_UnaryOp<"erf", "Error function">;
 def Loom_SinOp : Loom_UnaryOp<"sin", "Sine">;
 def Loom_CosOp : Loom_UnaryOp<"cos", "Cosine">;
+def Loom_TruncOp : Loom_UnaryOp<"trunc", "Round toward zero">;
 def Loom_RoundF16Op : Loom_UnaryOp<"round_f16",
     "Round to the nearest float16 value (ties to even, overflow to infinity), held in f32">;
 

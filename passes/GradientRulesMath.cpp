@@ -89,6 +89,10 @@ LogicalResult GradientBuilder::backwardMath(Operation *op, Value dy) {
         accumulate(x, scale(mul(dy, g, loc), 2.0 / std::sqrt(M_PI), loc), loc);
         return success();
       })
+      .Case<TruncOp>([&](TruncOp) {
+        // Piecewise constant: no gradient reaches the input.
+        return success();
+      })
       .Case<RoundF16Op>([&](RoundF16Op r) {
         // As PyTorch's cast: the gradient passes through.
         accumulate(r.getInput(), dy, loc);

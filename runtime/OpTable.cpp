@@ -57,6 +57,7 @@ const std::vector<OpInfo> &opTable() {
       {"sin", 1, 1, 1, 1},
       {"cos", 1, 1, 1, 1},
       {"round_f16", 1, 1, 1, 1},
+      {"trunc", 1, 1, 1, 1},
       {"reduce_sum", 1, 1, 1, 1},
       {"reduce_mean", 1, 1, 1, 1},
       {"reduce_max", 1, 1, 1, 1},

@@ -631,7 +631,7 @@ LoopNest mlir::loom::sharding::loopNestOf(Operation *op) {
       // Every operand and result shaped alike.
       .Case<ConstantOp, ReluOp, TanhOp, SigmoidOp, ScaleOp, ReluGradOp,
             TanhGradOp, SigmoidGradOp, ExpOp, LogOp, SqrtOp, RsqrtOp, NegOp,
-            ReciprocalOp, ErfOp, SinOp, CosOp, RoundF16Op, GeluOp, GeluGradOp, ConvertOp, SgdOp,
+            ReciprocalOp, ErfOp, SinOp, CosOp, RoundF16Op, TruncOp, GeluOp, GeluGradOp, ConvertOp, SgdOp,
             AdamwOp>([](Operation *op) { return elementwise(op); })
       .Default([](Operation *op) -> LoopNest {
         llvm_unreachable("a loom op without a loop nest has no sharding model");

@@ -374,6 +374,6 @@ void mlir::loom::sharding::attachShardingModels(MLIRContext *ctx) {
   attach<CrossEntropyOp, CrossEntropyGradOp, MseOp, MseGradOp>(ctx);
   attach<ConstantOp, ReluOp, TanhOp, SigmoidOp, ScaleOp, ReluGradOp,
          TanhGradOp, SigmoidGradOp, ExpOp, LogOp, SqrtOp, RsqrtOp, NegOp,
-         ReciprocalOp, ErfOp, SinOp, CosOp, RoundF16Op, GeluOp, GeluGradOp, ConvertOp, SgdOp, AdamwOp>(
+         ReciprocalOp, ErfOp, SinOp, CosOp, RoundF16Op, TruncOp, GeluOp, GeluGradOp, ConvertOp, SgdOp, AdamwOp>(
       ctx);
 }

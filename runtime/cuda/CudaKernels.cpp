@@ -147,7 +147,8 @@ StatusOr<KernelFn> bindUnary(const OpView &op, BindContext &ctx) {
       {"erf", UnaryOp::Erf},
       {"sin", UnaryOp::Sin},
       {"cos", UnaryOp::Cos},
-      {"round_f16", UnaryOp::RoundF16}};
+      {"round_f16", UnaryOp::RoundF16},
+      {"trunc", UnaryOp::Trunc}};
   for (const auto &[name, kind] : kOps)
     if (op.inst.op() == name) {
       LOOM_ASSIGN_OR_RETURN(FloatIn x, floatIn(op, ctx, 0));

@@ -55,6 +55,7 @@ enum class UnaryOp {
   Sin,
   Cos,
   RoundF16,
+  Trunc,
   Gelu,
   GeluTanh
 };

@@ -43,6 +43,7 @@ const KernelDef kCudaKernels[] = {
     {"sin", cpu::verifyUnary, bindUnary},
     {"cos", cpu::verifyUnary, bindUnary},
     {"round_f16", cpu::verifyUnary, bindUnary},
+    {"trunc", cpu::verifyUnary, bindUnary},
     {"relu_grad", cpu::verifyUnaryGrad, bindUnaryGrad},
     {"tanh_grad", cpu::verifyUnaryGrad, bindUnaryGrad},
     {"sigmoid_grad", cpu::verifyUnaryGrad, bindUnaryGrad},

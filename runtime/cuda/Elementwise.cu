@@ -157,6 +157,8 @@ template <UnaryOp Op> __device__ __forceinline__ float unary(float v) {
     return sinf(v);
   else if constexpr (Op == UnaryOp::Cos)
     return cosf(v);
+  else if constexpr (Op == UnaryOp::Trunc)
+    return truncf(v);
   else if constexpr (Op == UnaryOp::RoundF16)
     return __half2float(__float2half_rn(v));
   else if constexpr (Op == UnaryOp::Gelu)
@@ -486,6 +488,7 @@ Status launchUnary(UnaryOp op, FloatIn x, FloatOut y, int64_t n,
     LOOM_UNARY_CASE(Sin)
     LOOM_UNARY_CASE(Cos)
     LOOM_UNARY_CASE(RoundF16)
+    LOOM_UNARY_CASE(Trunc)
     LOOM_UNARY_CASE(Gelu)
     LOOM_UNARY_CASE(GeluTanh)
   }

@@ -64,6 +64,7 @@ const KernelDef kKernels[] = {
     {"sin", verifyUnary, bindUnary},
     {"cos", verifyUnary, bindUnary},
     {"round_f16", verifyUnary, bindUnary},
+    {"trunc", verifyUnary, bindUnary},
     {"reduce_sum", verifyReduce, bindReduce},
     {"reduce_mean", verifyReduce, bindReduce},
     {"reduce_max", verifyReduce, bindReduce},

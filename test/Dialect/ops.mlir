@@ -35,6 +35,8 @@ func.func @round_trip(%x: tensor<2x8x16xf32>, %w: tensor<32x16xf32>, %b: tensor<
   %cos = loom.cos %g : tensor<16xf32>
   // CHECK: loom.round_f16 %{{.*}} : tensor<16xf32>
   %half = loom.round_f16 %g : tensor<16xf32>
+  // CHECK: loom.trunc %{{.*}} : tensor<16xf32>
+  %whole = loom.trunc %g : tensor<16xf32>
   // CHECK: loom.transpose %{{.*}} [1, 0, 2] : tensor<2x8x16xf32> -> tensor<8x2x16xf32>
   %7 = loom.transpose %x [1, 0, 2] : tensor<2x8x16xf32> -> tensor<8x2x16xf32>
   // CHECK: loom.slice %{{.*}} axes [2] starts [4] ends [100] steps [2] : tensor<2x8x16xf32> -> tensor<2x8x6xf32>

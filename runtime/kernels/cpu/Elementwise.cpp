@@ -239,6 +239,8 @@ StatusOr<KernelFn> bindUnary(const OpView &op, BindContext &ctx) {
     return mapUnary(x, y, n, [](float v) { return std::sin(v); });
   if (name == "cos")
     return mapUnary(x, y, n, [](float v) { return std::cos(v); });
+  if (name == "trunc")
+    return mapUnary(x, y, n, [](float v) { return std::trunc(v); });
   if (name == "round_f16")
     return mapUnary(x, y, n,
                     [](float v) { return halfToFloat(floatToHalf(v)); });

@@ -377,7 +377,7 @@ TEST_F(CudaKernel, BinaryBroadcasting) {
 TEST_F(CudaKernel, Unary) {
   for (const char *op :
        {"relu", "tanh", "sigmoid", "exp", "neg", "erf", "sin", "cos",
-        "round_f16"})
+        "round_f16", "trunc"})
     expectSameOnCuda(op, {rand({7, 300}, -3, 3)}, {{7, 300}});
   for (const char *op : {"log", "sqrt", "rsqrt", "reciprocal"})
     expectSameOnCuda(op, {rand({7, 300}, 0.1, 3)}, {{7, 300}});

@@ -259,7 +259,7 @@ TEST(KernelMathTest, UnaryMathOps) {
   auto x = randomFloats(101, rng, 0.05f, 3.0f);
   for (const char *op :
        {"exp", "log", "sqrt", "rsqrt", "neg", "reciprocal", "erf", "sin",
-        "cos"}) {
+        "cos", "trunc"}) {
     bool ok;
     auto r = runF32(op, {HostTensor::fromF32({101}, x)}, {{101}}, {}, &ok);
     ASSERT_TRUE(ok) << op;
@@ -275,6 +275,7 @@ TEST(KernelMathTest, UnaryMathOps) {
                 : o == "reciprocal" ? 1 / v
                 : o == "sin"        ? std::sin(v)
                 : o == "cos"        ? std::cos(v)
+                : o == "trunc"      ? std::trunc(v)
                                     : std::erf(v);
     }
     EXPECT_TRUE(allClose(r[0], want, 1e-6, 1e-6)) << op;
