@@ -11,8 +11,9 @@ output_*.pb (Debian's libonnx-testdata: /usr/share/libonnx-testdata/data/node). 
                            its model's opset is outside that op's listed range
                            (`Op opset N`); such tests are not run;
   passed                   when loom-run --forward ran every data set and every output
-                           matches the expected .pb (|got-want| <= atol + rtol*|want|;
-                           NaN positions must match; integers and bools exactly);
+                           has the expected .pb's dtype and matches it (|got-want| <=
+                           atol + rtol*|want|; NaN positions must match; integers and
+                           bools exactly);
   unsupported (reason)     when loom-run's one-line error says an op, attribute, dtype or
                            shape is unsupported (contains "unsupported"/"not supported"),
                            or an input is not a plain tensor (sequence/optional);
@@ -277,6 +278,13 @@ def run_test(test, model, loom_run, loomc, rtol, atol, timeout, work_root,
                     got = np.load(f, allow_pickle=False)
                 except Exception as e:  # noqa: BLE001
                     test.status, test.reason = "failed", "unreadable output %s: %s" % (name, e)
+                    return
+                # The output is written in the graph's element type
+                # (bfloat16 as its exact float32: NumPy has none).
+                declared = elem_type(outs[j]) if j < len(outs) else 0
+                if got.dtype != want.dtype and declared != onnx.TensorProto.BFLOAT16:
+                    test.status, test.reason = "failed", "%s: dtype %s, expected %s" % (
+                        name, got.dtype, want.dtype)
                     return
                 ok, msg = compare_arrays(got, want, rtol, atol)
                 if not ok:
