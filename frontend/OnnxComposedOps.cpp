@@ -289,14 +289,126 @@ static LogicalResult convertPad(GraphImporter &g) {
 // Average pooling
 //===----------------------------------------------------------------------===//
 
+/// The average pooling of the 2-D `x2` ([N, C, H, W]) over `win`: a
+/// depthwise `conv2d` with a constant `1/k` filter, times the window's share
+/// of counted elements where a window holds padding (the real elements, or
+/// with `includePad` the `declared` pads as well, not ceil_mode's).
+static Value averagePool2d(GraphImporter &g, Value x2, const Window &win,
+                           ArrayRef<int64_t> declared, bool includePad) {
+  ArrayRef<int64_t> in2 = shapeOf(x2);
+  int64_t kh = win.kernel[0], kw = win.kernel[1], c = in2[1];
+  OpBuilder &b = g.builder();
+  Value filter = g.materialize(ConstTensor::ofFloats(
+      {c, 1, kh, kw}, std::vector<float>(c * kh * kw, 1.0f / (kh * kw))));
+  Value y = Conv2dOp::create(b, g.loc(), x2, filter,
+                             b.getDenseI64ArrayAttr(win.strides),
+                             b.getDenseI64ArrayAttr(win.pads),
+                             b.getDenseI64ArrayAttr({1, 1}),
+                             b.getI64IntegerAttr(c));
+  ArrayRef<int64_t> out = shapeOf(y);
+  int64_t oh = out[2], ow = out[3];
+  std::vector<float> scale(oh * ow);
+  bool partial = false;
+  for (int64_t i = 0; i < oh; ++i)
+    for (int64_t j = 0; j < ow; ++j) {
+      auto counted = [&](int64_t o, int d, int64_t k) {
+        int64_t start = o * win.strides[d] - win.pads[d];
+        int64_t lo = includePad ? -declared[d] : 0;
+        int64_t hi = in2[2 + d] + (includePad ? declared[d + 2] : 0);
+        return std::min(start + k, hi) - std::max(start, lo);
+      };
+      int64_t count = counted(i, 0, kh) * counted(j, 1, kw);
+      partial |= count != kh * kw;
+      scale[i * ow + j] = static_cast<float>(kh * kw) / count;
+    }
+  if (!partial)
+    return y;
+  return MulOp::create(b, g.loc(), y,
+                       g.materialize(ConstTensor::ofFloats({1, 1, oh, ow},
+                                                           std::move(scale))));
+}
+
+/// 3-D pooling of `[N, C, D, H, W]`: the 2-D pooling of `[N, C*D, H, W]`,
+/// then the max or mean of the depth window's strided slices.
+static LogicalResult convertPool3d(GraphImporter &g, Value x, bool isMax) {
+  ArrayRef<int64_t> in = shapeOf(x);
+  auto win = poolWindow(g, in.drop_front(2));
+  if (failed(win))
+    return failure();
+  SmallVector<int64_t> &k = win->kernel, &s = win->strides, &p = win->pads;
+  if (p[0] != 0 || p[3] != 0 || g.intAttr("ceil_mode", 0) != 0)
+    return g.error("unsupported 3-D " + g.node().op_type() + " with depth "
+                       "pads " + listText({p[0], p[3]}) + " or ceil_mode",
+                   "3-D pooling takes pads and ceil_mode only along height "
+                   "and width");
+  int64_t n = in[0], c = in[1], depth = in[2];
+  if (depth < k[0])
+    return g.error(g.node().op_type() + " window does not fit",
+                   "input " + shapeText(in) + ", kernel " + listText(k));
+  Window w2;
+  w2.kernel = {k[1], k[2]};
+  w2.strides = {s[1], s[2]};
+  w2.dilations = {1, 1};
+  w2.pads = {p[1], p[2], p[4], p[5]};
+  auto flat = reshapeTo(g, x, {n, c * depth, in[3], in[4]});
+  if (failed(flat))
+    return failure();
+  OpBuilder &b = g.builder();
+  Value pooled;
+  if (isMax) {
+    for (int d = 0; d < 2; ++d)
+      if (w2.pads[d] >= w2.kernel[d] || w2.pads[d + 2] >= w2.kernel[d])
+        return g.error("unsupported MaxPool pads " + listText(p) +
+                           " for the kernel " + listText(k),
+                       "pads must be smaller than the kernel");
+    pooled = MaxPool2dOp::create(b, g.loc(), *flat,
+                                 b.getDenseI64ArrayAttr(w2.kernel),
+                                 b.getDenseI64ArrayAttr(w2.strides),
+                                 b.getDenseI64ArrayAttr(w2.pads));
+  } else {
+    pooled = averagePool2d(g, *flat, w2, w2.pads,
+                           g.intAttr("count_include_pad", 0) != 0);
+  }
+  ArrayRef<int64_t> out2 = shapeOf(pooled);
+  auto unflat = reshapeTo(g, pooled, {n, c, depth, out2[2], out2[3]});
+  if (failed(unflat))
+    return failure();
+  int64_t outDepth = (depth - k[0]) / s[0] + 1;
+  Value result;
+  for (int64_t j = 0; j < k[0]; ++j) {
+    Value slice = SliceOp::create(
+        b, g.loc(), *unflat, b.getDenseI64ArrayAttr({2}),
+        b.getDenseI64ArrayAttr({j}),
+        b.getDenseI64ArrayAttr({j + (outDepth - 1) * s[0] + 1}),
+        b.getDenseI64ArrayAttr({s[0]}));
+    if (!result)
+      result = slice;
+    else if (isMax)
+      result = MaxOp::create(b, g.loc(), result, slice);
+    else
+      result = AddOp::create(b, g.loc(), result, slice);
+  }
+  if (!isMax && k[0] > 1)
+    result = ScaleOp::create(b, g.loc(), result,
+                             b.getF64FloatAttr(1.0 / k[0]));
+  return g.define(0, result);
+}
+
+LogicalResult onnx_import::convertMaxPool3d(GraphImporter &g, Value x) {
+  return convertPool3d(g, x, /*isMax=*/true);
+}
+
 static LogicalResult convertAveragePool(GraphImporter &g) {
   auto x = g.data(0);
   if (failed(x))
     return failure();
   ArrayRef<int64_t> in = shapeOf(*x);
+  if (in.size() == 5)
+    return convertPool3d(g, *x, /*isMax=*/false);
   if (in.size() != 3 && in.size() != 4)
     return g.error("unsupported AveragePool of shape " + shapeText(in),
-                   "only 1-D and 2-D pooling of NC(H)W inputs is supported");
+                   "only 1-D, 2-D and 3-D pooling of NC(D)(H)W inputs is "
+                   "supported");
   size_t rank = in.size();
   auto win = poolWindow(g, in.drop_front(2));
   auto x2 = liftTo2d(g, *x);
@@ -308,38 +420,8 @@ static LogicalResult convertAveragePool(GraphImporter &g) {
   SmallVector<int64_t> declared = win->pads;
   if (failed(ceilModePads(g, in2, *win)))
     return failure();
-  int64_t kh = win->kernel[0], kw = win->kernel[1], c = in2[1];
-  OpBuilder &b = g.builder();
-  Value filter = g.materialize(ConstTensor::ofFloats(
-      {c, 1, kh, kw}, std::vector<float>(c * kh * kw, 1.0f / (kh * kw))));
-  Value y = Conv2dOp::create(b, g.loc(), *x2, filter,
-                             b.getDenseI64ArrayAttr(win->strides),
-                             b.getDenseI64ArrayAttr(win->pads),
-                             b.getDenseI64ArrayAttr({1, 1}),
-                             b.getI64IntegerAttr(c));
-  // Each output divides by the elements its window counts, not k: the real
-  // ones, or with count_include_pad the declared padding as well.
-  bool includePad = g.intAttr("count_include_pad", 0) != 0;
-  ArrayRef<int64_t> out = shapeOf(y);
-  int64_t oh = out[2], ow = out[3];
-  std::vector<float> scale(oh * ow);
-  bool partial = false;
-  for (int64_t i = 0; i < oh; ++i)
-    for (int64_t j = 0; j < ow; ++j) {
-      auto counted = [&](int64_t o, int d, int64_t k) {
-        int64_t start = o * win->strides[d] - win->pads[d];
-        int64_t lo = includePad ? -declared[d] : 0;
-        int64_t hi = in2[2 + d] + (includePad ? declared[d + 2] : 0);
-        return std::min(start + k, hi) - std::max(start, lo);
-      };
-      int64_t count = counted(i, 0, kh) * counted(j, 1, kw);
-      partial |= count != kh * kw;
-      scale[i * ow + j] = static_cast<float>(kh * kw) / count;
-    }
-  if (partial)
-    y = MulOp::create(b, g.loc(), y,
-                      g.materialize(ConstTensor::ofFloats({1, 1, oh, ow},
-                                                          std::move(scale))));
+  Value y = averagePool2d(g, *x2, *win, declared,
+                          g.intAttr("count_include_pad", 0) != 0);
   auto lowered = lowerTo1d(g, y, rank);
   if (failed(lowered))
     return failure();
@@ -355,7 +437,8 @@ static const OpConverter kComposedConverters[] = {
     {"AveragePool", 7, 17, convertAveragePool,
      "depthwise loom.conv2d with a constant 1/k filter (x the window's share "
      "of counted elements where a window holds padding); 1-D (as 1 x k) and "
-     "2-D, dilation 1, ceil_mode as extra end padding"},
+     "2-D, dilation 1, ceil_mode as extra end padding; 3-D as 2-D pooling "
+     "then the mean of the depth window's strided slices"},
     {"Clip", 6, 17, convertClip,
      "loom.max / loom.min with the scalar bounds"},
     {"CumSum", 11, 17, convertCumSum,

@@ -339,6 +339,9 @@ ArrayRef<OpConverter> getValueOpConverters();
 ArrayRef<OpConverter> getNNOpConverters();
 /// Ops built from other loom ops (OnnxComposedOps.cpp).
 ArrayRef<OpConverter> getComposedOpConverters();
+/// `MaxPool` of a `[N, C, D, H, W]` value: 2-D pooling of `[N, C*D, H, W]`,
+/// then the max of the depth window's strided slices (OnnxComposedOps.cpp).
+LogicalResult convertMaxPool3d(GraphImporter &g, Value x);
 /// `Einsum` of one or two operands as sums, transposes and a (batch) matrix
 /// product (OnnxEinsum.cpp).
 LogicalResult convertEinsum(GraphImporter &g);

@@ -512,9 +512,12 @@ static LogicalResult convertMaxPool(GraphImporter &g) {
   if (failed(x))
     return failure();
   ArrayRef<int64_t> in = shapeOf(*x);
+  if (in.size() == 5)
+    return convertMaxPool3d(g, *x);
   if (in.size() != 3 && in.size() != 4)
     return g.error("unsupported MaxPool of shape " + shapeText(in),
-                   "only 1-D and 2-D pooling of NC(H)W inputs is supported");
+                   "only 1-D, 2-D and 3-D pooling of NC(D)(H)W inputs is "
+                   "supported");
   size_t rank = in.size();
   auto win = poolWindow(g, in.drop_front(2));
   if (failed(win))

@@ -114,12 +114,8 @@ double floatAt(const HostTensor &t, int64_t i) {
     return t.data<double>()[i];
   case ElemType::F16:
     return halfToFloat(t.data<uint16_t>()[i]);
-  case ElemType::BF16: {
-    uint32_t u = static_cast<uint32_t>(t.data<uint16_t>()[i]) << 16;
-    float f;
-    std::memcpy(&f, &u, sizeof(f));
-    return f;
-  }
+  case ElemType::BF16:
+    return bf16ToFloat(t.data<uint16_t>()[i]);
   default:
     return 0;
   }
@@ -184,17 +180,9 @@ HostTensor convertElements(const HostTensor &value, ElemType type) {
     case ElemType::F16:
       put<uint16_t>(out, i, floatToHalf(static_cast<float>(asFloat())));
       break;
-    case ElemType::BF16: {
-      float v = static_cast<float>(asFloat());
-      uint32_t u;
-      std::memcpy(&u, &v, sizeof(u));
-      uint16_t bits =
-          (u & 0x7fffffffu) > 0x7f800000u
-              ? static_cast<uint16_t>((u >> 16) | 0x0040u)
-              : static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-      put<uint16_t>(out, i, bits);
+    case ElemType::BF16:
+      put<uint16_t>(out, i, floatToBf16(static_cast<float>(asFloat())));
       break;
-    }
     case ElemType::Bool:
       put<uint8_t>(out, i, fromFloat ? f != 0 : k != 0);
       break;

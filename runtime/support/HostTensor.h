@@ -91,6 +91,25 @@ HostTensor convertElements(const HostTensor &value, ElemType type);
 uint16_t floatToHalf(float f);
 float halfToFloat(uint16_t h);
 
+/// The bf16 nearest to `f` (ties to even), as bits; NaN stays a quiet NaN
+/// with its sign, infinities stay infinite.
+inline uint16_t floatToBf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof(u));
+  if ((u & 0x7fffffffu) > 0x7f800000u)
+    return static_cast<uint16_t>((u >> 16) | 0x0040u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+
+/// The f32 value of bf16 bits (exact).
+inline float bf16ToFloat(uint16_t h) {
+  uint32_t u = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof(f));
+  return f;
+}
+
 } // namespace loom::runtime
 
 #endif // LOOM_RUNTIME_SUPPORT_HOSTTENSOR_H

@@ -99,6 +99,11 @@ def cases(rng):
     yield "averagepool_ceil_pads_counted", "AveragePool", [("x", x4)], \
         {"kernel_shape": [3, 2], "pads": [1, 0, 1, 0], "strides": [2, 2], "ceil_mode": 1,
          "count_include_pad": 1}, []
+    x5 = rng.standard_normal((2, 2, 5, 6, 7)).astype(np.float32)
+    yield "maxpool_3d", "MaxPool", [("x", x5)], \
+        {"kernel_shape": [3, 2, 3], "strides": [2, 1, 2], "pads": [0, 1, 1, 0, 0, 1]}, []
+    yield "averagepool_3d", "AveragePool", [("x", x5)], \
+        {"kernel_shape": [2, 3, 2], "strides": [1, 2, 2], "pads": [0, 1, 0, 0, 1, 1]}, []
     yield "maxpool_ceil_1d", "MaxPool", [("x", x3)], \
         {"kernel_shape": [2], "strides": [2], "ceil_mode": 1}, []
     yield "sin_cos", [helper.make_node("Sin", ["x"], ["s"]),

@@ -15,6 +15,7 @@
 #define LOOM_RUNTIME_KERNELS_CPU_BF16_H
 
 #include "runtime/kernels/Kernel.h"
+#include "runtime/support/HostTensor.h"
 #include "runtime/support/MemoryLedger.h"
 
 #include <cstdint>
@@ -24,24 +25,9 @@
 
 namespace loom::runtime::cpu {
 
-/// The bf16 nearest to `f` (ties to even), as bits; NaN stays a quiet NaN
-/// with its sign, infinities stay infinite.
-inline uint16_t floatToBf16(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof(u));
-  if ((u & 0x7fffffffu) > 0x7f800000u)
-    return static_cast<uint16_t>((u >> 16) | 0x0040u);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return static_cast<uint16_t>(u >> 16);
-}
-
-/// The f32 value of bf16 bits (exact).
-inline float bf16ToFloat(uint16_t h) {
-  uint32_t u = static_cast<uint32_t>(h) << 16;
-  float f;
-  std::memcpy(&f, &u, sizeof(f));
-  return f;
-}
+// The bf16 rounding and widening (runtime/support/HostTensor.h).
+using runtime::bf16ToFloat;
+using runtime::floatToBf16;
 
 /// `dst[i] = bf16ToFloat(src[i])` for `i < n` (OpenMP threads when large).
 void widenBf16(const uint16_t *src, float *dst, int64_t n);

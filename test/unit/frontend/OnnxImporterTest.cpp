@@ -489,10 +489,11 @@ g (float[2, 3] x, float[3] lo) => (float[2, 3] y) {
        "unsupported Clip bound 'lo' of shape 3 at node 'Clip_0': the bounds "
        "must be scalars"},
       {R"(<ir_version: 8, opset_import: ["" : 17]>
-g (float[1, 2, 4, 4, 4] x) => (float[1, 2, 2, 2, 2] y) {
-  y = AveragePool<kernel_shape = [2, 2, 2], strides = [2, 2, 2]>(x)
+g (float[1, 2, 4, 4, 4] x) => (float[1, 2, 3, 2, 2] y) {
+  y = AveragePool<kernel_shape = [2, 2, 2], strides = [2, 2, 2], pads = [1, 0, 0, 1, 0, 0]>(x)
 })",
-       "unsupported AveragePool of shape 1x2x4x4x4"},
+       "unsupported 3-D AveragePool with depth pads [1, 1] or ceil_mode at "
+       "node 'AveragePool_0'"},
   };
   for (auto [text, message] : cases) {
     errors.clear();
@@ -899,6 +900,8 @@ TEST_F(OnnxConformanceTest, SupportedNodeModelsImport) {
       "test_cos",
       "test_max_example",
       "test_min_one_input",
+      "test_maxpool_3d_default",
+      "test_averagepool_3d_default",
       "test_and2d",
   };
   for (const char *test : tests) {
@@ -1086,7 +1089,6 @@ TEST_F(OnnxConformanceTest, NodeModelsWithConstantOperandsImport) {
 TEST_F(OnnxConformanceTest, UnsupportedNodeVariantsAreDiagnosed) {
   const std::pair<const char *, const char *> cases[] = {
       {"test_maxpool_2d_dilations", "unsupported attribute dilations=[2, 2]"},
-      {"test_maxpool_3d_default", "unsupported MaxPool of shape 1x3x32x32x32"},
       {"test_maxpool_with_argmax_2d_precomputed_pads",
        "loom.max_pool2d has no Indices output"},
       {"test_cast_FLOAT_to_STRING", "unsupported Cast from float32 to "
