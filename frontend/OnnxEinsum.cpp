@@ -10,8 +10,10 @@
 //   multiplied (`loom.batch_matmul`, or `loom.matmul` without batch labels);
 // - the result is reshaped and transposed to the output's label order.
 // `...` stands for the same leading dimensions in every operand. A label
-// repeated within one operand (a diagonal), more than two operands, and
-// labels whose sizes differ between operands are refused.
+// repeated within one operand (`ii`, a diagonal) is first reduced to one
+// dimension: the two are moved last, flattened to `n*n` and sliced with step
+// `n+1`. More than two operands, and labels whose sizes differ (within or
+// between operands), are refused.
 //
 //===----------------------------------------------------------------------===//
 
@@ -90,11 +92,6 @@ LogicalResult parseEquation(GraphImporter &g, StringRef equation,
     inputs.emplace_back();
     if (failed(expand(term, rank, inputs.back())))
       return failure();
-    for (size_t i = 0; i < inputs.back().size(); ++i)
-      if (inputs.back().find(inputs.back()[i], i + 1) != std::string::npos)
-        return g.error("unsupported Einsum equation '" + equation + "'",
-                       "a label repeated within one operand (a diagonal) "
-                       "is not supported");
   }
   if (arrow != std::string::npos) {
     StringRef rhs = StringRef(eq).drop_front(arrow + 2);
@@ -146,6 +143,50 @@ Value sumPrivateLabels(GraphImporter &g, Term &t, StringRef others,
   return t.value;
 }
 
+/// `t` with each label it repeats (`ii`) reduced to its diagonal: the two
+/// dimensions moved last, flattened and sliced with step `n+1`.
+LogicalResult takeDiagonals(GraphImporter &g, Term &t, StringRef equation) {
+  OpBuilder &b = g.builder();
+  for (size_t i = 0; i < t.labels.size(); ++i) {
+    size_t j = t.labels.find(t.labels[i], i + 1);
+    if (j == std::string::npos)
+      continue;
+    ArrayRef<int64_t> shape = shapeOf(t.value);
+    int64_t n = shape[i];
+    if (shape[j] != n)
+      return g.error(llvm::formatv("Einsum label '{0}' has sizes {1} and {2} "
+                                   "in '{3}'",
+                                   t.labels[i], n, shape[j], equation),
+                     "a diagonal needs a square pair of dimensions");
+    std::string order;
+    for (auto [k, c] : llvm::enumerate(t.labels))
+      if (k != i && k != j)
+        order += c;
+    SmallVector<int64_t> perm, flat;
+    for (size_t k = 0; k < t.labels.size(); ++k)
+      if (k != i && k != j) {
+        perm.push_back(k);
+        flat.push_back(shape[k]);
+      }
+    perm.append({static_cast<int64_t>(i), static_cast<int64_t>(j)});
+    Value v = t.value;
+    if (!llvm::equal(perm, llvm::seq<int64_t>(0, perm.size())))
+      v = TransposeOp::create(b, g.loc(), v, b.getDenseI64ArrayAttr(perm));
+    flat.push_back(n * n);
+    auto reshaped = reshapeTo(g, v, flat);
+    if (failed(reshaped))
+      return failure();
+    int64_t last = static_cast<int64_t>(flat.size()) - 1;
+    t.value = SliceOp::create(
+        b, g.loc(), *reshaped, b.getDenseI64ArrayAttr({last}),
+        b.getDenseI64ArrayAttr({0}), b.getDenseI64ArrayAttr({n * n}),
+        b.getDenseI64ArrayAttr({n + 1}));
+    t.labels = order + t.labels[i];
+    i = static_cast<size_t>(-1); // the labels moved: look again from the start
+  }
+  return success();
+}
+
 /// `t` transposed to the label order `order` (a permutation of its labels).
 Value permuteTo(GraphImporter &g, Term &t, StringRef order) {
   SmallVector<int64_t> perm;
@@ -188,7 +229,9 @@ LogicalResult onnx_import::convertEinsum(GraphImporter &g) {
   llvm::DenseMap<char, int64_t> size;
   for (auto [t, l] : llvm::zip(terms, labels)) {
     t.labels = l;
-    for (auto [i, c] : llvm::enumerate(l)) {
+    if (failed(takeDiagonals(g, t, equation)))
+      return failure();
+    for (auto [i, c] : llvm::enumerate(t.labels)) {
       int64_t d = shapeOf(t.value)[i];
       auto [it, fresh] = size.try_emplace(c, d);
       if (!fresh && it->second != d)

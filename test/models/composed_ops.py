@@ -114,6 +114,7 @@ def cases(rng):
         {"axis": 2}, []
     q = rng.standard_normal((2, 3, 4, 5)).astype(np.float32)
     k = rng.standard_normal((2, 3, 6, 5)).astype(np.float32)
+    sq = rng.standard_normal((3, 4, 4)).astype(np.float32)
     for name, eq, operands in [
             ("attention_scores", "bhqd,bhkd->bhqk", [q, k]),
             ("ellipsis_matmul", "...qd,...kd->...qk", [q, k]),
@@ -122,7 +123,10 @@ def cases(rng):
              [x3, rng.standard_normal((2, 5, 3)).astype(np.float32)]),
             ("implicit", "ij,jk", [x3[0], rng.standard_normal((5, 3)).astype(np.float32)]),
             ("reduce_all", "bij->", [x3]),
-            ("permute", "bhqd->qbdh", [q])]:
+            ("permute", "bhqd->qbdh", [q]),
+            ("batch_diagonal", "...ii->...i", [sq]),
+            ("trace", "bii->b", [sq]),
+            ("diagonal_times", "bij,bjj->bij", [sq, sq[::-1]])]:
         yield "einsum_" + name, "Einsum", \
             [("x%d" % i, o) for i, o in enumerate(operands)], {"equation": eq}, []
     rows = rng.integers(-2, 2, size=(3, 1)).astype(np.int64)

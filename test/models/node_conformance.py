@@ -19,7 +19,8 @@ output_*.pb (Debian's libonnx-testdata: /usr/share/libonnx-testdata/data/node). 
                            or an input is not a plain tensor (sequence/optional);
   failed (reason)          otherwise.
 `loom-run` runs with LOOMC set to --loomc, so both come from the same build.
-Integer inputs of a data set (shapes, axes, split sizes, indices) are frozen into
+Integer inputs of a data set (shapes, axes, split sizes, indices) and Dropout's ratio
+and training_mode are frozen into
 initializers of a copy of the model before it runs, as exported graphs hold them
 (`--no-freeze-ints` feeds them as inputs instead).
 
@@ -201,6 +202,8 @@ def run_test(test, model, loom_run, loomc, rtol, atol, timeout, work_root,
             return
         env = dict(os.environ, LOOMC=loomc)
         env.setdefault("LOOM_NUM_THREADS", "1")
+        flags = {n.input[i] for n in model.graph.node if n.op_type == "Dropout"
+                 for i in (1, 2) if i < len(n.input)}
         for k, ds in enumerate(sets):
             args = [loom_run, "--forward", None]
             frozen = []  # integer inputs, frozen into initializers
@@ -217,9 +220,10 @@ def run_test(test, model, loom_run, loomc, rtol, atol, timeout, work_root,
                         test.status, test.reason = "failed", "%s has no graph input" % os.path.basename(pb)
                         return
                     name = in_names[i]
-                if arr.dtype.kind in "iu" and freeze_ints:
-                    # Exported graphs hold shapes, axes and indices as
-                    # constants; the node tests feed them as inputs.
+                if freeze_ints and (arr.dtype.kind in "iu" or name in flags):
+                    # Exported graphs hold shapes, axes, indices and
+                    # Dropout's ratio and training_mode as constants; the
+                    # node tests feed them as inputs.
                     frozen.append(numpy_helper.from_array(arr, name))
                     continue
                 f = os.path.join(work, "in%d_%d.npy" % (k, i))
