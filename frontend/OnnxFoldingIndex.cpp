@@ -146,33 +146,47 @@ FailureOr<bool> onnx_import::foldGatherElements(GraphImporter &g) {
 
 FailureOr<bool> onnx_import::foldGatherND(GraphImporter &g) {
   const ConstTensor &data = *g.constant(0), &idx = *g.constant(1);
-  if (g.intAttr("batch_dims", 0) != 0)
-    return false; // refused by the converter
   if (idx.isFloat() || idx.shape.empty())
     return g.error("GatherND needs integer indices");
+  int64_t batch = g.intAttr("batch_dims", 0);
   int64_t k = idx.shape.back(), rank = data.shape.size();
-  if (k < 1 || k > rank)
+  int64_t idxRank = idx.shape.size();
+  if (batch < 0 || batch >= std::min(rank, idxRank))
+    return g.error(llvm::formatv("unsupported attribute batch_dims={0}", batch),
+                   "it must be below the ranks of the data and the indices");
+  if (!llvm::equal(ArrayRef<int64_t>(data.shape).take_front(batch),
+                   ArrayRef<int64_t>(idx.shape).take_front(batch)))
+    return g.error("GatherND batch dimensions of data " +
+                   shapeText(data.shape) + " and indices " +
+                   shapeText(idx.shape) + " differ");
+  if (k < 1 || k > rank - batch)
     return g.error(llvm::formatv("GatherND indices address {0} dimensions "
-                                 "of a rank-{1} tensor",
-                                 k, rank));
+                                 "of a rank-{1} tensor after {2} batch "
+                                 "dimensions",
+                                 k, rank, batch));
   SmallVector<int64_t> shape(idx.shape.begin(), idx.shape.end() - 1);
-  shape.append(data.shape.begin() + k, data.shape.end());
+  shape.append(data.shape.begin() + batch + k, data.shape.end());
   int64_t n = product(shape);
   if (n > kMaxFoldedElements)
     return false;
   SmallVector<int64_t> strides = stridesOf(data.shape);
-  int64_t slice = product(ArrayRef<int64_t>(data.shape).drop_front(k));
+  int64_t slice = product(ArrayRef<int64_t>(data.shape).drop_front(batch + k));
+  // Index rows per batch position, and the data's elements per position.
+  int64_t rowsPerBatch =
+      product(ArrayRef<int64_t>(idx.shape).drop_front(batch).drop_back());
+  int64_t batchStride =
+      product(ArrayRef<int64_t>(data.shape).drop_front(batch));
   std::vector<int64_t> src;
   src.reserve(n);
   for (int64_t row = 0; row * k < idx.numElements(); ++row) {
-    int64_t base = 0;
+    int64_t base = (row / rowsPerBatch) * batchStride;
     for (int64_t j = 0; j < k; ++j) {
-      int64_t v = idx.ints[row * k + j], len = data.shape[j];
+      int64_t v = idx.ints[row * k + j], len = data.shape[batch + j];
       if (v < -len || v >= len)
         return g.error(llvm::formatv("GatherND index {0} is out of range "
                                      "for dimension {1} of size {2}",
-                                     v, j, len));
-      base += (v < 0 ? v + len : v) * strides[j];
+                                     v, batch + j, len));
+      base += (v < 0 ? v + len : v) * strides[batch + j];
     }
     for (int64_t e = 0; e < slice; ++e)
       src.push_back(base + e);

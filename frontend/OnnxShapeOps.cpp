@@ -714,20 +714,66 @@ static LogicalResult convertScatterND(GraphImporter &g) {
                                          b.getStringAttr(reduction)));
 }
 
-/// `GatherND` (batch_dims 0) of runtime values: `loom.gather_nd`.
+/// `GatherND` of runtime values: `loom.gather_nd`. With `batch_dims` b > 0
+/// and known indices, the data's b leading dimensions are flattened to one
+/// and each index row is prefixed with its flat batch position, which is
+/// `batch_dims` 0 of that.
 static LogicalResult convertGatherND(GraphImporter &g) {
-  if (int64_t batch = g.intAttr("batch_dims", 0))
-    return g.error(llvm::formatv("unsupported attribute batch_dims={0}",
-                                 batch),
-                   "only batch_dims 0 is supported");
   auto data = g.data(0);
-  auto indices = g.indices(1);
-  if (failed(data) || failed(indices))
+  if (failed(data))
     return failure();
-  if (failed(checkNdIndices(g, shapeOf(*data), shapeOf(*indices))))
+  int64_t batch = g.intAttr("batch_dims", 0);
+  if (batch == 0) {
+    auto indices = g.indices(1);
+    if (failed(indices))
+      return failure();
+    if (failed(checkNdIndices(g, shapeOf(*data), shapeOf(*indices))))
+      return failure();
+    return g.define(0,
+                    GatherNdOp::create(g.builder(), g.loc(), *data, *indices));
+  }
+  const ConstTensor *idx = g.constant(1);
+  if (!idx)
+    return g.error(llvm::formatv("unsupported GatherND with batch_dims={0} "
+                                 "of indices computed at run time",
+                                 batch),
+                   "batch_dims > 0 needs known indices");
+  ArrayRef<int64_t> ds = shapeOf(*data), is = idx->shape;
+  if (idx->isFloat() || batch < 0 ||
+      batch >= static_cast<int64_t>(std::min(ds.size(), is.size())) ||
+      ds.take_front(batch) != is.take_front(batch))
+    return g.error(llvm::formatv("unsupported GatherND with batch_dims={0} "
+                                 "of data {1} and indices {2}",
+                                 batch, shapeText(ds), shapeText(is)),
+                   "the indices must be integers sharing the data's leading "
+                   "batch_dims dimensions");
+  if (failed(checkNdIndices(g, ds.drop_front(batch), is.drop_front(batch))))
     return failure();
-  return g.define(
-      0, GatherNdOp::create(g.builder(), g.loc(), *data, *indices));
+  int64_t k = is.back();
+  int64_t rows = idx->numElements() / k;
+  int64_t rowsPerBatch = product(is.drop_front(batch).drop_back());
+  std::vector<int64_t> prefixed;
+  prefixed.reserve(rows * (k + 1));
+  for (int64_t row = 0; row < rows; ++row) {
+    prefixed.push_back(row / rowsPerBatch);
+    for (int64_t j = 0; j < k; ++j)
+      prefixed.push_back(idx->ints[row * k + j]);
+  }
+  FailureOr<Value> flat = *data;
+  if (batch > 1) {
+    SmallVector<int64_t> flatShape = {product(ds.take_front(batch))};
+    flatShape.append(ds.begin() + batch, ds.end());
+    flat = reshapeTo(g, *data, flatShape);
+    if (failed(flat))
+      return failure();
+  }
+  SmallVector<int64_t> idxShape(is.begin(), is.end());
+  idxShape.back() = k + 1;
+  OpBuilder &b = g.builder();
+  auto idxType = RankedTensorType::get(idxShape, b.getI64Type());
+  Value indices = ConstantOp::create(
+      b, g.loc(), DenseElementsAttr::get(idxType, ArrayRef<int64_t>(prefixed)));
+  return g.define(0, GatherNdOp::create(b, g.loc(), *flat, indices));
 }
 
 static LogicalResult convertExpand(GraphImporter &g) {
@@ -792,7 +838,9 @@ static const OpConverter kShapeConverters[] = {
      "loom.gather_elements (float32 data; the data sliced to the indices' "
      "shape outside the axis); known inputs fold"},
     {"GatherND", 11, 17, convertGatherND,
-     "loom.gather_nd (float32 data, batch_dims 0); known inputs fold"},
+     "loom.gather_nd (float32 data; batch_dims > 0 with known indices: the "
+     "batch dimensions flattened and each index row prefixed with its batch "
+     "position); known inputs fold"},
     {"Reshape", 1, 17, convertReshape, "loom.reshape"},
     {"ScatterND", 11, 17, convertScatterND,
      "loom.scatter_nd (float32 data and updates; reduction none, add, "

@@ -137,6 +137,10 @@ def cases(rng):
             {"reduction": mode} if mode != "none" else {}, []
     yield "gathernd_runtime", "GatherND", \
         [("x", x3), ("i", rng.integers(-2, 2, size=(3, 2)).astype(np.int64))], {}, []
+    yield "gathernd_batch_dims1", "GatherND", [("x", x3)], {"batch_dims": 1}, \
+        [("i", rng.integers(-4, 4, size=(2, 3, 1)).astype(np.int64))]
+    yield "gathernd_batch_dims2", "GatherND", [("x", q)], {"batch_dims": 2}, \
+        [("i", rng.integers(-4, 4, size=(2, 3, 2, 2)).astype(np.int64))]
     yield "clip_runtime_bounds", "Clip", [("x", x3), ("lo", np.array(-0.5, np.float32)),
                                           ("hi", np.array(0.7, np.float32))], {}, []
     yield "abs", "Abs", [("x", x3)], {}, []
