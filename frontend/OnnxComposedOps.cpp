@@ -12,7 +12,10 @@
 //   negative pads;
 // - `AveragePool` = a depthwise `conv2d` with a constant 1/k filter, scaled
 //   by the share of real elements in each window when the padding is not
-//   counted (ONNX's default).
+//   counted (ONNX's default);
+// - 3-D pooling = 2-D pooling of `[N, C*D, H, W]`, then the max or mean of
+//   the depth window's strided slices; a dilated `MaxPool` window = the max
+//   of its strided slices of the input padded with -inf.
 //
 // With all inputs known, each folds instead (OnnxFolding*.cpp).
 //
@@ -25,6 +28,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::loom;
@@ -398,6 +402,47 @@ LogicalResult onnx_import::convertMaxPool3d(GraphImporter &g, Value x) {
   return convertPool3d(g, x, /*isMax=*/true);
 }
 
+FailureOr<Value> onnx_import::dilatedMaxPool2d(GraphImporter &g, Value x2,
+                                               Window win) {
+  OpBuilder &b = g.builder();
+  Value fill = g.scalar(-std::numeric_limits<float>::infinity());
+  // Pad with -inf, which never wins a max of a window holding an element.
+  Value v = x2;
+  for (int d = 0; d < 2; ++d) {
+    int64_t axis = 2 + d;
+    SmallVector<Value> parts;
+    if (win.pads[d] > 0)
+      parts.push_back(
+          padBlock(g, v, axis, win.pads[d], true, "constant", fill));
+    parts.push_back(v);
+    if (win.pads[d + 2] > 0)
+      parts.push_back(
+          padBlock(g, v, axis, win.pads[d + 2], false, "constant", fill));
+    if (parts.size() > 1)
+      v = ConcatOp::create(b, g.loc(), parts, b.getI64IntegerAttr(axis));
+  }
+  ArrayRef<int64_t> padded = shapeOf(v);
+  SmallVector<int64_t> out(2);
+  for (int d = 0; d < 2; ++d)
+    out[d] = (padded[2 + d] - win.dilations[d] * (win.kernel[d] - 1) - 1) /
+                 win.strides[d] +
+             1;
+  Value result;
+  for (int64_t i = 0; i < win.kernel[0]; ++i)
+    for (int64_t j = 0; j < win.kernel[1]; ++j) {
+      int64_t h = i * win.dilations[0], w = j * win.dilations[1];
+      Value tap = SliceOp::create(
+          b, g.loc(), v, b.getDenseI64ArrayAttr({2, 3}),
+          b.getDenseI64ArrayAttr({h, w}),
+          b.getDenseI64ArrayAttr({h + (out[0] - 1) * win.strides[0] + 1,
+                                  w + (out[1] - 1) * win.strides[1] + 1}),
+          b.getDenseI64ArrayAttr(win.strides));
+      result =
+          result ? MaxOp::create(b, g.loc(), result, tap).getResult() : tap;
+    }
+  return result;
+}
+
 static LogicalResult convertAveragePool(GraphImporter &g) {
   auto x = g.data(0);
   if (failed(x))
@@ -439,14 +484,13 @@ static const OpConverter kComposedConverters[] = {
      "of counted elements where a window holds padding); 1-D (as 1 x k) and "
      "2-D, dilation 1, ceil_mode as extra end padding; 3-D as 2-D pooling "
      "then the mean of the depth window's strided slices"},
-    {"Clip", 6, 17, convertClip,
-     "loom.max / loom.min with the scalar bounds"},
+    {"Clip", 6, 17, convertClip, "loom.max / loom.min with the scalar bounds"},
     {"CumSum", 11, 17, convertCumSum,
      "loom.matmul with a constant triangular matrix along the axis"},
     {"Einsum", 12, 17, convertEinsum,
      "loom.reduce_sum of labels one operand alone has, loom.transpose and "
      "loom.reshape to [batch, kept, contracted], loom.batch_matmul (or "
-     "loom.matmul); one or two operands, no diagonals"},
+     "loom.matmul); one or two operands; a diagonal as a strided slice"},
     {"Pad", 11, 17, convertPad,
      "loom.concat with constant blocks (constant) or edge slices (edge, "
      "reflect); loom.slice for negative pads"},

@@ -358,8 +358,10 @@ struct Window {
 /// them), or a diagnostic (OnnxNNOps.cpp).
 FailureOr<Window> windowAttrs(GraphImporter &g, ArrayRef<int64_t> spatial,
                               ArrayRef<int64_t> kernelDflt);
-/// `windowAttrs` of a pooling node: `kernel_shape` required, dilation 1.
-FailureOr<Window> poolWindow(GraphImporter &g, ArrayRef<int64_t> spatial);
+/// `windowAttrs` of a pooling node: `kernel_shape` required, dilation 1
+/// unless `dilated`.
+FailureOr<Window> poolWindow(GraphImporter &g, ArrayRef<int64_t> spatial,
+                             bool dilated = false);
 /// `[N, C, L]` as `[N, C, 1, L]` (4-D values unchanged), and back for a
 /// result when the input had rank `rank` (OnnxNNOps.cpp).
 FailureOr<Value> liftTo2d(GraphImporter &g, Value v);
@@ -369,6 +371,10 @@ FailureOr<Value> lowerTo1d(GraphImporter &g, Value v, size_t rank);
 /// the padding. `room` checks that the window fits at all.
 LogicalResult ceilModePads(GraphImporter &g, ArrayRef<int64_t> in2,
                            Window &win);
+/// `MaxPool` of the 2-D `x2` (`[N, C, H, W]`) over a window with a dilation
+/// other than 1: the element-wise max of the window's strided slices of `x2`
+/// padded with -inf (OnnxComposedOps.cpp).
+FailureOr<Value> dilatedMaxPool2d(GraphImporter &g, Value x2, Window win);
 
 /// Folds the current node when all its inputs are known and its op type has
 /// a folder (OnnxFolding.cpp). Returns true when the outputs were defined,

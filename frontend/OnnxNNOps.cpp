@@ -389,13 +389,15 @@ FailureOr<Window> onnx_import::windowAttrs(GraphImporter &g,
 }
 
 FailureOr<Window> onnx_import::poolWindow(GraphImporter &g,
-                                          ArrayRef<int64_t> spatial) {
+                                          ArrayRef<int64_t> spatial,
+                                          bool dilated) {
   if (!g.attr("kernel_shape"))
     return g.error(g.node().op_type() + " needs the attribute kernel_shape");
   auto win = windowAttrs(g, spatial, {});
   if (failed(win))
     return failure();
-  if (llvm::any_of(win->dilations, [](int64_t d) { return d != 1; }))
+  if (!dilated &&
+      llvm::any_of(win->dilations, [](int64_t d) { return d != 1; }))
     return g.error("unsupported attribute dilations=" +
                        listText(intsAttr(g, "dilations", {})),
                    "only dilation 1 is supported");
@@ -519,7 +521,7 @@ static LogicalResult convertMaxPool(GraphImporter &g) {
                    "only 1-D, 2-D and 3-D pooling of NC(D)(H)W inputs is "
                    "supported");
   size_t rank = in.size();
-  auto win = poolWindow(g, in.drop_front(2));
+  auto win = poolWindow(g, in.drop_front(2), /*dilated=*/true);
   if (failed(win))
     return failure();
   if (g.intAttr("storage_order", 0) != 0)
@@ -528,20 +530,33 @@ static LogicalResult convertMaxPool(GraphImporter &g) {
   if (failed(x2))
     return failure();
   ArrayRef<int64_t> in2 = shapeOf(*x2);
-  if (failed(ceilModePads(g, in2, *win)))
+  // The window's extent: a dilated kernel spans d * (k - 1) + 1 elements.
+  Window span = *win;
+  for (int d = 0; d < 2; ++d)
+    span.kernel[d] = win->dilations[d] * (win->kernel[d] - 1) + 1;
+  if (failed(ceilModePads(g, in2, span)))
     return failure();
-  SmallVector<int64_t> &k = win->kernel, &s = win->strides, &p = win->pads;
+  SmallVector<int64_t> &k = span.kernel, &p = span.pads;
   for (int d = 0; d < 2; ++d)
     if (p[d] >= k[d] || p[d + 2] >= k[d])
       return g.error("unsupported MaxPool pads " + listText(p) +
-                         " for the kernel " + listText(k),
-                     "pads must be smaller than the kernel");
-  OpBuilder &b = g.builder();
-  Value pooled = MaxPool2dOp::create(b, g.loc(), *x2,
-                                     b.getDenseI64ArrayAttr(k),
-                                     b.getDenseI64ArrayAttr(s),
-                                     b.getDenseI64ArrayAttr(p));
-  auto lowered = lowerTo1d(g, pooled, rank);
+                         " for the kernel " + listText(win->kernel),
+                     "pads must be smaller than the window");
+  win->pads = span.pads;
+  FailureOr<Value> pooled;
+  if (llvm::any_of(win->dilations, [](int64_t d) { return d != 1; })) {
+    pooled = dilatedMaxPool2d(g, *x2, *win);
+  } else {
+    OpBuilder &b = g.builder();
+    pooled = MaxPool2dOp::create(b, g.loc(), *x2,
+                                 b.getDenseI64ArrayAttr(win->kernel),
+                                 b.getDenseI64ArrayAttr(win->strides),
+                                 b.getDenseI64ArrayAttr(win->pads))
+                 .getResult();
+  }
+  if (failed(pooled))
+    return failure();
+  auto lowered = lowerTo1d(g, *pooled, rank);
   if (failed(lowered))
     return failure();
   return g.define(0, *lowered);
@@ -581,7 +596,9 @@ static const OpConverter kNNConverters[] = {
     {"LayerNormalization", 17, 17, convertLayerNorm,
      "loom.layer_norm; Mean/InvStdDev: loom.reduce_mean, loom.rsqrt"},
     {"MaxPool", 1, 17, convertMaxPool,
-     "loom.max_pool2d; 1-D as 1 x k (dilation 1, Indices unused)"},
+     "loom.max_pool2d; 1-D as 1 x k; 3-D as 2-D then the max of depth "
+     "slices; a dilated window as the max of its strided slices (Indices "
+     "unused)"},
 };
 
 ArrayRef<OpConverter> onnx_import::getNNOpConverters() { return kNNConverters; }

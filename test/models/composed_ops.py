@@ -8,7 +8,7 @@ test_data_set_0/input_K.pb and output_0.pb), so node_conformance.py runs them: f
 graphs of one node with runtime inputs (the forms the ONNX suite only has in float64
 or int32): Pad in constant (runtime value), edge and reflect modes and with negative
 pads, CumSum along each axis, exclusive and reversed, AveragePool (1-D and 2-D) with strides,
-pads counted or not and ceil_mode, MaxPool 1-D with ceil_mode, Sin and Cos, a Max of three,
+pads counted or not and ceil_mode, MaxPool 1-D with ceil_mode, dilated MaxPool, Sin and Cos, a Max of three,
 GatherElements of a runtime value, Einsum (attention scores, '...', outer products, sums,
 implicit outputs, permutations), ScatterND (none, add, mul) and GatherND of runtime values, Clip with runtime bounds, Abs, Tile, a Where on a condition computed at run
 time by comparisons and logic (Greater, LessOrEqual, Equal, Not, And, Or, Xor); and
@@ -106,6 +106,13 @@ def cases(rng):
         {"kernel_shape": [2, 3, 2], "strides": [1, 2, 2], "pads": [0, 1, 0, 0, 1, 1]}, []
     yield "maxpool_ceil_1d", "MaxPool", [("x", x3)], \
         {"kernel_shape": [2], "strides": [2], "ceil_mode": 1}, []
+    yield "maxpool_dilated_pads", "MaxPool", [("x", x4)], \
+        {"kernel_shape": [2, 3], "dilations": [2, 2], "strides": [1, 2],
+         "pads": [1, 2, 0, 1]}, []
+    yield "maxpool_dilated_ceil", "MaxPool", [("x", x4)], \
+        {"kernel_shape": [2, 2], "dilations": [3, 1], "strides": [2, 2], "ceil_mode": 1}, []
+    yield "maxpool_dilated_1d", "MaxPool", [("x", x3)], \
+        {"kernel_shape": [2], "dilations": [3], "pads": [1, 1]}, []
     yield "sin_cos", [helper.make_node("Sin", ["x"], ["s"]),
                       helper.make_node("Cos", ["s"], ["y"])], [("x", x3)]
     yield "max_of_three", "Max", [("x", x3), ("a", x3[:, :1]), ("b", x3[:1])], {}, []
