@@ -395,7 +395,8 @@ static LogicalResult convertPool3d(GraphImporter &g, Value x, bool isMax) {
   if (!isMax && k[0] > 1)
     result = ScaleOp::create(b, g.loc(), result,
                              b.getF64FloatAttr(1.0 / k[0]));
-  return g.define(0, result);
+  return isMax && g.isIntegral(0) ? g.defineConvertedInts(0, result)
+                                  : g.define(0, result);
 }
 
 LogicalResult onnx_import::convertMaxPool3d(GraphImporter &g, Value x) {

@@ -510,7 +510,10 @@ LogicalResult onnx_import::ceilModePads(GraphImporter &g,
 static LogicalResult convertMaxPool(GraphImporter &g) {
   if (failed(onlyFirstOutputUsed(g, "loom.max_pool2d has no Indices output")))
     return failure();
-  auto x = g.data(0);
+  // Integers (uint8 images) pool as the f32 values that hold them: a max of
+  // exact values is exact.
+  bool ints = g.isIntegral(0);
+  auto x = ints ? g.numeric(0) : g.data(0);
   if (failed(x))
     return failure();
   ArrayRef<int64_t> in = shapeOf(*x);
@@ -559,24 +562,29 @@ static LogicalResult convertMaxPool(GraphImporter &g) {
   auto lowered = lowerTo1d(g, *pooled, rank);
   if (failed(lowered))
     return failure();
-  return g.define(0, *lowered);
+  return ints ? g.defineConvertedInts(0, *lowered) : g.define(0, *lowered);
 }
 
-static LogicalResult convertGlobalAveragePool(GraphImporter &g) {
+/// `GlobalAveragePool` / `GlobalMaxPool`: the mean / max over the spatial
+/// axes, kept as size-1 dimensions.
+template <typename ReduceOpT>
+static LogicalResult convertGlobalPool(GraphImporter &g) {
   auto x = g.data(0);
   if (failed(x))
     return failure();
   int64_t rank = shapeOf(*x).size();
   if (rank < 3)
-    return g.error("GlobalAveragePool input must be N x C x ..., got shape " +
+    return g.error(g.node().op_type() +
+                   " input must be N x C x ..., got "
+                   "shape " +
                    shapeText(shapeOf(*x)));
   SmallVector<int64_t> axes;
   for (int64_t i = 2; i < rank; ++i)
     axes.push_back(i);
   OpBuilder &b = g.builder();
-  return g.define(0, ReduceMeanOp::create(b, g.loc(), *x,
-                                          b.getDenseI64ArrayAttr(axes),
-                                          b.getUnitAttr()));
+  return g.define(0, ReduceOpT::create(b, g.loc(), *x,
+                                       b.getDenseI64ArrayAttr(axes),
+                                       b.getUnitAttr()));
 }
 
 //===----------------------------------------------------------------------===//
@@ -591,8 +599,10 @@ static const OpConverter kNNConverters[] = {
     {"Conv", 1, 17, convertConv,
      "loom.conv2d [+ loom.add of the bias reshaped to [1, C, 1, 1]]; 1-D "
      "as 1 x k"},
-    {"GlobalAveragePool", 1, 17, convertGlobalAveragePool,
+    {"GlobalAveragePool", 1, 17, convertGlobalPool<ReduceMeanOp>,
      "loom.reduce_mean over the spatial axes, keep_dims"},
+    {"GlobalMaxPool", 1, 17, convertGlobalPool<ReduceMaxOp>,
+     "loom.reduce_max over the spatial axes, keep_dims"},
     {"LayerNormalization", 17, 17, convertLayerNorm,
      "loom.layer_norm; Mean/InvStdDev: loom.reduce_mean, loom.rsqrt"},
     {"MaxPool", 1, 17, convertMaxPool,
