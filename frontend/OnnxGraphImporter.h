@@ -339,6 +339,19 @@ ArrayRef<OpConverter> getValueOpConverters();
 ArrayRef<OpConverter> getNNOpConverters();
 /// Ops built from other loom ops (OnnxComposedOps.cpp).
 ArrayRef<OpConverter> getComposedOpConverters();
+/// Activations, reductions and LogSoftmax built from other loom ops
+/// (OnnxComposedMath.cpp).
+ArrayRef<OpConverter> getComposedMathConverters();
+/// A `Reduce*` node's axes (attribute, or input from opset 18; 13 for
+/// ReduceSum), sorted and unique, all of them when none are given;
+/// `noop` when none are given and `noop_with_empty_axes` is set
+/// (OnnxMathOps.cpp).
+struct ReduceAxes {
+  SmallVector<int64_t> axes;
+  bool keepDims = true;
+  bool noop = false;
+};
+FailureOr<ReduceAxes> reduceAxes(GraphImporter &g, int64_t rank);
 /// `MaxPool` of a `[N, C, D, H, W]` value: 2-D pooling of `[N, C*D, H, W]`,
 /// then the max of the depth window's strided slices (OnnxComposedOps.cpp).
 LogicalResult convertMaxPool3d(GraphImporter &g, Value x);

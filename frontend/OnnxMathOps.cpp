@@ -405,11 +405,7 @@ static LogicalResult convertSoftmax(GraphImporter &g) {
                                        g.builder().getI64IntegerAttr(*axis)));
 }
 
-template <typename OpTy> static LogicalResult convertReduce(GraphImporter &g) {
-  auto input = g.data(0);
-  if (failed(input))
-    return failure();
-  int64_t rank = shapeOf(*input).size();
+FailureOr<ReduceAxes> onnx_import::reduceAxes(GraphImporter &g, int64_t rank) {
   // ReduceSum takes `axes` as an input from opset 13 (18 for the others).
   bool axesInput =
       g.node().op_type() == "ReduceSum" ? g.opset() >= 13 : g.opset() >= 18;
@@ -422,26 +418,37 @@ template <typename OpTy> static LogicalResult convertReduce(GraphImporter &g) {
   } else if (const onnx::AttributeProto *a = g.attr("axes")) {
     raw.assign(a->ints().begin(), a->ints().end());
   }
-  bool keepDims = g.intAttr("keepdims", 1) != 0;
-  if (raw.empty() && g.intAttr("noop_with_empty_axes", 0) != 0)
-    return g.forward(0, 0);
-  SmallVector<int64_t> axes;
+  ReduceAxes r;
+  r.keepDims = g.intAttr("keepdims", 1) != 0;
+  r.noop = raw.empty() && g.intAttr("noop_with_empty_axes", 0) != 0;
   if (raw.empty())
     for (int64_t i = 0; i < rank; ++i)
-      axes.push_back(i);
+      r.axes.push_back(i);
   for (int64_t a : raw) {
     auto axis = normalizeAxis(a, rank);
     if (failed(axis))
       return g.error(llvm::formatv("unsupported axes {0}", listText(raw)),
                      llvm::formatv("the input has rank {0}", rank));
-    axes.push_back(*axis);
+    r.axes.push_back(*axis);
   }
-  llvm::sort(axes);
-  axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
+  llvm::sort(r.axes);
+  r.axes.erase(std::unique(r.axes.begin(), r.axes.end()), r.axes.end());
+  return r;
+}
+
+template <typename OpTy> static LogicalResult convertReduce(GraphImporter &g) {
+  auto input = g.data(0);
+  if (failed(input))
+    return failure();
+  auto r = reduceAxes(g, shapeOf(*input).size());
+  if (failed(r))
+    return failure();
+  if (r->noop)
+    return g.forward(0, 0);
   OpBuilder &b = g.builder();
-  return g.define(0,
-                  OpTy::create(b, g.loc(), *input, b.getDenseI64ArrayAttr(axes),
-                               keepDims ? b.getUnitAttr() : UnitAttr()));
+  return g.define(0, OpTy::create(b, g.loc(), *input,
+                                  b.getDenseI64ArrayAttr(r->axes),
+                                  r->keepDims ? b.getUnitAttr() : UnitAttr()));
 }
 
 //===----------------------------------------------------------------------===//

@@ -20,9 +20,9 @@ ArrayRef<OpConverter> onnx_import::getOpConverters() {
   static const std::vector<OpConverter> table = [] {
     std::vector<OpConverter> all;
     for (ArrayRef<OpConverter> family :
-         {getMathOpConverters(), getShapeOpConverters(),
-          getValueOpConverters(), getNNOpConverters(),
-          getComposedOpConverters()})
+         {getMathOpConverters(), getShapeOpConverters(), getValueOpConverters(),
+          getNNOpConverters(), getComposedOpConverters(),
+          getComposedMathConverters()})
       all.insert(all.end(), family.begin(), family.end());
     llvm::sort(all, [](const OpConverter &a, const OpConverter &b) {
       return StringRef(a.opType) < StringRef(b.opType);

@@ -10,7 +10,9 @@ or int32): Pad in constant (runtime value), edge and reflect modes and with nega
 pads, CumSum along each axis, exclusive and reversed, AveragePool (1-D and 2-D) with strides,
 pads counted or not and ceil_mode, MaxPool 1-D with ceil_mode, dilated MaxPool, Sin and Cos, a Max of three,
 GatherElements of a runtime value, Einsum (attention scores, '...', outer products, sums,
-implicit outputs, permutations), ScatterND (none, add, mul) and GatherND of runtime values, Clip with runtime bounds, Abs, Tile, a Where on a condition computed at run
+implicit outputs, permutations, diagonals), LogSoftmax (large inputs, opset 11's 2-D coercion),
+ReduceLogSumExp of large inputs, ReduceMin, ReduceL2, Softplus of large inputs, Celu,
+HardSwish, PRelu with a per-channel slope, Sum and Mean broadcasting, Sign, ScatterND (none, add, mul) and GatherND of runtime values, Clip with runtime bounds, Abs, Tile, a Where on a condition computed at run
 time by comparisons and logic (Greater, LessOrEqual, Equal, Not, And, Or, Xor); and
 `fold_*` copies of the single-node tests with
 every input an initializer (the importer folds them), plus the fold-only GatherElements
@@ -57,13 +59,15 @@ def node_model(op, inputs, out_shape, attrs=None, inits=(), order=None):
     integer initializers (pads, repeats, axes: constants in exported graphs); the node
     reads them in `order` (names; default inputs then initializers)."""
     names = order or [n for n, _ in inputs] + [n for n, _ in inits]
-    node = helper.make_node(op, names, ["y"], **(attrs or {}))
+    attrs = dict(attrs or {})
+    opset = attrs.pop("_opset", 17)
+    node = helper.make_node(op, names, ["y"], **attrs)
     graph = helper.make_graph(
         [node], "g",
         [helper.make_tensor_value_info(n, elem_type(a), list(a.shape)) for n, a in inputs],
         [helper.make_tensor_value_info("y", F, list(out_shape))],
         initializer=[numpy_helper.from_array(a, n) for n, a in inits])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = 8
     onnx.checker.check_model(model)
     return model
@@ -151,6 +155,25 @@ def cases(rng):
     yield "clip_runtime_bounds", "Clip", [("x", x3), ("lo", np.array(-0.5, np.float32)),
                                           ("hi", np.array(0.7, np.float32))], {}, []
     yield "abs", "Abs", [("x", x3)], {}, []
+    # Activations and reductions built from other ops (OnnxComposedMath.cpp).
+    big = (x3 * 1e4).astype(np.float32)
+    yield "logsoftmax_axis1", "LogSoftmax", [("x", x3)], {"axis": 1}, []
+    yield "logsoftmax_large", "LogSoftmax", [("x", big)], {}, []
+    yield "logsoftmax_opset11_coerced", "LogSoftmax", [("x", x4)], {"axis": 1, "_opset": 11}, []
+    yield "reduce_logsumexp_large", "ReduceLogSumExp", [("x", big)], \
+        {"axes": [0, 2], "keepdims": 0}, []
+    yield "reduce_min_axes", "ReduceMin", [("x", x3)], {"axes": [-1]}, []
+    yield "reduce_l2_all", "ReduceL2", [("x", x3)], {"keepdims": 0}, []
+    yield "softplus_large", "Softplus", [("x", (x3 * 50).astype(np.float32))], {}, []
+    yield "celu_alpha", "Celu", [("x", x3)], {"alpha": 2.0}, []
+    yield "hardswish", "HardSwish", [("x", (x3 * 4).astype(np.float32))], {}, []
+    yield "prelu_channel_slope", "PRelu", \
+        [("x", x3), ("slope", rng.standard_normal((4, 1)).astype(np.float32))], {}, []
+    yield "sum_broadcast", "Sum", [("x", x3), ("a", x3[:, :1]), ("b", x3[1])], {}, []
+    yield "mean_broadcast", "Mean", [("x", x3), ("a", x3[:1]), ("b", x3[0, 0])], {}, []
+    signs = x3.copy()
+    signs[0, 0] = 0
+    yield "sign_zeros", "Sign", [("x", signs)], {}, []
     yield "tile", "Tile", [("x", x3)], {}, [("repeats", np.array([1, 2, 3], dtype=np.int64))]
     # Comparisons and logic at run time (0/1 masks) select with Where.
     y3 = rng.standard_normal((2, 4, 5)).astype(np.float32)

@@ -3,7 +3,8 @@
 
   node_conformance.py --loom-run BIN --loomc BIN [--data-dir DIR] [--filter REGEX]
                       [--jobs 2] [--rtol 1e-4] [--atol 1e-5] [--timeout 60]
-                      [--known-failures FILE] [--verbose]
+                      [--known-failures FILE] [--verbose] [--require-all]
+                      [--min-pass-rate PERCENT] [--no-freeze-ints]
 
 Each test is a directory DIR/test_*/ with model.onnx and test_data_set_*/input_*.pb,
 output_*.pb (Debian's libonnx-testdata: /usr/share/libonnx-testdata/data/node). A test is
@@ -20,16 +21,16 @@ output_*.pb (Debian's libonnx-testdata: /usr/share/libonnx-testdata/data/node). 
   failed (reason)          otherwise.
 `loom-run` runs with LOOMC set to --loomc, so both come from the same build.
 Integer inputs of a data set (shapes, axes, split sizes, indices) and Dropout's ratio
-and training_mode are frozen into
-initializers of a copy of the model before it runs, as exported graphs hold them
-(`--no-freeze-ints` feeds them as inputs instead).
+and training_mode are frozen into initializers of a copy of the model before it runs,
+as exported graphs hold them (`--no-freeze-ints` feeds them as inputs instead).
 
 Prints one line per test with --verbose; always a table per op type (a test counts
 under each op type of its graph, or, if unsupported for its ops, under those ops only),
 the totals, and the pass rate over the tests whose ops are all supported.
 Exit 0; 1 if a test of supported ops failed and is not listed in --known-failures
 (default: node_conformance_known_failures.txt next to this script; one test name per
-line, `# reason` comments), or with --require-all if any test did not pass; 2 on bad
+line, `# reason` comments), with --require-all if any test did not pass, or with
+--min-pass-rate if the pass rate is below it; 2 on bad
 usage or a missing binary or directory.
 """
 import argparse
@@ -331,6 +332,9 @@ def main(argv=None):
     p.add_argument("--require-all", action="store_true",
                    help="exit 1 unless every test passed (for suites written for loom, "
                    "where an unsupported test is a failure)")
+    p.add_argument("--min-pass-rate", type=float, default=None, metavar="PERCENT",
+                   help="exit 1 if the pass rate over the tests of supported ops is "
+                   "below PERCENT")
     p.add_argument("--no-freeze-ints", dest="freeze_ints", action="store_false",
                    help="feed integer inputs as inputs instead of freezing them into "
                    "initializers")
@@ -430,6 +434,10 @@ def main(argv=None):
         unexpected = [t for t in tests if t.status != "passed"]
     if unexpected:
         print("FAILED: %s" % " ".join(t.name for t in unexpected))
+        return 1
+    if args.min_pass_rate is not None and rate < args.min_pass_rate:
+        print("FAILED: pass rate %.1f%% is below --min-pass-rate %g%%"
+              % (rate, args.min_pass_rate))
         return 1
     return 0
 
