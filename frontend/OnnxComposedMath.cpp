@@ -213,7 +213,7 @@ LogicalResult convertSumMean(GraphImporter &g) {
     if (failed(next))
       return failure();
     if (failed(broadcastShape(shapeOf(result), shapeOf(*next))))
-      return g.error(g.node().op_type() + " operand shapes " +
+      return g.shapeError(g.node().op_type() + " operand shapes " +
                      shapeText(shapeOf(result)) + " and " +
                      shapeText(shapeOf(*next)) + " do not broadcast");
     result = o.add(result, *next);

@@ -404,7 +404,7 @@ static FailureOr<bool> foldBinary(GraphImporter &g) {
   const ConstTensor &a = *g.constant(0), &b = *g.constant(1);
   auto shape = broadcastShape(a.shape, b.shape);
   if (failed(shape))
-    return g.error(op + " operand shapes " + shapeText(a.shape) + " and " +
+    return g.shapeError(op + " operand shapes " + shapeText(a.shape) + " and " +
                    shapeText(b.shape) + " do not broadcast");
   int64_t n = product(*shape);
   if (n > kMaxFoldedElements)
@@ -536,7 +536,7 @@ static FailureOr<bool> foldWhere(GraphImporter &g) {
   if (succeeded(xy))
     shape = broadcastShape(c.shape, *xy);
   if (failed(shape))
-    return g.error("Where operand shapes " + shapeText(c.shape) + ", " +
+    return g.shapeError("Where operand shapes " + shapeText(c.shape) + ", " +
                    shapeText(x.shape) + " and " + shapeText(y.shape) +
                    " do not broadcast");
   int64_t n = product(*shape);
@@ -580,7 +580,7 @@ static FailureOr<bool> foldMatMul(GraphImporter &g) {
                     batchB = ArrayRef<int64_t>(bs).drop_back(2);
   auto batch = broadcastShape(batchA, batchB);
   if (failed(batch))
-    return g.error("MatMul batch dimensions of " + shapeText(a.shape) +
+    return g.shapeError("MatMul batch dimensions of " + shapeText(a.shape) +
                    " and " + shapeText(b.shape) + " do not broadcast");
   int64_t batches = product(*batch);
   if (batches * m * n > kMaxFoldedElements)

@@ -524,6 +524,28 @@ InFlightDiagnostic GraphImporter::error(const Twine &what,
   return diag;
 }
 
+InFlightDiagnostic GraphImporter::shapeError(const Twine &what,
+                                             const Twine &detail) {
+  if (batchChange.imported < 0)
+    return error(what, detail);
+  std::string hint =
+      batchChange.exported < 0
+          ? llvm::formatv("the model's batch is symbolic and is imported as "
+                          "{0}; is a batch size baked into the exported "
+                          "graph? export it with the batch you import",
+                          batchChange.imported)
+                .str()
+          : llvm::formatv("the model was exported with batch {0} and is "
+                          "imported with batch {1}; is that batch baked into "
+                          "the exported graph? export it with the batch you "
+                          "import",
+                          batchChange.exported, batchChange.imported)
+                .str();
+  if (detail.isTriviallyEmpty())
+    return error(what, hint);
+  return error(what, detail + "; " + hint);
+}
+
 bool GraphImporter::hasInput(unsigned index) const {
   return index < static_cast<unsigned>(current->input_size()) &&
          !current->input(index).empty();

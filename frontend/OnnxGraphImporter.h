@@ -155,6 +155,13 @@ classifyInitializers(Location loc, const onnx::ModelProto &model,
                      const llvm::StringMap<ExternalTensor> &external,
                      StringRef trainPattern, StringRef freezePattern);
 
+/// The batch the import gives the graph inputs, when it differs from the
+/// exported one (`exported` -1: the export's batch is symbolic).
+struct BatchChange {
+  int64_t exported = -1;
+  int64_t imported = -1;
+};
+
 /// Converts the nodes of one checked, shape-inferred ONNX graph.
 class GraphImporter {
 public:
@@ -261,6 +268,11 @@ public:
 
   /// An error at the current node: "WHAT at node 'NAME'[: DETAIL]".
   InFlightDiagnostic error(const Twine &what, const Twine &detail = "");
+  /// `error` for shapes that do not fit together; when the import changed the
+  /// batch from the exported one, the detail also says so (a batch baked into
+  /// the exported graph is the likely cause).
+  InFlightDiagnostic shapeError(const Twine &what, const Twine &detail = "");
+  void setBatchChange(BatchChange change) { batchChange = change; }
 
   const onnx::NodeProto &node() const { return *current; }
   StringRef name() const { return currentName; }
@@ -303,6 +315,7 @@ private:
   llvm::StringMap<Value> materialized;
   /// Runtime f32 values that hold an ONNX int64 tensor's integers.
   llvm::StringSet<> convertedInts;
+  BatchChange batchChange;
   /// Names read by some node or graph output.
   llvm::StringSet<> used;
   llvm::StringMap<SmallVector<int64_t>> folded;

@@ -257,7 +257,8 @@ static void retargetReshapes(onnx::ModelProto &model, int64_t opset) {
 /// Applies `batchSize` and `inputShapes` to the graph inputs.
 static LogicalResult applyShapeOptions(Location loc, StringRef path,
                                        onnx::ModelProto &model, int64_t opset,
-                                       const OnnxImportOptions &options) {
+                                       const OnnxImportOptions &options,
+                                       BatchChange &batchChange) {
   onnx::GraphProto &graph = *model.mutable_graph();
   llvm::StringSet<> initializers;
   for (const auto &init : graph.initializer())
@@ -297,6 +298,8 @@ static LogicalResult applyShapeOptions(Location loc, StringRef path,
                   : options.batchSize ? *options.batchSize
                                       : old;
     batchChanges |= old >= 0 && now != old;
+    if (now >= 0 && now != old && batchChange.imported < 0)
+      batchChange = {old, now};
   }
   if (batchChanges) {
     retargetReshapes(model, opset);
@@ -523,7 +526,9 @@ static OwningOpRef<ModuleOp> importImpl(MLIRContext *ctx, StringRef path,
   }
   if (failed(prepareForInference(fileLoc, model, *opset)))
     return nullptr;
-  if (failed(applyShapeOptions(fileLoc, path, model, *opset, options)))
+  BatchChange batchChange;
+  if (failed(applyShapeOptions(fileLoc, path, model, *opset, options,
+                               batchChange)))
     return nullptr;
   // Data propagation also computes the values of small integer tensors
   // (shape subgraphs: Shape, Gather, Unsqueeze, Concat, ...).
@@ -572,6 +577,7 @@ static OwningOpRef<ModuleOp> importImpl(MLIRContext *ctx, StringRef path,
   }
   GraphImporter importer(ctx, model, locator, *opset, std::move(folded),
                          std::move(*external), std::move(*roles));
+  importer.setBatchChange(batchChange);
   if (failed(importer.importInto(*module)))
     return nullptr;
   if (failed(verify(*module)))

@@ -34,7 +34,7 @@ template <typename OpTy> static LogicalResult convertBinary(GraphImporter &g) {
     if (failed(lhs) || failed(rhs))
       return failure();
     if (failed(broadcastShape(shapeOf(*lhs), shapeOf(*rhs))))
-      return g.error(opType + " operand shapes " + shapeText(shapeOf(*lhs)) +
+      return g.shapeError(opType + " operand shapes " + shapeText(shapeOf(*lhs)) +
                      " and " + shapeText(shapeOf(*rhs)) + " do not broadcast");
     return g.defineConvertedInts(
         0, OpTy::create(g.builder(), g.loc(), *lhs, *rhs));
@@ -46,7 +46,7 @@ template <typename OpTy> static LogicalResult convertBinary(GraphImporter &g) {
     if (failed(base) || failed(exponent))
       return failure();
     if (failed(broadcastShape(shapeOf(*base), shapeOf(*exponent))))
-      return g.error("Pow operand shapes " + shapeText(shapeOf(*base)) +
+      return g.shapeError("Pow operand shapes " + shapeText(shapeOf(*base)) +
                      " and " + shapeText(shapeOf(*exponent)) +
                      " do not broadcast");
     OpBuilder &b = g.builder();
@@ -64,7 +64,7 @@ template <typename OpTy> static LogicalResult convertBinary(GraphImporter &g) {
   if (failed(lhs) || failed(rhs))
     return failure();
   if (failed(broadcastShape(shapeOf(*lhs), shapeOf(*rhs))))
-    return g.error(g.node().op_type() + " operand shapes " +
+    return g.shapeError(g.node().op_type() + " operand shapes " +
                    shapeText(shapeOf(*lhs)) + " and " +
                    shapeText(shapeOf(*rhs)) + " do not broadcast");
   return g.define(0, OpTy::create(g.builder(), g.loc(), *lhs, *rhs));
@@ -95,7 +95,7 @@ static LogicalResult convertMaxMin(GraphImporter &g) {
     if (failed(next))
       return failure();
     if (failed(broadcastShape(shapeOf(result), shapeOf(*next))))
-      return g.error(g.node().op_type() + " operand shapes " +
+      return g.shapeError(g.node().op_type() + " operand shapes " +
                      shapeText(shapeOf(result)) + " and " +
                      shapeText(shapeOf(*next)) + " do not broadcast");
     result = isMax ? MaxOp::create(g.builder(), g.loc(), result, *next)
@@ -120,7 +120,7 @@ static LogicalResult convertWhere(GraphImporter &g) {
     return failure();
   auto xy = broadcastShape(shapeOf(*x), shapeOf(*y));
   if (failed(xy) || failed(broadcastShape(shapeOf(mask), *xy)))
-    return g.error("Where operand shapes " + shapeText(shapeOf(mask)) + ", " +
+    return g.shapeError("Where operand shapes " + shapeText(shapeOf(mask)) + ", " +
                    shapeText(shapeOf(*x)) + " and " + shapeText(shapeOf(*y)) +
                    " do not broadcast");
   Value selected = SelectOp::create(g.builder(), g.loc(), mask, *x, *y);
@@ -134,7 +134,7 @@ static LogicalResult convertCompare(GraphImporter &g) {
   if (failed(a) || failed(b))
     return failure();
   if (failed(broadcastShape(shapeOf(*a), shapeOf(*b))))
-    return g.error(g.node().op_type() + " operand shapes " +
+    return g.shapeError(g.node().op_type() + " operand shapes " +
                    shapeText(shapeOf(*a)) + " and " + shapeText(shapeOf(*b)) +
                    " do not broadcast");
   StringRef op = g.node().op_type();
@@ -168,7 +168,7 @@ static LogicalResult convertLogic(GraphImporter &g) {
   if (failed(c))
     return failure();
   if (failed(broadcastShape(shapeOf(*a), shapeOf(*c))))
-    return g.error(op + " operand shapes " + shapeText(shapeOf(*a)) +
+    return g.shapeError(op + " operand shapes " + shapeText(shapeOf(*a)) +
                    " and " + shapeText(shapeOf(*c)) + " do not broadcast");
   Value r;
   if (op == "And")
@@ -313,7 +313,7 @@ static LogicalResult convertMatMul(GraphImporter &g) {
   } else {
     if (failed(broadcastShape(ArrayRef<int64_t>(a).drop_back(2),
                               ArrayRef<int64_t>(w).drop_back(2))))
-      return g.error("MatMul batch dimensions do not broadcast",
+      return g.shapeError("MatMul batch dimensions do not broadcast",
                      "shapes " + shapeText(shapeOf(*lhs)) + " and " +
                          shapeText(shapeOf(*rhs)));
     result = BatchMatmulOp::create(g.builder(), g.loc(), l, r, UnitAttr(),

@@ -527,7 +527,7 @@ static LogicalResult convertConcat(GraphImporter &g) {
       for (size_t d = 0; same && d < s.size(); ++d)
         same = static_cast<int64_t>(d) == *axis || s[d] == shape[d];
       if (!same)
-        return g.error("Concat inputs of shapes " + shapeText(shape) + " and " +
+        return g.shapeError("Concat inputs of shapes " + shapeText(shape) + " and " +
                        shapeText(s) + " differ outside axis " +
                        std::to_string(*axis));
       total += s[*axis];
@@ -571,7 +571,7 @@ static LogicalResult convertConcat(GraphImporter &g) {
     for (int64_t d = 0; same && d < rank; ++d)
       same = d == *axis || s[d] == first[d];
     if (!same)
-      return g.error("Concat inputs of shapes " + shapeText(first) + " and " +
+      return g.shapeError("Concat inputs of shapes " + shapeText(first) + " and " +
                      shapeText(s) + " differ outside axis " +
                      std::to_string(*axis));
   }
@@ -788,10 +788,9 @@ static LogicalResult convertExpand(GraphImporter &g) {
                    "-1 is torch's spelling, not ONNX's)");
   auto out = broadcastShape(shape, *target);
   if (failed(out))
-    return g.error("cannot expand " + shapeText(shape) + " to " +
+    return g.shapeError("cannot expand " + shapeText(shape) + " to " +
                        listText(*target),
-                   "the shapes do not broadcast (is a batch size baked into "
-                   "the exported graph? export it with the batch you import)");
+                   "the shapes do not broadcast");
   if (in->known && product(*out) <= kMaxFoldedElements) {
     std::vector<int64_t> src(product(*out));
     size_t offset = out->size() - shape.size();
