@@ -89,7 +89,8 @@ class Loom_ReduceOp<string mnemonic, string desc>
   let summary = desc # " over `axes`";
   let description = [{
     Reduces the listed axes (non-negative, sorted, unique); `keep_dims`
-    keeps them with size 1.
+    keeps them with size 1. The gradient of `reduce_max` is shared evenly by
+    the elements equal to the max (PyTorch's `amax`).
 
     ```mlir
     %m = loom.}] # mnemonic # [{ %x axes [2] {keep_dims} : tensor<2x64x128xf32> -> tensor<2x64x1xf32>

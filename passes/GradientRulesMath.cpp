@@ -14,6 +14,19 @@
 using namespace mlir;
 using namespace mlir::loom;
 
+/// `v`, a reduction of `x` over `axes`, with the reduced dimensions as 1s
+/// (reshaped when the reduction dropped them).
+static Value keptDims(OpBuilder &b, Value v, Value x, ArrayRef<int64_t> axes,
+                      bool keepDims, Location loc) {
+  if (keepDims)
+    return v;
+  SmallVector<int64_t> kept(cast<RankedTensorType>(x.getType()).getShape());
+  for (int64_t a : axes)
+    kept[a] = 1;
+  auto shape = cast<RankedTensorType>(v.getType()).getShape();
+  return ReshapeOp::create(b, loc, v, batchAgnosticReshapeSpec(shape, kept));
+}
+
 LogicalResult GradientBuilder::backwardMath(Operation *op, Value dy) {
   Location loc = op->getLoc();
   Value y = op->getResult(0);
@@ -136,19 +149,23 @@ LogicalResult GradientBuilder::backwardMath(Operation *op, Value dy) {
                      SelectOp::create(b, loc, s.getCondition(), zero, dy), loc);
         return success();
       })
+      .Case<ReduceMaxOp>([&](ReduceMaxOp red) {
+        // PyTorch's amax: the gradient is shared evenly by the elements
+        // equal to the max.
+        Value x = red.getInput();
+        Value g = keptDims(b, dy, x, red.getAxes(), red.getKeepDims(), loc);
+        Value m = keptDims(b, y, x, red.getAxes(), red.getKeepDims(), loc);
+        Value hit = EqualOp::create(b, loc, x, m);
+        Value count = ReduceSumOp::create(b, loc, hit, red.getAxesAttr(),
+                                          b.getUnitAttr());
+        Value share = DivOp::create(b, loc, g, count);
+        accumulate(x, mul(hit, share, loc), loc);
+        return success();
+      })
       .Case<ReduceSumOp, ReduceMeanOp>([&](auto red) {
         Value x = red.getInput();
         auto xType = cast<RankedTensorType>(x.getType());
-        Value g = dy;
-        if (!red.getKeepDims()) {
-          // Put the reduced dimensions back as 1s, then broadcast.
-          SmallVector<int64_t> kept(xType.getShape());
-          for (int64_t a : red.getAxes())
-            kept[a] = 1;
-          auto dyShape = cast<RankedTensorType>(dy.getType()).getShape();
-          g = ReshapeOp::create(b, loc, dy,
-                                batchAgnosticReshapeSpec(dyShape, kept));
-        }
+        Value g = keptDims(b, dy, x, red.getAxes(), red.getKeepDims(), loc);
         g = BroadcastLikeOp::create(b, loc, g, x);
         if (isa<ReduceMeanOp>(red.getOperation())) {
           int64_t count = 1;

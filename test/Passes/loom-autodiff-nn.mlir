@@ -58,3 +58,20 @@ func.func @main(%p: tensor<2x5xf32> {loom.param = "p"}, %t: tensor<2xf32> {loom.
   %l = loom.mse %m, %t : tensor<2xf32> -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// reduce_max shares the gradient evenly among the elements equal to the max
+// (PyTorch's amax): a 0/1 mask of them times the gradient over their count.
+// CHECK-LABEL: func.func @main
+// CHECK:         %[[G:.*]] = loom.reshape %{{.*}} [0, -1] : tensor<2xf32> -> tensor<2x1xf32>
+// CHECK:         %[[M:.*]] = loom.reshape %[[Y:.*]] [0, -1] : tensor<2xf32> -> tensor<2x1xf32>
+// CHECK:         %[[HIT:.*]] = loom.equal %{{.*}}, %[[M]] : (tensor<2x5xf32>, tensor<2x1xf32>) -> tensor<2x5xf32>
+// CHECK:         %[[N:.*]] = loom.reduce_sum %[[HIT]] axes [1] {keep_dims}
+// CHECK:         %[[S:.*]] = loom.div %[[G]], %[[N]]
+// CHECK:         loom.mul %[[HIT]], %[[S]] : (tensor<2x5xf32>, tensor<2x1xf32>) -> tensor<2x5xf32>
+func.func @main(%p: tensor<2x5xf32> {loom.param = "p"}, %t: tensor<2xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+  %m = loom.reduce_max %p axes [1] : tensor<2x5xf32> -> tensor<2xf32>
+  %l = loom.mse %m, %t : tensor<2xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The ONNX ops loom builds from other ops (Pad, CumSum, AveragePool, Clip, Abs,
-# Tile) on float32 runtime inputs, and the same ops folded from constants (with
+# The ONNX ops loom builds from other ops (Pad, CumSum, pooling, Clip, Abs,
+# Tile, Einsum, activations, reductions, LogSoftmax; test/models/composed_ops.py)
+# on float32 runtime inputs, and the same ops folded from constants (with
 # GatherElements and ScatterND): `loom-run --forward` against ONNX Runtime's
 # outputs, every test required to pass.
 source "$(dirname "$0")/lib.sh"

@@ -8,7 +8,10 @@ file, so the reference starts from the weights Loom starts from. Integer
 initializers and Constant nodes are constants.
 
 Supported ops: Gemm MatMul Add Sub Mul Div Relu Tanh Sigmoid Flatten Reshape
-Identity Constant Shape Gather Unsqueeze Squeeze Concat Cast.
+Identity Constant Shape Gather Unsqueeze Squeeze Concat Cast; and, with torch's own
+functions (the independent reference for what loom builds from other ops): Elu Selu
+Celu LeakyRelu PRelu HardSigmoid HardSwish Softplus Softsign Sinh Sum Mean ReduceL2
+ReduceLogSumExp ReduceMin LogSoftmax Einsum MaxPool (2-D).
 
 Training follows the Loom conventions (docs/plan-format.md, PyTorch defaults):
   * step i (0-based) uses samples [i*B, (i+1)*B) modulo N of every data file;
@@ -143,7 +146,48 @@ def _op_constant(node):
     raise OnnxError("Constant node %r: unsupported value attribute" % node.name)
 
 
+def _reduce(fn):
+    """An opset-17 Reduce* node (axes attribute, keepdims) as fn(x, dims, keepdim)."""
+    def op(node, x):
+        at = _attrs(node)
+        dims = [int(a) for a in at.get("axes", range(x.dim()))]
+        return fn(x, dims, bool(at.get("keepdims", 1)))
+    return op
+
+
+def _op_maxpool(node, x):
+    at = _attrs(node)
+    pads = list(at.get("pads", [0, 0, 0, 0]))
+    if pads[:2] != pads[2:] or int(at.get("ceil_mode", 0)):
+        raise OnnxError("MaxPool %r: only symmetric pads, no ceil_mode" % node.name)
+    return F.max_pool2d(x, list(at["kernel_shape"]), stride=list(at.get("strides", [1, 1])),
+                        padding=pads[:2], dilation=list(at.get("dilations", [1, 1])))
+
+
+def _alpha(node, default):
+    return float(_attrs(node).get("alpha", default))
+
+
 _OPS = {
+    "Elu": lambda n, x: F.elu(x, _alpha(n, 1.0)),
+    "Selu": lambda n, x: F.selu(x),
+    "Celu": lambda n, x: F.celu(x, _alpha(n, 1.0)),
+    "LeakyRelu": lambda n, x: F.leaky_relu(x, _alpha(n, 0.01)),
+    "PRelu": lambda n, x, slope: torch.where(x >= 0, x, slope * x),
+    "HardSigmoid": lambda n, x: torch.clamp(_alpha(n, 0.2) * x + float(_attrs(n).get("beta", 0.5)),
+                                            0, 1),
+    "HardSwish": lambda n, x: F.hardswish(x),
+    "Softplus": lambda n, x: F.softplus(x),
+    "Softsign": lambda n, x: F.softsign(x),
+    "Sinh": lambda n, x: torch.sinh(x),
+    "Sum": lambda n, *xs: sum(xs[1:], xs[0]),
+    "Mean": lambda n, *xs: sum(xs[1:], xs[0]) / len(xs),
+    "ReduceL2": _reduce(lambda x, d, k: torch.linalg.vector_norm(x, 2, dim=d, keepdim=k)),
+    "ReduceLogSumExp": _reduce(lambda x, d, k: torch.logsumexp(x, dim=d, keepdim=k)),
+    "ReduceMin": _reduce(lambda x, d, k: torch.amin(x, dim=d, keepdim=k)),
+    "LogSoftmax": lambda n, x: F.log_softmax(x, dim=int(_attrs(n).get("axis", -1))),
+    "Einsum": lambda n, *xs: torch.einsum(_attrs(n)["equation"].decode(), *xs),
+    "MaxPool": _op_maxpool,
     "Gemm": _op_gemm,
     "MatMul": lambda n, a, b: torch.matmul(a, b),
     "Add": lambda n, a, b: a + b,

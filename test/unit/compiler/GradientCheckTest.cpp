@@ -330,6 +330,14 @@ const GradCase kCases[] = {
       %3 = loom.mul %0, %2 : (tensor<2x1x2xf32>, tensor<2x1x2xf32>) -> tensor<2x1x2xf32>
       %4 = loom.mse %3, %t : tensor<2x1x2xf32> -> tensor<f32>
       return %4 : tensor<f32> })"},
+    {"reduce_max", R"(func.func @main(%a: tensor<2x3x2xf32> {loom.param = "a"}, %t: tensor<2x2xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+      %0 = loom.reduce_max %a axes [1] : tensor<2x3x2xf32> -> tensor<2x2xf32>
+      %1 = loom.reduce_max %a axes [0, 2] {keep_dims} : tensor<2x3x2xf32> -> tensor<1x3x1xf32>
+      %2 = loom.reshape %1 [1, 3] : tensor<1x3x1xf32> -> tensor<1x3xf32>
+      %3 = loom.slice %2 axes [1] starts [0] ends [2] steps [1] : tensor<1x3xf32> -> tensor<1x2xf32>
+      %4 = loom.mul %0, %3 : (tensor<2x2xf32>, tensor<1x2xf32>) -> tensor<2x2xf32>
+      %5 = loom.mse %4, %t : tensor<2x2xf32> -> tensor<f32>
+      return %5 : tensor<f32> })"},
     {"transpose_expand", R"(func.func @main(%a: tensor<2x1x3xf32> {loom.param = "a"}, %t: tensor<3x4x2xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
       %0 = loom.expand %a [-1, 4, -1] : tensor<2x1x3xf32> -> tensor<2x4x3xf32>
       %1 = loom.transpose %0 [2, 1, 0] : tensor<2x4x3xf32> -> tensor<3x4x2xf32>
