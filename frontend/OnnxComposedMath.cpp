@@ -203,21 +203,12 @@ LogicalResult convertSumMean(GraphImporter &g) {
   int n = g.node().input_size();
   if (n < 1)
     return g.error(g.node().op_type() + " needs at least one input");
-  auto first = g.data(0);
-  if (failed(first))
-    return failure();
   Ops o(g);
-  Value result = *first;
-  for (int i = 1; i < n; ++i) {
-    auto next = g.data(i);
-    if (failed(next))
-      return failure();
-    if (failed(broadcastShape(shapeOf(result), shapeOf(*next))))
-      return g.shapeError(g.node().op_type() + " operand shapes " +
-                     shapeText(shapeOf(result)) + " and " +
-                     shapeText(shapeOf(*next)) + " do not broadcast");
-    result = o.add(result, *next);
-  }
+  auto sum =
+      chainInputs(g, [&](Value acc, Value next) { return o.add(acc, next); });
+  if (failed(sum))
+    return failure();
+  Value result = *sum;
   if (g.node().op_type() == "Mean")
     result = o.scale(result, 1.0 / n);
   return g.define(0, result);

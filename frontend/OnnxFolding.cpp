@@ -405,7 +405,7 @@ static FailureOr<bool> foldBinary(GraphImporter &g) {
   auto shape = broadcastShape(a.shape, b.shape);
   if (failed(shape))
     return g.shapeError(op + " operand shapes " + shapeText(a.shape) + " and " +
-                   shapeText(b.shape) + " do not broadcast");
+                        shapeText(b.shape) + " do not broadcast");
   int64_t n = product(*shape);
   if (n > kMaxFoldedElements)
     return false;
@@ -537,8 +537,8 @@ static FailureOr<bool> foldWhere(GraphImporter &g) {
     shape = broadcastShape(c.shape, *xy);
   if (failed(shape))
     return g.shapeError("Where operand shapes " + shapeText(c.shape) + ", " +
-                   shapeText(x.shape) + " and " + shapeText(y.shape) +
-                   " do not broadcast");
+                        shapeText(x.shape) + " and " + shapeText(y.shape) +
+                        " do not broadcast");
   int64_t n = product(*shape);
   if (n > kMaxFoldedElements)
     return false;
@@ -581,7 +581,7 @@ static FailureOr<bool> foldMatMul(GraphImporter &g) {
   auto batch = broadcastShape(batchA, batchB);
   if (failed(batch))
     return g.shapeError("MatMul batch dimensions of " + shapeText(a.shape) +
-                   " and " + shapeText(b.shape) + " do not broadcast");
+                        " and " + shapeText(b.shape) + " do not broadcast");
   int64_t batches = product(*batch);
   if (batches * m * n > kMaxFoldedElements)
     return false;

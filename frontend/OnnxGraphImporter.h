@@ -365,6 +365,11 @@ struct ReduceAxes {
   bool noop = false;
 };
 FailureOr<ReduceAxes> reduceAxes(GraphImporter &g, int64_t rank);
+/// The current node's float inputs combined left to right by `combine`
+/// (variadic Max, Min, Sum, Mean), or a diagnostic where two do not
+/// broadcast (OnnxMathOps.cpp).
+FailureOr<Value> chainInputs(GraphImporter &g,
+                             llvm::function_ref<Value(Value, Value)> combine);
 /// `MaxPool` of a `[N, C, D, H, W]` value: 2-D pooling of `[N, C*D, H, W]`,
 /// then the max of the depth window's strided slices (OnnxComposedOps.cpp).
 LogicalResult convertMaxPool3d(GraphImporter &g, Value x);

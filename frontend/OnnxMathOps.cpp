@@ -34,8 +34,9 @@ template <typename OpTy> static LogicalResult convertBinary(GraphImporter &g) {
     if (failed(lhs) || failed(rhs))
       return failure();
     if (failed(broadcastShape(shapeOf(*lhs), shapeOf(*rhs))))
-      return g.shapeError(opType + " operand shapes " + shapeText(shapeOf(*lhs)) +
-                     " and " + shapeText(shapeOf(*rhs)) + " do not broadcast");
+      return g.shapeError(opType + " operand shapes " +
+                          shapeText(shapeOf(*lhs)) + " and " +
+                          shapeText(shapeOf(*rhs)) + " do not broadcast");
     return g.defineConvertedInts(
         0, OpTy::create(g.builder(), g.loc(), *lhs, *rhs));
   }
@@ -47,8 +48,8 @@ template <typename OpTy> static LogicalResult convertBinary(GraphImporter &g) {
       return failure();
     if (failed(broadcastShape(shapeOf(*base), shapeOf(*exponent))))
       return g.shapeError("Pow operand shapes " + shapeText(shapeOf(*base)) +
-                     " and " + shapeText(shapeOf(*exponent)) +
-                     " do not broadcast");
+                          " and " + shapeText(shapeOf(*exponent)) +
+                          " do not broadcast");
     OpBuilder &b = g.builder();
     Value power = PowOp::create(b, g.loc(), *base, *exponent);
     return g.defineConvertedInts(0, TruncOp::create(b, g.loc(), power));
@@ -65,8 +66,8 @@ template <typename OpTy> static LogicalResult convertBinary(GraphImporter &g) {
     return failure();
   if (failed(broadcastShape(shapeOf(*lhs), shapeOf(*rhs))))
     return g.shapeError(g.node().op_type() + " operand shapes " +
-                   shapeText(shapeOf(*lhs)) + " and " +
-                   shapeText(shapeOf(*rhs)) + " do not broadcast");
+                        shapeText(shapeOf(*lhs)) + " and " +
+                        shapeText(shapeOf(*rhs)) + " do not broadcast");
   return g.define(0, OpTy::create(g.builder(), g.loc(), *lhs, *rhs));
 }
 
@@ -75,6 +76,26 @@ template <typename OpTy> static LogicalResult convertUnary(GraphImporter &g) {
   if (failed(input))
     return failure();
   return g.define(0, OpTy::create(g.builder(), g.loc(), *input));
+}
+
+FailureOr<Value>
+onnx_import::chainInputs(GraphImporter &g,
+                         llvm::function_ref<Value(Value, Value)> combine) {
+  auto first = g.data(0);
+  if (failed(first))
+    return failure();
+  Value result = *first;
+  for (int i = 1, n = g.node().input_size(); i < n; ++i) {
+    auto next = g.data(i);
+    if (failed(next))
+      return failure();
+    if (failed(broadcastShape(shapeOf(result), shapeOf(*next))))
+      return g.shapeError(g.node().op_type() + " operand shapes " +
+                          shapeText(shapeOf(result)) + " and " +
+                          shapeText(shapeOf(*next)) + " do not broadcast");
+    result = combine(result, *next);
+  }
+  return result;
 }
 
 static LogicalResult convertMaxMin(GraphImporter &g) {
@@ -86,24 +107,14 @@ static LogicalResult convertMaxMin(GraphImporter &g) {
     return g.forward(0, 0);
   // More inputs: the two-input form, left to right (on a tie the gradient
   // goes to the later operand, as for two).
-  auto acc = g.data(0);
-  if (failed(acc))
+  auto result = chainInputs(g, [&](Value acc, Value next) -> Value {
+    if (isMax)
+      return MaxOp::create(g.builder(), g.loc(), acc, next);
+    return MinOp::create(g.builder(), g.loc(), acc, next);
+  });
+  if (failed(result))
     return failure();
-  Value result = *acc;
-  for (int i = 1; i < n; ++i) {
-    auto next = g.data(i);
-    if (failed(next))
-      return failure();
-    if (failed(broadcastShape(shapeOf(result), shapeOf(*next))))
-      return g.shapeError(g.node().op_type() + " operand shapes " +
-                     shapeText(shapeOf(result)) + " and " +
-                     shapeText(shapeOf(*next)) + " do not broadcast");
-    result = isMax ? MaxOp::create(g.builder(), g.loc(), result, *next)
-                         .getResult()
-                   : MinOp::create(g.builder(), g.loc(), result, *next)
-                         .getResult();
-  }
-  return g.define(0, result);
+  return g.define(0, *result);
 }
 
 /// `Where(condition, x, y)`: the boolean condition (known, or computed at
@@ -120,9 +131,9 @@ static LogicalResult convertWhere(GraphImporter &g) {
     return failure();
   auto xy = broadcastShape(shapeOf(*x), shapeOf(*y));
   if (failed(xy) || failed(broadcastShape(shapeOf(mask), *xy)))
-    return g.shapeError("Where operand shapes " + shapeText(shapeOf(mask)) + ", " +
-                   shapeText(shapeOf(*x)) + " and " + shapeText(shapeOf(*y)) +
-                   " do not broadcast");
+    return g.shapeError("Where operand shapes " + shapeText(shapeOf(mask)) +
+                        ", " + shapeText(shapeOf(*x)) + " and " +
+                        shapeText(shapeOf(*y)) + " do not broadcast");
   Value selected = SelectOp::create(g.builder(), g.loc(), mask, *x, *y);
   return ints ? g.defineConvertedInts(0, selected) : g.define(0, selected);
 }
@@ -135,8 +146,8 @@ static LogicalResult convertCompare(GraphImporter &g) {
     return failure();
   if (failed(broadcastShape(shapeOf(*a), shapeOf(*b))))
     return g.shapeError(g.node().op_type() + " operand shapes " +
-                   shapeText(shapeOf(*a)) + " and " + shapeText(shapeOf(*b)) +
-                   " do not broadcast");
+                        shapeText(shapeOf(*a)) + " and " +
+                        shapeText(shapeOf(*b)) + " do not broadcast");
   StringRef op = g.node().op_type();
   OpBuilder &builder = g.builder();
   Value r;
@@ -169,7 +180,7 @@ static LogicalResult convertLogic(GraphImporter &g) {
     return failure();
   if (failed(broadcastShape(shapeOf(*a), shapeOf(*c))))
     return g.shapeError(op + " operand shapes " + shapeText(shapeOf(*a)) +
-                   " and " + shapeText(shapeOf(*c)) + " do not broadcast");
+                        " and " + shapeText(shapeOf(*c)) + " do not broadcast");
   Value r;
   if (op == "And")
     r = MulOp::create(b, g.loc(), *a, *c);
@@ -314,8 +325,8 @@ static LogicalResult convertMatMul(GraphImporter &g) {
     if (failed(broadcastShape(ArrayRef<int64_t>(a).drop_back(2),
                               ArrayRef<int64_t>(w).drop_back(2))))
       return g.shapeError("MatMul batch dimensions do not broadcast",
-                     "shapes " + shapeText(shapeOf(*lhs)) + " and " +
-                         shapeText(shapeOf(*rhs)));
+                          "shapes " + shapeText(shapeOf(*lhs)) + " and " +
+                              shapeText(shapeOf(*rhs)));
     result = BatchMatmulOp::create(g.builder(), g.loc(), l, r, UnitAttr(),
                                    UnitAttr());
   }

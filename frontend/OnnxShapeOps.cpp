@@ -527,9 +527,9 @@ static LogicalResult convertConcat(GraphImporter &g) {
       for (size_t d = 0; same && d < s.size(); ++d)
         same = static_cast<int64_t>(d) == *axis || s[d] == shape[d];
       if (!same)
-        return g.shapeError("Concat inputs of shapes " + shapeText(shape) + " and " +
-                       shapeText(s) + " differ outside axis " +
-                       std::to_string(*axis));
+        return g.shapeError("Concat inputs of shapes " + shapeText(shape) +
+                            " and " + shapeText(s) + " differ outside axis " +
+                            std::to_string(*axis));
       total += s[*axis];
     }
     shape[*axis] = total;
@@ -571,9 +571,9 @@ static LogicalResult convertConcat(GraphImporter &g) {
     for (int64_t d = 0; same && d < rank; ++d)
       same = d == *axis || s[d] == first[d];
     if (!same)
-      return g.shapeError("Concat inputs of shapes " + shapeText(first) + " and " +
-                     shapeText(s) + " differ outside axis " +
-                     std::to_string(*axis));
+      return g.shapeError("Concat inputs of shapes " + shapeText(first) +
+                          " and " + shapeText(s) + " differ outside axis " +
+                          std::to_string(*axis));
   }
   if (inputs.size() == 1)
     return g.define(0, inputs.front());
@@ -789,8 +789,8 @@ static LogicalResult convertExpand(GraphImporter &g) {
   auto out = broadcastShape(shape, *target);
   if (failed(out))
     return g.shapeError("cannot expand " + shapeText(shape) + " to " +
-                       listText(*target),
-                   "the shapes do not broadcast");
+                            listText(*target),
+                        "the shapes do not broadcast");
   if (in->known && product(*out) <= kMaxFoldedElements) {
     std::vector<int64_t> src(product(*out));
     size_t offset = out->size() - shape.size();
