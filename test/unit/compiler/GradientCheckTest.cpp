@@ -201,118 +201,95 @@ TEST_P(GradientCheck, LoopNestsAreWellFormed) {
 }
 
 const GradCase kCases[] = {
-    {"matmul",
-     R"(func.func @main(%a: tensor<2x3xf32> {loom.param = "a"}, %b: tensor<3x2xf32> {loom.param = "b"}, %t: tensor<2x2xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+    {"matmul", R"(func.func @main(%a: tensor<2x3xf32> {loom.param = "a"}, %b: tensor<3x2xf32> {loom.param = "b"}, %t: tensor<2x2xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
       %0 = loom.matmul %a, %b : (tensor<2x3xf32>, tensor<3x2xf32>) -> tensor<2x2xf32>
       %1 = loom.mse %0, %t : tensor<2x2xf32> -> tensor<f32>
       return %1 : tensor<f32> })"},
-    {"matmul_transpose_rhs",
-     R"(func.func @main(%a: tensor<2x3xf32> {loom.param = "a"}, %b: tensor<4x3xf32> {loom.param = "b"}, %t: tensor<2x4xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+    {"matmul_transpose_rhs", R"(func.func @main(%a: tensor<2x3xf32> {loom.param = "a"}, %b: tensor<4x3xf32> {loom.param = "b"}, %t: tensor<2x4xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
       %0 = loom.matmul %a, %b {transpose_rhs} : (tensor<2x3xf32>, tensor<4x3xf32>) -> tensor<2x4xf32>
       %1 = loom.mse %0, %t : tensor<2x4xf32> -> tensor<f32>
       return %1 : tensor<f32> })"},
-    {"matmul_transpose_lhs",
-     R"(func.func @main(%a: tensor<3x2xf32> {loom.param = "a"}, %b: tensor<3x4xf32> {loom.param = "b"}, %t: tensor<2x4xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+    {"matmul_transpose_lhs", R"(func.func @main(%a: tensor<3x2xf32> {loom.param = "a"}, %b: tensor<3x4xf32> {loom.param = "b"}, %t: tensor<2x4xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
       %0 = loom.matmul %a, %b {transpose_lhs} : (tensor<3x2xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
       %1 = loom.mse %0, %t : tensor<2x4xf32> -> tensor<f32>
       return %1 : tensor<f32> })"},
-    {"matmul_transpose_both",
-     R"(func.func @main(%a: tensor<3x2xf32> {loom.param = "a"}, %b: tensor<4x3xf32> {loom.param = "b"}, %t: tensor<2x4xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+    {"matmul_transpose_both", R"(func.func @main(%a: tensor<3x2xf32> {loom.param = "a"}, %b: tensor<4x3xf32> {loom.param = "b"}, %t: tensor<2x4xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
       %0 = loom.matmul %a, %b {transpose_lhs, transpose_rhs} : (tensor<3x2xf32>, tensor<4x3xf32>) -> tensor<2x4xf32>
       %1 = loom.mse %0, %t : tensor<2x4xf32> -> tensor<f32>
       return %1 : tensor<f32> })"},
-    {"matmul_batched_lhs",
-     R"(func.func @main(%a: tensor<2x2x3xf32> {loom.param = "a"}, %b: tensor<3x2xf32> {loom.param = "b"}, %t: tensor<2x2x2xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+    {"matmul_batched_lhs", R"(func.func @main(%a: tensor<2x2x3xf32> {loom.param = "a"}, %b: tensor<3x2xf32> {loom.param = "b"}, %t: tensor<2x2x2xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
       %0 = loom.matmul %a, %b : (tensor<2x2x3xf32>, tensor<3x2xf32>) -> tensor<2x2x2xf32>
       %1 = loom.mse %0, %t : tensor<2x2x2xf32> -> tensor<f32>
       return %1 : tensor<f32> })"},
-    {"add_broadcast",
-     R"(func.func @main(%a: tensor<2x3xf32> {loom.param = "a"}, %b: tensor<3xf32> {loom.param = "b"}, %t: tensor<2x3xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+    {"add_broadcast", R"(func.func @main(%a: tensor<2x3xf32> {loom.param = "a"}, %b: tensor<3xf32> {loom.param = "b"}, %t: tensor<2x3xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
       %0 = loom.add %a, %b : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
       %1 = loom.mse %0, %t : tensor<2x3xf32> -> tensor<f32>
       return %1 : tensor<f32> })"},
-    {"sub_broadcast_column",
-     R"(func.func @main(%a: tensor<2x1xf32> {loom.param = "a"}, %b: tensor<2x3xf32> {loom.param = "b"}, %t: tensor<2x3xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+    {"sub_broadcast_column", R"(func.func @main(%a: tensor<2x1xf32> {loom.param = "a"}, %b: tensor<2x3xf32> {loom.param = "b"}, %t: tensor<2x3xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
       %0 = loom.sub %a, %b : (tensor<2x1xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
       %1 = loom.mse %0, %t : tensor<2x3xf32> -> tensor<f32>
       return %1 : tensor<f32> })"},
-    {"mul_broadcast",
-     R"(func.func @main(%a: tensor<2x3xf32> {loom.param = "a"}, %b: tensor<1x3xf32> {loom.param = "b"}, %t: tensor<2x3xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+    {"mul_broadcast", R"(func.func @main(%a: tensor<2x3xf32> {loom.param = "a"}, %b: tensor<1x3xf32> {loom.param = "b"}, %t: tensor<2x3xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
       %0 = loom.mul %a, %b : (tensor<2x3xf32>, tensor<1x3xf32>) -> tensor<2x3xf32>
       %1 = loom.mse %0, %t : tensor<2x3xf32> -> tensor<f32>
       return %1 : tensor<f32> })"},
-    {"div",
-     R"(func.func @main(%a: tensor<2x3xf32> {loom.param = "a"}, %b: tensor<3xf32> {loom.param = "b"}, %t: tensor<2x3xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+    {"div", R"(func.func @main(%a: tensor<2x3xf32> {loom.param = "a"}, %b: tensor<3xf32> {loom.param = "b"}, %t: tensor<2x3xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
       %0 = loom.div %a, %b : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
       %1 = loom.mse %0, %t : tensor<2x3xf32> -> tensor<f32>
       return %1 : tensor<f32> })"},
-    {"relu",
-     R"(func.func @main(%a: tensor<2x3xf32> {loom.param = "a"}, %t: tensor<2x3xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+    {"relu", R"(func.func @main(%a: tensor<2x3xf32> {loom.param = "a"}, %t: tensor<2x3xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
       %0 = loom.relu %a : tensor<2x3xf32>
       %1 = loom.mse %0, %t : tensor<2x3xf32> -> tensor<f32>
       return %1 : tensor<f32> })"},
-    {"tanh",
-     R"(func.func @main(%a: tensor<2x3xf32> {loom.param = "a"}, %t: tensor<2x3xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+    {"tanh", R"(func.func @main(%a: tensor<2x3xf32> {loom.param = "a"}, %t: tensor<2x3xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
       %0 = loom.tanh %a : tensor<2x3xf32>
       %1 = loom.mse %0, %t : tensor<2x3xf32> -> tensor<f32>
       return %1 : tensor<f32> })"},
-    {"sigmoid",
-     R"(func.func @main(%a: tensor<2x3xf32> {loom.param = "a"}, %t: tensor<2x3xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+    {"sigmoid", R"(func.func @main(%a: tensor<2x3xf32> {loom.param = "a"}, %t: tensor<2x3xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
       %0 = loom.sigmoid %a : tensor<2x3xf32>
       %1 = loom.mse %0, %t : tensor<2x3xf32> -> tensor<f32>
       return %1 : tensor<f32> })"},
-    {"scale",
-     R"(func.func @main(%a: tensor<2x3xf32> {loom.param = "a"}, %t: tensor<2x3xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+    {"scale", R"(func.func @main(%a: tensor<2x3xf32> {loom.param = "a"}, %t: tensor<2x3xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
       %0 = loom.scale %a by -1.5 : tensor<2x3xf32>
       %1 = loom.mse %0, %t : tensor<2x3xf32> -> tensor<f32>
       return %1 : tensor<f32> })"},
-    {"reshape",
-     R"(func.func @main(%a: tensor<2x3x2xf32> {loom.param = "a"}, %b: tensor<6x1xf32> {loom.param = "b"}, %t: tensor<2x1xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+    {"reshape", R"(func.func @main(%a: tensor<2x3x2xf32> {loom.param = "a"}, %b: tensor<6x1xf32> {loom.param = "b"}, %t: tensor<2x1xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
       %0 = loom.reshape %a [0, -1] : tensor<2x3x2xf32> -> tensor<2x6xf32>
       %1 = loom.matmul %0, %b : (tensor<2x6xf32>, tensor<6x1xf32>) -> tensor<2x1xf32>
       %2 = loom.mse %1, %t : tensor<2x1xf32> -> tensor<f32>
       return %2 : tensor<f32> })"},
-    {"cross_entropy",
-     R"(func.func @main(%a: tensor<4x3xf32> {loom.param = "a"}, %t: tensor<4xi64> {loom.target}) -> (tensor<f32> {loom.loss}) {
+    {"cross_entropy", R"(func.func @main(%a: tensor<4x3xf32> {loom.param = "a"}, %t: tensor<4xi64> {loom.target}) -> (tensor<f32> {loom.loss}) {
       %0 = loom.cross_entropy %a, %t : (tensor<4x3xf32>, tensor<4xi64>) -> tensor<f32>
       return %0 : tensor<f32> })"},
-    {"cross_entropy_sequence",
-     R"(func.func @main(%a: tensor<2x2x3xf32> {loom.param = "a"}, %t: tensor<2x2xi64> {loom.target}) -> (tensor<f32> {loom.loss}) {
+    {"cross_entropy_sequence", R"(func.func @main(%a: tensor<2x2x3xf32> {loom.param = "a"}, %t: tensor<2x2xi64> {loom.target}) -> (tensor<f32> {loom.loss}) {
       %0 = loom.cross_entropy %a, %t : (tensor<2x2x3xf32>, tensor<2x2xi64>) -> tensor<f32>
       return %0 : tensor<f32> })"},
-    {"mse",
-     R"(func.func @main(%a: tensor<3x2xf32> {loom.param = "a"}, %t: tensor<3x2xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+    {"mse", R"(func.func @main(%a: tensor<3x2xf32> {loom.param = "a"}, %t: tensor<3x2xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
       %0 = loom.mse %a, %t : tensor<3x2xf32> -> tensor<f32>
       return %0 : tensor<f32> })"},
-    {"shared_parameter",
-     R"(func.func @main(%a: tensor<2x2xf32> {loom.param = "a"}, %t: tensor<2x2xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+    {"shared_parameter", R"(func.func @main(%a: tensor<2x2xf32> {loom.param = "a"}, %t: tensor<2x2xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
       %0 = loom.matmul %a, %a : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32>
       %1 = loom.mul %0, %a : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32>
       %2 = loom.mse %1, %t : tensor<2x2xf32> -> tensor<f32>
       return %2 : tensor<f32> })"},
-    {"batch_matmul_broadcast",
-     R"(func.func @main(%a: tensor<2x2x3xf32> {loom.param = "a"}, %b: tensor<3x2xf32> {loom.param = "b"}, %t: tensor<2x2x2xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+    {"batch_matmul_broadcast", R"(func.func @main(%a: tensor<2x2x3xf32> {loom.param = "a"}, %b: tensor<3x2xf32> {loom.param = "b"}, %t: tensor<2x2x2xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
       %0 = loom.batch_matmul %a, %b : (tensor<2x2x3xf32>, tensor<3x2xf32>) -> tensor<2x2x2xf32>
       %1 = loom.mse %0, %t : tensor<2x2x2xf32> -> tensor<f32>
       return %1 : tensor<f32> })"},
-    {"batch_matmul_transposed",
-     R"(func.func @main(%a: tensor<2x3x2xf32> {loom.param = "a"}, %b: tensor<1x2x3xf32> {loom.param = "b"}, %t: tensor<2x2x2xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+    {"batch_matmul_transposed", R"(func.func @main(%a: tensor<2x3x2xf32> {loom.param = "a"}, %b: tensor<1x2x3xf32> {loom.param = "b"}, %t: tensor<2x2x2xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
       %0 = loom.batch_matmul %a, %b {transpose_lhs, transpose_rhs} : (tensor<2x3x2xf32>, tensor<1x2x3xf32>) -> tensor<2x2x2xf32>
       %1 = loom.mse %0, %t : tensor<2x2x2xf32> -> tensor<f32>
       return %1 : tensor<f32> })"},
-    {"linear",
-     R"(func.func @main(%x: tensor<2x2x3xf32> {loom.param = "x"}, %w: tensor<4x3xf32> {loom.param = "w"}, %b: tensor<4xf32> {loom.param = "b"}, %t: tensor<2x2x4xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+    {"linear", R"(func.func @main(%x: tensor<2x2x3xf32> {loom.param = "x"}, %w: tensor<4x3xf32> {loom.param = "w"}, %b: tensor<4xf32> {loom.param = "b"}, %t: tensor<2x2x4xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
       %0 = loom.linear %x, %w, %b {transpose_weight} : (tensor<2x2x3xf32>, tensor<4x3xf32>, tensor<4xf32>) -> tensor<2x2x4xf32>
       %1 = loom.mse %0, %t : tensor<2x2x4xf32> -> tensor<f32>
       return %1 : tensor<f32> })"},
-    {"pow",
-     R"(func.func @main(%a: tensor<2x3xf32> {loom.param = "a"}, %t: tensor<2x3xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+    {"pow", R"(func.func @main(%a: tensor<2x3xf32> {loom.param = "a"}, %t: tensor<2x3xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
       %c = loom.constant dense<3.0> : tensor<f32>
       %0 = loom.pow %a, %c : (tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
       %1 = loom.mse %0, %t : tensor<2x3xf32> -> tensor<f32>
       return %1 : tensor<f32> })"},
-    {"max_min",
-     R"(func.func @main(%a: tensor<2x3xf32> {loom.param = "a"}, %b: tensor<3xf32> {loom.param = "b"}, %t: tensor<2x3xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+    {"max_min", R"(func.func @main(%a: tensor<2x3xf32> {loom.param = "a"}, %b: tensor<3xf32> {loom.param = "b"}, %t: tensor<2x3xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
       %c = loom.constant dense<0.1> : tensor<f32>
       %0 = loom.max %a, %b : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
       %1 = loom.min %0, %c : (tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
@@ -320,8 +297,7 @@ const GradCase kCases[] = {
       %3 = loom.add %1, %2 : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
       %4 = loom.mse %3, %t : tensor<2x3xf32> -> tensor<f32>
       return %4 : tensor<f32> })"},
-    {"exp_log_sqrt",
-     R"(func.func @main(%a: tensor<2x3xf32> {loom.param = "a"}, %t: tensor<2x3xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+    {"exp_log_sqrt", R"(func.func @main(%a: tensor<2x3xf32> {loom.param = "a"}, %t: tensor<2x3xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
       %0 = loom.mul %a, %a : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
       %1 = loom.sqrt %0 : tensor<2x3xf32>
       %2 = loom.exp %1 : tensor<2x3xf32>
@@ -330,36 +306,31 @@ const GradCase kCases[] = {
       %5 = loom.add %3, %4 : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
       %6 = loom.mse %5, %t : tensor<2x3xf32> -> tensor<f32>
       return %6 : tensor<f32> })"},
-    {"neg_reciprocal_erf",
-     R"(func.func @main(%a: tensor<2x3xf32> {loom.param = "a"}, %t: tensor<2x3xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+    {"neg_reciprocal_erf", R"(func.func @main(%a: tensor<2x3xf32> {loom.param = "a"}, %t: tensor<2x3xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
       %0 = loom.neg %a : tensor<2x3xf32>
       %1 = loom.reciprocal %0 : tensor<2x3xf32>
       %2 = loom.erf %1 : tensor<2x3xf32>
       %3 = loom.mse %2, %t : tensor<2x3xf32> -> tensor<f32>
       return %3 : tensor<f32> })"},
-    {"sin_cos",
-     R"(func.func @main(%a: tensor<2x3xf32> {loom.param = "a"}, %t: tensor<2x3xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+    {"sin_cos", R"(func.func @main(%a: tensor<2x3xf32> {loom.param = "a"}, %t: tensor<2x3xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
       %0 = loom.sin %a : tensor<2x3xf32>
       %1 = loom.cos %0 : tensor<2x3xf32>
       %2 = loom.mul %1, %a : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
       %3 = loom.mse %2, %t : tensor<2x3xf32> -> tensor<f32>
       return %3 : tensor<f32> })"},
-    {"select",
-     R"(func.func @main(%a: tensor<2x3xf32> {loom.param = "a"}, %b: tensor<3xf32> {loom.param = "b"}, %t: tensor<2x3xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+    {"select", R"(func.func @main(%a: tensor<2x3xf32> {loom.param = "a"}, %b: tensor<3xf32> {loom.param = "b"}, %t: tensor<2x3xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
       %m = loom.constant dense<[[1.0, 0.0, 1.0], [0.0, 0.0, 1.0]]> : tensor<2x3xf32>
       %0 = loom.select %m, %a, %b : (tensor<2x3xf32>, tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
       %1 = loom.mse %0, %t : tensor<2x3xf32> -> tensor<f32>
       return %1 : tensor<f32> })"},
-    {"reduce_sum_mean",
-     R"(func.func @main(%a: tensor<2x3x2xf32> {loom.param = "a"}, %t: tensor<2x1x2xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+    {"reduce_sum_mean", R"(func.func @main(%a: tensor<2x3x2xf32> {loom.param = "a"}, %t: tensor<2x1x2xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
       %0 = loom.reduce_mean %a axes [1] {keep_dims} : tensor<2x3x2xf32> -> tensor<2x1x2xf32>
       %1 = loom.reduce_sum %a axes [1] : tensor<2x3x2xf32> -> tensor<2x2xf32>
       %2 = loom.reshape %1 [0, 1, 2] : tensor<2x2xf32> -> tensor<2x1x2xf32>
       %3 = loom.mul %0, %2 : (tensor<2x1x2xf32>, tensor<2x1x2xf32>) -> tensor<2x1x2xf32>
       %4 = loom.mse %3, %t : tensor<2x1x2xf32> -> tensor<f32>
       return %4 : tensor<f32> })"},
-    {"reduce_max",
-     R"(func.func @main(%a: tensor<2x3x2xf32> {loom.param = "a"}, %t: tensor<2x2xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+    {"reduce_max", R"(func.func @main(%a: tensor<2x3x2xf32> {loom.param = "a"}, %t: tensor<2x2xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
       %0 = loom.reduce_max %a axes [1] : tensor<2x3x2xf32> -> tensor<2x2xf32>
       %1 = loom.reduce_max %a axes [0, 2] {keep_dims} : tensor<2x3x2xf32> -> tensor<1x3x1xf32>
       %2 = loom.reshape %1 [1, 3] : tensor<1x3x1xf32> -> tensor<1x3xf32>
@@ -367,96 +338,79 @@ const GradCase kCases[] = {
       %4 = loom.mul %0, %3 : (tensor<2x2xf32>, tensor<1x2xf32>) -> tensor<2x2xf32>
       %5 = loom.mse %4, %t : tensor<2x2xf32> -> tensor<f32>
       return %5 : tensor<f32> })"},
-    {"transpose_expand",
-     R"(func.func @main(%a: tensor<2x1x3xf32> {loom.param = "a"}, %t: tensor<3x4x2xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+    {"transpose_expand", R"(func.func @main(%a: tensor<2x1x3xf32> {loom.param = "a"}, %t: tensor<3x4x2xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
       %0 = loom.expand %a [-1, 4, -1] : tensor<2x1x3xf32> -> tensor<2x4x3xf32>
       %1 = loom.transpose %0 [2, 1, 0] : tensor<2x4x3xf32> -> tensor<3x4x2xf32>
       %2 = loom.mse %1, %t : tensor<3x4x2xf32> -> tensor<f32>
       return %2 : tensor<f32> })"},
-    {"slice_concat",
-     R"(func.func @main(%a: tensor<2x5xf32> {loom.param = "a"}, %b: tensor<2x1xf32> {loom.param = "b"}, %t: tensor<2x3xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+    {"slice_concat", R"(func.func @main(%a: tensor<2x5xf32> {loom.param = "a"}, %b: tensor<2x1xf32> {loom.param = "b"}, %t: tensor<2x3xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
       %0 = loom.slice %a axes [1] starts [1] ends [5] steps [2] : tensor<2x5xf32> -> tensor<2x2xf32>
       %1 = loom.concat %0, %b axis 1 : (tensor<2x2xf32>, tensor<2x1xf32>) -> tensor<2x3xf32>
       %2 = loom.mse %1, %t : tensor<2x3xf32> -> tensor<f32>
       return %2 : tensor<f32> })"},
-    {"gather_embedding",
-     R"(func.func @main(%e: tensor<5x3xf32> {loom.param = "e"}, %t: tensor<2x2x3xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+    {"gather_embedding", R"(func.func @main(%e: tensor<5x3xf32> {loom.param = "e"}, %t: tensor<2x2x3xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
       %ids = loom.constant dense<[[1, 4], [1, 0]]> : tensor<2x2xi64>
       %0 = loom.gather %e, %ids axis 0 : (tensor<5x3xf32>, tensor<2x2xi64>) -> tensor<2x2x3xf32>
       %1 = loom.mse %0, %t : tensor<2x2x3xf32> -> tensor<f32>
       return %1 : tensor<f32> })"},
-    {"gather_elements",
-     R"(func.func @main(%a: tensor<3x4xf32> {loom.param = "a"}, %t: tensor<3x2xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+    {"gather_elements", R"(func.func @main(%a: tensor<3x4xf32> {loom.param = "a"}, %t: tensor<3x2xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
       %ids = loom.constant dense<[[1, 1], [-1, 0], [2, 3]]> : tensor<3x2xi64>
       %0 = loom.gather_elements %a, %ids axis 1 : (tensor<3x4xf32>, tensor<3x2xi64>) -> tensor<3x2xf32>
       %1 = loom.mse %0, %t : tensor<3x2xf32> -> tensor<f32>
       return %1 : tensor<f32> })"},
-    {"scatter_nd_none_add",
-     R"(func.func @main(%a: tensor<3x4xf32> {loom.param = "a"}, %u: tensor<2x4xf32> {loom.param = "u"}, %t: tensor<3x4xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+    {"scatter_nd_none_add", R"(func.func @main(%a: tensor<3x4xf32> {loom.param = "a"}, %u: tensor<2x4xf32> {loom.param = "u"}, %t: tensor<3x4xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
       %ids = loom.constant dense<[[2], [0]]> : tensor<2x1xi64>
       %0 = loom.scatter_nd %a, %ids, %u {reduction = "none"} : (tensor<3x4xf32>, tensor<2x1xi64>, tensor<2x4xf32>) -> tensor<3x4xf32>
       %1 = loom.scatter_nd %0, %ids, %u {reduction = "add"} : (tensor<3x4xf32>, tensor<2x1xi64>, tensor<2x4xf32>) -> tensor<3x4xf32>
       %2 = loom.mul %1, %a : (tensor<3x4xf32>, tensor<3x4xf32>) -> tensor<3x4xf32>
       %3 = loom.mse %2, %t : tensor<3x4xf32> -> tensor<f32>
       return %3 : tensor<f32> })"},
-    {"gather_nd",
-     R"(func.func @main(%a: tensor<3x4xf32> {loom.param = "a"}, %t: tensor<3xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+    {"gather_nd", R"(func.func @main(%a: tensor<3x4xf32> {loom.param = "a"}, %t: tensor<3xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
       %ids = loom.constant dense<[[2, 1], [0, -1], [2, 1]]> : tensor<3x2xi64>
       %0 = loom.gather_nd %a, %ids : (tensor<3x4xf32>, tensor<3x2xi64>) -> tensor<3xf32>
       %1 = loom.mse %0, %t : tensor<3xf32> -> tensor<f32>
       return %1 : tensor<f32> })"},
-    {"softmax",
-     R"(func.func @main(%a: tensor<2x4xf32> {loom.param = "a"}, %t: tensor<2x4xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+    {"softmax", R"(func.func @main(%a: tensor<2x4xf32> {loom.param = "a"}, %t: tensor<2x4xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
       %0 = loom.softmax %a axis 1 : tensor<2x4xf32>
       %1 = loom.mse %0, %t : tensor<2x4xf32> -> tensor<f32>
       return %1 : tensor<f32> })"},
-    {"gelu_exact_and_tanh",
-     R"(func.func @main(%a: tensor<2x4xf32> {loom.param = "a"}, %t: tensor<2x4xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+    {"gelu_exact_and_tanh", R"(func.func @main(%a: tensor<2x4xf32> {loom.param = "a"}, %t: tensor<2x4xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
       %0 = loom.gelu %a : tensor<2x4xf32>
       %1 = loom.gelu %0 {approximate} : tensor<2x4xf32>
       %2 = loom.mse %1, %t : tensor<2x4xf32> -> tensor<f32>
       return %2 : tensor<f32> })"},
-    {"layer_norm",
-     R"(func.func @main(%x: tensor<2x2x4xf32> {loom.param = "x"}, %g: tensor<4xf32> {loom.param = "g"}, %b: tensor<4xf32> {loom.param = "b"}, %t: tensor<2x2x4xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+    {"layer_norm", R"(func.func @main(%x: tensor<2x2x4xf32> {loom.param = "x"}, %g: tensor<4xf32> {loom.param = "g"}, %b: tensor<4xf32> {loom.param = "b"}, %t: tensor<2x2x4xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
       %0 = loom.layer_norm %x, %g, %b axis 2 {epsilon = 1.0e-5 : f64} : (tensor<2x2x4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<2x2x4xf32>
       %1 = loom.mse %0, %t : tensor<2x2x4xf32> -> tensor<f32>
       return %1 : tensor<f32> })"},
-    {"rms_norm",
-     R"(func.func @main(%x: tensor<2x2x4xf32> {loom.param = "x"}, %g: tensor<4xf32> {loom.param = "g"}, %t: tensor<2x2x4xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+    {"rms_norm", R"(func.func @main(%x: tensor<2x2x4xf32> {loom.param = "x"}, %g: tensor<4xf32> {loom.param = "g"}, %t: tensor<2x2x4xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
       %0 = loom.rms_norm %x, %g axis 2 {epsilon = 1.0e-6 : f64} : (tensor<2x2x4xf32>, tensor<4xf32>) -> tensor<2x2x4xf32>
       %1 = loom.mse %0, %t : tensor<2x2x4xf32> -> tensor<f32>
       return %1 : tensor<f32> })"},
-    {"batch_norm",
-     R"(func.func @main(%x: tensor<3x2x2x2xf32> {loom.param = "x"}, %g: tensor<2xf32> {loom.param = "g"}, %b: tensor<2xf32> {loom.param = "b"}, %t: tensor<3x2x2x2xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+    {"batch_norm", R"(func.func @main(%x: tensor<3x2x2x2xf32> {loom.param = "x"}, %g: tensor<2xf32> {loom.param = "g"}, %b: tensor<2xf32> {loom.param = "b"}, %t: tensor<3x2x2x2xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
       %0 = loom.batch_norm %x, %g, %b {epsilon = 1.0e-5 : f64} : (tensor<3x2x2x2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<3x2x2x2xf32>
       %1 = loom.mse %0, %t : tensor<3x2x2x2xf32> -> tensor<f32>
       return %1 : tensor<f32> })"},
-    {"conv2d",
-     R"(func.func @main(%x: tensor<2x2x5x5xf32> {loom.param = "x"}, %w: tensor<4x1x3x3xf32> {loom.param = "w"}, %t: tensor<2x4x3x3xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+    {"conv2d", R"(func.func @main(%x: tensor<2x2x5x5xf32> {loom.param = "x"}, %w: tensor<4x1x3x3xf32> {loom.param = "w"}, %t: tensor<2x4x3x3xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
       %0 = loom.conv2d %x, %w strides [2, 2] pads [1, 1, 1, 1] dilations [1, 1] groups 2 : (tensor<2x2x5x5xf32>, tensor<4x1x3x3xf32>) -> tensor<2x4x3x3xf32>
       %1 = loom.mse %0, %t : tensor<2x4x3x3xf32> -> tensor<f32>
       return %1 : tensor<f32> })"},
-    {"conv2d_dilated",
-     R"(func.func @main(%x: tensor<1x2x6x6xf32> {loom.param = "x"}, %w: tensor<3x2x2x2xf32> {loom.param = "w"}, %t: tensor<1x3x4x4xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+    {"conv2d_dilated", R"(func.func @main(%x: tensor<1x2x6x6xf32> {loom.param = "x"}, %w: tensor<3x2x2x2xf32> {loom.param = "w"}, %t: tensor<1x3x4x4xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
       %0 = loom.conv2d %x, %w strides [1, 1] pads [0, 0, 0, 0] dilations [2, 2] groups 1 : (tensor<1x2x6x6xf32>, tensor<3x2x2x2xf32>) -> tensor<1x3x4x4xf32>
       %1 = loom.mse %0, %t : tensor<1x3x4x4xf32> -> tensor<f32>
       return %1 : tensor<f32> })"},
-    {"attention_causal",
-     R"(func.func @main(%q: tensor<1x2x3x4xf32> {loom.param = "q"}, %k: tensor<1x2x3x4xf32> {loom.param = "k"}, %v: tensor<1x2x3x2xf32> {loom.param = "v"}, %t: tensor<1x2x3x2xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+    {"attention_causal", R"(func.func @main(%q: tensor<1x2x3x4xf32> {loom.param = "q"}, %k: tensor<1x2x3x4xf32> {loom.param = "k"}, %v: tensor<1x2x3x2xf32> {loom.param = "v"}, %t: tensor<1x2x3x2xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
       %0 = loom.attention %q, %k, %v {causal, scale = 0.5 : f64} : (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>, tensor<1x2x3x2xf32>) -> tensor<1x2x3x2xf32>
       %1 = loom.mse %0, %t : tensor<1x2x3x2xf32> -> tensor<f32>
       return %1 : tensor<f32> })"},
-    {"attention_full",
-     R"(func.func @main(%q: tensor<2x2x4xf32> {loom.param = "q"}, %k: tensor<2x3x4xf32> {loom.param = "k"}, %v: tensor<2x3x2xf32> {loom.param = "v"}, %t: tensor<2x2x2xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+    {"attention_full", R"(func.func @main(%q: tensor<2x2x4xf32> {loom.param = "q"}, %k: tensor<2x3x4xf32> {loom.param = "k"}, %v: tensor<2x3x2xf32> {loom.param = "v"}, %t: tensor<2x2x2xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
       %0 = loom.attention %q, %k, %v {scale = 0.7 : f64} : (tensor<2x2x4xf32>, tensor<2x3x4xf32>, tensor<2x3x2xf32>) -> tensor<2x2x2xf32>
       %1 = loom.mse %0, %t : tensor<2x2x2xf32> -> tensor<f32>
       return %1 : tensor<f32> })"},
-    {"max_pool2d",
-     R"(func.func @main(%x: tensor<1x2x4x4xf32> {loom.param = "x"}, %t: tensor<1x2x2x2xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
+    {"max_pool2d", R"(func.func @main(%x: tensor<1x2x4x4xf32> {loom.param = "x"}, %t: tensor<1x2x2x2xf32> {loom.target}) -> (tensor<f32> {loom.loss}) {
       %0 = loom.max_pool2d %x kernel [3, 3] strides [2, 2] pads [1, 1, 1, 1] : tensor<1x2x4x4xf32> -> tensor<1x2x2x2xf32>
       %1 = loom.mse %0, %t : tensor<1x2x2x2xf32> -> tensor<f32>
-      return %1 : tensor<f32> })",
-     /*distinct=*/true},
+      return %1 : tensor<f32> })", /*distinct=*/true},
 };
 
 INSTANTIATE_TEST_SUITE_P(
