@@ -149,21 +149,9 @@ FailureOr<bool> onnx_import::foldGatherND(GraphImporter &g) {
   if (idx.isFloat() || idx.shape.empty())
     return g.error("GatherND needs integer indices");
   int64_t batch = g.intAttr("batch_dims", 0);
-  int64_t k = idx.shape.back(), rank = data.shape.size();
-  int64_t idxRank = idx.shape.size();
-  if (batch < 0 || batch >= std::min(rank, idxRank))
-    return g.error(llvm::formatv("unsupported attribute batch_dims={0}", batch),
-                   "it must be below the ranks of the data and the indices");
-  if (!llvm::equal(ArrayRef<int64_t>(data.shape).take_front(batch),
-                   ArrayRef<int64_t>(idx.shape).take_front(batch)))
-    return g.error("GatherND batch dimensions of data " +
-                   shapeText(data.shape) + " and indices " +
-                   shapeText(idx.shape) + " differ");
-  if (k < 1 || k > rank - batch)
-    return g.error(llvm::formatv("GatherND indices address {0} dimensions "
-                                 "of a rank-{1} tensor after {2} batch "
-                                 "dimensions",
-                                 k, rank, batch));
+  if (failed(checkGatherNdShapes(g, data.shape, idx.shape, batch)))
+    return failure();
+  int64_t k = idx.shape.back();
   SmallVector<int64_t> shape(idx.shape.begin(), idx.shape.end() - 1);
   shape.append(data.shape.begin() + batch + k, data.shape.end());
   int64_t n = product(shape);

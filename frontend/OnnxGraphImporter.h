@@ -365,6 +365,11 @@ struct ReduceAxes {
   bool noop = false;
 };
 FailureOr<ReduceAxes> reduceAxes(GraphImporter &g, int64_t rank);
+/// Checks GatherND's shapes: `batch` (batch_dims) below both ranks, the
+/// leading `batch` dimensions shared, and `indices`' last dimension counting
+/// 1 to the data's remaining rank (OnnxShapeOps.cpp).
+LogicalResult checkGatherNdShapes(GraphImporter &g, ArrayRef<int64_t> data,
+                                  ArrayRef<int64_t> indices, int64_t batch);
 /// The current node's float inputs combined left to right by `combine`
 /// (variadic Max, Min, Sum, Mean), or a diagnostic where two do not
 /// broadcast (OnnxMathOps.cpp).

@@ -679,6 +679,24 @@ static LogicalResult convertGatherElements(GraphImporter &g) {
 
 /// Checks that `indices` (`[..., k]`) name slices of `data`.
 static LogicalResult checkNdIndices(GraphImporter &g, ArrayRef<int64_t> data,
+                                    ArrayRef<int64_t> indices);
+
+LogicalResult onnx_import::checkGatherNdShapes(GraphImporter &g,
+                                               ArrayRef<int64_t> data,
+                                               ArrayRef<int64_t> indices,
+                                               int64_t batch) {
+  if (batch < 0 ||
+      batch >= static_cast<int64_t>(std::min(data.size(), indices.size())) ||
+      data.take_front(batch) != indices.take_front(batch))
+    return g.error(llvm::formatv("unsupported GatherND with batch_dims={0} "
+                                 "of data {1} and indices {2}",
+                                 batch, shapeText(data), shapeText(indices)),
+                   "the indices must share the data's leading batch_dims "
+                   "dimensions");
+  return checkNdIndices(g, data.drop_front(batch), indices.drop_front(batch));
+}
+
+static LogicalResult checkNdIndices(GraphImporter &g, ArrayRef<int64_t> data,
                                     ArrayRef<int64_t> indices) {
   if (indices.empty() || indices.back() < 1 ||
       indices.back() > static_cast<int64_t>(data.size()))
@@ -727,7 +745,7 @@ static LogicalResult convertGatherND(GraphImporter &g) {
     auto indices = g.indices(1);
     if (failed(indices))
       return failure();
-    if (failed(checkNdIndices(g, shapeOf(*data), shapeOf(*indices))))
+    if (failed(checkGatherNdShapes(g, shapeOf(*data), shapeOf(*indices), 0)))
       return failure();
     return g.define(0,
                     GatherNdOp::create(g.builder(), g.loc(), *data, *indices));
@@ -739,15 +757,9 @@ static LogicalResult convertGatherND(GraphImporter &g) {
                                  batch),
                    "batch_dims > 0 needs known indices");
   ArrayRef<int64_t> ds = shapeOf(*data), is = idx->shape;
-  if (idx->isFloat() || batch < 0 ||
-      batch >= static_cast<int64_t>(std::min(ds.size(), is.size())) ||
-      ds.take_front(batch) != is.take_front(batch))
-    return g.error(llvm::formatv("unsupported GatherND with batch_dims={0} "
-                                 "of data {1} and indices {2}",
-                                 batch, shapeText(ds), shapeText(is)),
-                   "the indices must be integers sharing the data's leading "
-                   "batch_dims dimensions");
-  if (failed(checkNdIndices(g, ds.drop_front(batch), is.drop_front(batch))))
+  if (idx->isFloat())
+    return g.error("GatherND needs integer indices");
+  if (failed(checkGatherNdShapes(g, ds, is, batch)))
     return failure();
   int64_t k = is.back();
   int64_t rows = idx->numElements() / k;
