@@ -948,7 +948,8 @@ int run(Options &o, Attempt attempt, plan::Plan *planOut) {
   planner::StepEstimate step;
   std::vector<double> deviceSeconds;
   for (func::FuncOp f : programFunctions(*module)) {
-    planner::StepRequest r = stepRequestOf(f, costPrecision);
+    planner::StepRequest r =
+        stepRequestOf(f, costPrecision, cluster->hostKernels());
     planner::StepEstimate e = planner::estimateStep(r, *cluster, topology);
     deviceSeconds.push_back(e.stepSeconds);
     if (deviceSeconds.size() == 1 || e.stepSeconds > step.stepSeconds) {

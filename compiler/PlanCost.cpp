@@ -48,9 +48,10 @@ static std::optional<planner::CollectiveRecord> collectiveOf(Operation *op) {
 }
 
 planner::StepRequest mlir::loom::stepRequestOf(ModuleOp module,
-                                               planner::Precision precision) {
+                                               planner::Precision precision,
+                                               bool hostKernels) {
   if (func::FuncOp func = lookupEntryFunction(module))
-    return stepRequestOf(func, precision);
+    return stepRequestOf(func, precision, hostKernels);
   planner::StepRequest request;
   request.precision = precision;
   return request;
@@ -107,7 +108,8 @@ PipelineStages mlir::loom::pipelineStagesOf(ModuleOp module) {
 }
 
 planner::StepRequest mlir::loom::stepRequestOf(func::FuncOp func,
-                                               planner::Precision precision) {
+                                               planner::Precision precision,
+                                               bool hostKernels) {
   planner::StepRequest request;
   request.precision = precision;
   if (!func || func.isExternal())
@@ -165,7 +167,7 @@ planner::StepRequest mlir::loom::stepRequestOf(func::FuncOp func,
     // (emit/PlanEmitter.cpp).
     if (!isa<LoomDialect>(op.getDialect()) || isa<ConstantOp, ReshapeOp>(op))
       continue;
-    request.ops.push_back(opRecordOf(&op));
+    request.ops.push_back(opRecordOf(&op, hostKernels));
   }
   return request;
 }

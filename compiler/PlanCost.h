@@ -27,12 +27,15 @@ namespace mlir::loom {
 
 /// One step of the lowered function `func` (the entry function, or a
 /// pipeline device's) as the planner sees it; FLOPs count against the peak
-/// of `precision` for MFU.
+/// of `precision` for MFU; `hostKernels` costs ops as the CPU kernels run
+/// them (opRecordOf).
 planner::StepRequest stepRequestOf(func::FuncOp func,
-                                   planner::Precision precision);
+                                   planner::Precision precision,
+                                   bool hostKernels = false);
 /// The same for the lowered `module`'s entry function.
 planner::StepRequest stepRequestOf(ModuleOp module,
-                                   planner::Precision precision);
+                                   planner::Precision precision,
+                                   bool hostKernels = false);
 
 /// The pipeline stages of a lowered module (`loom.pipeline` on its mesh):
 /// the schedule, each stage's first and last layer and the seconds

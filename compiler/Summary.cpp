@@ -195,6 +195,14 @@ static llvm::json::Array stagesJson(const PlanFigures &figures) {
   return stages;
 }
 
+/// The busiest device's predicted seconds a step by op and collective kind.
+static llvm::json::Object secondsByKind(const planner::StepEstimate &step) {
+  llvm::json::Object o;
+  for (const auto &[kind, seconds] : step.secondsByKind)
+    o[kind] = seconds;
+  return o;
+}
+
 llvm::json::Object mlir::loom::summaryJson(const plan::Plan &plan,
                                            const Cluster &cluster,
                                            const PlanFigures &figures,
@@ -235,6 +243,7 @@ llvm::json::Object mlir::loom::summaryJson(const plan::Plan &plan,
            {"model_tflops_per_device", step.modelTflops},
            {"hardware_tflops_per_device", step.modelTflops},
            {"mfu", step.mfu},
+           {"seconds_by_kind", secondsByKind(step)},
            {"memory_breakdown_bytes_per_device",
             llvm::json::Object{{"parameters", memory.parameters},
                                {"gradients", memory.gradients},
@@ -246,7 +255,8 @@ llvm::json::Object mlir::loom::summaryJson(const plan::Plan &plan,
       {"sequence_parallel_norms",
        llvm::json::Object{{"norms", figures.norms},
                           {"split", figures.sequenceParallelNorms}}},
-      {"communication_per_step", communicationPerStep(plan, figures.collectives)},
+      {"communication_per_step",
+       communicationPerStep(plan, figures.collectives)},
       {"overlapped_buckets", overlappedBucketsJson(buckets)},
       {"planning_time_s", planningSeconds},
       {"world_size", plan.world_size()},

@@ -332,7 +332,7 @@ double AutoSharder::opSeconds(const Node &node, unsigned c) const {
   int64_t loop = node.choices[c];
   if (loop >= 0)
     shared *= tp;
-  planner::OpRecord record = opRecordOf(op);
+  planner::OpRecord record = opRecordOf(op, cluster.hostKernels());
   double total = planner::rooflineSeconds(record, cluster) / shared;
   if (loop < 0) // whole, or carrying partial sums
     return total;

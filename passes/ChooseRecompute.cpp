@@ -63,7 +63,8 @@ public:
         // A gather made again is communication, in the step's figures.
         for (Operation *op : group->ops)
           if (!isa<shard::AllGatherOp>(op))
-            *seconds += planner::rooflineSeconds(opRecordOf(op), cluster);
+            *seconds += planner::rooflineSeconds(
+                opRecordOf(op, cluster.hostKernels()), cluster);
       }
       options.push_back(std::move(o));
     }

@@ -121,8 +121,58 @@ double mlir::loom::contractionFlops(Operation *op) {
   return contractionOf(op).flops;
 }
 
-planner::OpRecord mlir::loom::opRecordOf(Operation *op) {
+/// How the CPU kernels run a convolution or one of its gradients
+/// (runtime/kernels/cpu/Conv.cpp): one product an image and group, so the
+/// filter (the filter's gradient: read and written) passes through memory
+/// once an image, and so do im2col's columns, written and read, unless the
+/// convolution is 1x1, unstrided and unpadded.
+static void hostConvolution(Operation *op, planner::OpRecord &r) {
+  Value filter, images, outputs;
+  ArrayRef<int64_t> strides, pads;
+  int passes = 1;
+  if (auto conv = dyn_cast<Conv2dOp>(op)) {
+    filter = conv.getFilter(), images = conv.getInput();
+    outputs = conv.getResult();
+    strides = conv.getStrides(), pads = conv.getPads();
+  } else if (auto grad = dyn_cast<Conv2dGradInputOp>(op)) {
+    filter = grad.getFilter(), images = grad.getResult();
+    outputs = grad.getGrad();
+    strides = grad.getStrides(), pads = grad.getPads();
+  } else if (auto grad = dyn_cast<Conv2dGradFilterOp>(op)) {
+    filter = grad.getResult(), images = grad.getInput();
+    outputs = grad.getGrad();
+    strides = grad.getStrides(), pads = grad.getPads();
+    passes = 2;
+  } else {
+    return;
+  }
+  auto filterType = cast<RankedTensorType>(filter.getType());
+  auto imageType = cast<RankedTensorType>(images.getType());
+  if (!filterType.hasStaticShape() || !imageType.hasStaticShape() ||
+      filterType.getRank() != 4 || imageType.getRank() != 4)
+    return;
+  double n = imageType.getDimSize(0), o = filterType.getDimSize(0);
+  double groups = double(imageType.getDimSize(1)) / filterType.getDimSize(1);
+  double perOutput = numElements(filter) / o, og = o / groups;
+  double p = n * o > 0 ? numElements(outputs) / (n * o) : 0;
+  if (isa<Conv2dOp>(op))
+    r.gemmM = og, r.gemmN = p, r.gemmK = perOutput;
+  else if (isa<Conv2dGradInputOp>(op))
+    r.gemmM = perOutput, r.gemmN = p, r.gemmK = og;
+  else
+    r.gemmM = og, r.gemmN = perOutput, r.gemmK = p;
+  r.bytes += bytesOf(filter) * (passes * n - 1);
+  bool direct = filterType.getDimSize(2) == 1 &&
+                filterType.getDimSize(3) == 1 &&
+                llvm::all_of(strides, [](int64_t s) { return s == 1; }) &&
+                llvm::all_of(pads, [](int64_t q) { return q == 0; });
+  if (!direct)
+    r.bytes += 2 * n * groups * perOutput * p * 4;
+}
+
+planner::OpRecord mlir::loom::opRecordOf(Operation *op, bool hostKernels) {
   planner::OpRecord r;
+  r.kind = op->getName().stripDialect();
   Contraction c = contractionOf(op);
   r.flops = c.flops;
   if (c.flops > 0)
@@ -133,6 +183,8 @@ planner::OpRecord mlir::loom::opRecordOf(Operation *op) {
       r.bytes += bytesOf(operand.get());
   for (Value result : op->getResults())
     r.bytes += bytesOf(result);
+  if (hostKernels)
+    hostConvolution(op, r);
   // Mixed-precision ops take bf16 operands (all of them: same float types).
   for (Value operand : op->getOperands())
     if (auto type = dyn_cast<RankedTensorType>(operand.getType()))
@@ -143,4 +195,3 @@ planner::OpRecord mlir::loom::opRecordOf(Operation *op) {
       }
   return r;
 }
-

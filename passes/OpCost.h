@@ -26,8 +26,10 @@ double bytesOf(Value v);
 double contractionFlops(Operation *op);
 
 /// `op`'s FLOPs, the bytes it reads (less a shape-only operand) and writes,
-/// and its arithmetic (bf16 when its float operands are).
-planner::OpRecord opRecordOf(Operation *op);
+/// and its arithmetic (bf16 when its float operands are). With
+/// `hostKernels`, as the CPU kernels run it where they differ: a
+/// convolution runs one product an image (docs/planner.md).
+planner::OpRecord opRecordOf(Operation *op, bool hostKernels = false);
 
 } // namespace mlir::loom
 

@@ -214,8 +214,9 @@ struct PartitionStagesPass
           continue;
         layer = it->second;
       }
-      double secs =
-          planner::rooflineSeconds(opRecordOf(&op), cluster) / dataSplit;
+      double secs = planner::rooflineSeconds(
+                        opRecordOf(&op, cluster.hostKernels()), cluster) /
+                    dataSplit;
       double act = 0;
       if (isForward.contains(&op))
         for (Value r : op.getResults())

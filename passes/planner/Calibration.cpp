@@ -69,6 +69,11 @@ llvm::Error mlir::loom::applyCalibration(StringRef path, Cluster &cluster) {
   } else if (ranks > 1) {
     return calibrationError(path, "missing object 'intra_node'");
   }
+  if (std::optional<double> overlap = root->getNumber("comm_overlap")) {
+    if (!(*overlap >= 0 && *overlap <= 1))
+      return calibrationError(path, "'comm_overlap' must lie in [0, 1]");
+    c.commOverlap = *overlap;
+  }
   c.calibration = path.str();
   cluster = c;
   return llvm::Error::success();

@@ -368,9 +368,12 @@ CandidatePrediction planner::predictCandidate(const GptSpec &spec,
   // the backward.
   double grads = 4 * maxParams;
   double window = layersB * (layer.backwardInput + layer.backwardWeight);
+  // What the cores move themselves (Cluster::commOverlap) is not hidden.
   auto hidden = [&](double seconds) {
-    double lastBucket = grads > 0 ? seconds * std::min(1.0, bucket / grads) : 0;
-    return std::max(seconds - window, lastBucket);
+    double onCores = (1 - cluster.commOverlap) * seconds;
+    double beside = seconds - onCores;
+    double lastBucket = grads > 0 ? beside * std::min(1.0, bucket / grads) : 0;
+    return onCores + std::max(beside - window, lastBucket);
   };
   if (c.dp > 1) {
     double gather = k.collective(CollectiveKind::AllGather, grads, 1);

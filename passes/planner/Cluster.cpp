@@ -134,6 +134,11 @@ static llvm::Expected<Cluster> parseJsonCluster(StringRef spec) {
       return std::move(e);
     link->latencyUs = o->getNumber("latency_us").value_or(0);
   }
+  if (std::optional<double> overlap = root->getNumber("comm_overlap")) {
+    if (!(*overlap >= 0 && *overlap <= 1))
+      return specError(spec, "'comm_overlap' must lie in [0, 1]");
+    c.commOverlap = *overlap;
+  }
   return c;
 }
 

@@ -50,6 +50,11 @@ struct Cluster {
   double peakTflopsFp32 = 0, peakTflopsBf16 = 0;
   double hbmGBps = 0;
   Link intraNode, interNode;
+  /// The share of an overlapped collective (a bucket started in the
+  /// backward pass) that runs beside the compute: 1 where the links move
+  /// the data on their own (NCCL on GPUs), measured by a calibration file
+  /// (about 0 on CPU ranks, whose cores move the data themselves).
+  double commOverlap = 1;
   KernelEfficiency efficiency;
   /// Set when a calibration file (`loomc --calibration`) replaced the
   /// figures above with measured ones: the step estimate of a compiled plan
@@ -57,6 +62,8 @@ struct Cluster {
   std::string calibration;
 
   int64_t numDevices() const { return nodes * devicesPerNode; }
+  /// Whether the plan runs on the CPU kernels (OpCost.h's `hostKernels`).
+  bool hostKernels() const { return deviceName == "cpu"; }
   double memoryBytes() const { return memoryGiB * 1024.0 * 1024.0 * 1024.0; }
   /// What a plan may hold: the memory less the reserve.
   double usableMemoryBytes() const {

@@ -3,7 +3,6 @@
 #include "passes/planner/CostModel.h"
 
 #include <algorithm>
-#include <map>
 
 using namespace mlir::loom;
 using namespace mlir::loom::planner;
@@ -143,6 +142,8 @@ StepEstimate planner::estimateStep(const StepRequest &request,
     seconds[i] = collectiveSeconds(c.kind, c.bytes, group.size,
                                    cluster.link(group.level));
     labels[i] = axesLabel(topology, c.axes);
+    e.secondsByKind[(collectiveName(c.kind) + (c.bucket ? "_start" : ""))
+                        .str()] += seconds[i];
     auto it = llvm::find_if(
         e.commSeconds, [&](const AxisTime &t) { return t.axes == labels[i]; });
     if (it == e.commSeconds.end())
@@ -167,7 +168,13 @@ StepEstimate planner::estimateStep(const StepRequest &request,
         waitFor(c);
     for (size_t c : starts[i]) {
       double &free = linkFree[labels[c]];
-      done[c] = std::max(now, free) + seconds[c];
+      // What of a bucket the cores move themselves holds the ops up.
+      double onCores = request.collectives[c].bucket
+                           ? (1 - cluster.commOverlap) * seconds[c]
+                           : 0;
+      now += onCores;
+      e.exposedCommSeconds += onCores;
+      done[c] = std::max(now, free) + seconds[c] - onCores;
       free = done[c];
       if (waitAt[c] == i)
         waitFor(c);
@@ -181,6 +188,8 @@ StepEstimate planner::estimateStep(const StepRequest &request,
       e.computeBoundSeconds += opSeconds;
     else
       e.memoryBoundSeconds += opSeconds;
+    if (!op.kind.empty())
+      e.secondsByKind[op.kind.str()] += opSeconds;
     now += opSeconds;
   }
   e.stepSeconds = now;

@@ -19,6 +19,7 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,9 @@ struct OpRecord {
   /// The shape of each matrix product it runs (m x k by k x n; 0 when it
   /// runs none), for the efficiency of that shape.
   double gemmM = 0, gemmN = 0, gemmK = 0;
+  /// The op's name in the plan format (`matmul`, `gelu`, ...), for the
+  /// estimate's seconds by kind; empty when unknown.
+  llvm::StringRef kind;
 };
 
 /// The collectives the cost model knows (docs/planner.md).
@@ -125,6 +129,9 @@ struct StepEstimate {
   /// Seconds the ops wait for collectives (not hidden by overlap).
   double exposedCommSeconds = 0;
   double stepSeconds = 0;
+  /// Seconds by kind: each op's under its `kind`, each collective's under
+  /// its name (a bucket's as `<name>_start`), whether exposed or not.
+  std::map<std::string, double> secondsByKind;
   /// Achieved model FLOP/s (in TFLOP/s) and its share of the peak of the
   /// request's precision.
   double modelTflops = 0, mfu = 0;

@@ -81,6 +81,15 @@ template <typename F> double callsPerSecond(double seconds, F body) {
   return double(calls) / since(start);
 }
 
+/// Runs of a measurement whose median the profile keeps: the ranks share
+/// the machine with whatever else runs on it.
+constexpr int kRepeats = 3;
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
 /// The mean over the ranks of `value`.
 StatusOr<double> meanOverRanks(Communicator &world, double value) {
   float v = static_cast<float>(value);
@@ -94,15 +103,119 @@ std::string number(double v) {
   return text;
 }
 
+/// `[[x, y], ...]`.
+std::string pairs(const std::vector<std::pair<double, double>> &xy) {
+  std::string text = "[";
+  for (size_t i = 0; i < xy.size(); ++i)
+    text += (i ? ", [" : "[") + number(xy[i].first) + ", " +
+            number(xy[i].second) + "]";
+  return text + "]";
+}
+
 } // namespace
 
 namespace {
 
 struct Measured {
   std::vector<std::pair<double, double>> gemm, allReduce;
+  /// What an all-reduce of each size adds to a step, blocking and
+  /// overlapped (started, tested between the ranks' compute, waited for).
+  std::vector<std::pair<double, double>> inStep, overlapped;
   double streamBytesPerS = 0;
   int threads = 1;
 };
+
+/// Seconds each of `chunks` rounds of `work` takes on every rank, from a
+/// barrier to the last rank done (the slowest rank's clock), with `between`
+/// run after each round.
+template <typename W, typename B>
+StatusOr<double> roundSeconds(Communicator &world, int chunks, W work,
+                              B between) {
+  LOOM_RETURN_IF_ERROR(world.barrier());
+  Clock::time_point start = Clock::now();
+  for (int i = 0; i < chunks; ++i) {
+    work();
+    LOOM_RETURN_IF_ERROR(between(i));
+  }
+  LOOM_RETURN_IF_ERROR(world.barrier());
+  return since(start) / chunks;
+}
+
+/// What all-reduces add to a step in which every rank computes between
+/// them, as loom-run's steps do, rather than in a loop of collectives
+/// alone: rounds of the same matrix products (about `chunkSeconds` each)
+/// with and without an all-reduce after each, the difference per round.
+/// On CPU ranks the ranks' cores move the data themselves and, with more
+/// ranks than cores, a collective waits for the ranks the scheduler has
+/// set aside; both show here and not in the loop of collectives alone.
+/// The overlapped form starts each all-reduce after a round, tests it
+/// between the next round's products, and waits for it after that round.
+Status measureInStep(Communicator &world, double gemmFlops, Measured &out) {
+  const int64_t d = 128;
+  std::vector<float> a(d * d, 0.5f), b(d * d, 0.25f), c(d * d, 0.0f);
+  auto product = [&] {
+    cpu::sgemm(false, false, d, d, d, 1.0f, a.data(), d, b.data(), d, 0.0f,
+               c.data(), d);
+  };
+  const double chunkSeconds = 5e-4;
+  int perChunk =
+      int(std::clamp(chunkSeconds * gemmFlops / (2.0 * d * d * d), 1.0, 1e4));
+  LOOM_ASSIGN_OR_RETURN(perChunk, world.allReduceMin(perChunk));
+  const int chunks = 48, slices = 4;
+  std::unique_ptr<PendingCollective> pending;
+  auto work = [&] {
+    for (int i = 0; i < perChunk; ++i) {
+      product();
+      // The executor tests its in-flight buckets between instructions.
+      if (pending && i % std::max(1, perChunk / slices) == 0)
+        (void)pending->test();
+    }
+  };
+  auto nothing = [](int) { return Status::ok(); };
+  for (int64_t floats : {int64_t(1), int64_t(1) << 10, int64_t(1) << 14,
+                         int64_t(1) << 18, int64_t(1) << 20}) {
+    std::vector<float> buffer(floats, 1.0f);
+    auto blocking = [&](int) {
+      return world.allReduceSum(buffer.data(), floats);
+    };
+    auto overlapped = [&](int i) -> Status {
+      if (pending)
+        LOOM_RETURN_IF_ERROR(pending->wait());
+      pending.reset();
+      if (i + 1 < chunks) {
+        LOOM_ASSIGN_OR_RETURN(pending,
+                              world.startAllReduceSum(buffer.data(), floats));
+      }
+      return Status::ok();
+    };
+    // Alone, blocking, alone, overlapped, alone: each difference against
+    // the mean of the rounds alone around it, the ranks' mean; the median
+    // of kRepeats such runs.
+    std::vector<double> addBlocking, addOverlapped;
+    for (int r = 0; r < kRepeats; ++r) {
+      LOOM_ASSIGN_OR_RETURN(double alone1,
+                            roundSeconds(world, chunks, work, nothing));
+      LOOM_ASSIGN_OR_RETURN(double withBlocking,
+                            roundSeconds(world, chunks, work, blocking));
+      LOOM_ASSIGN_OR_RETURN(double alone2,
+                            roundSeconds(world, chunks, work, nothing));
+      LOOM_ASSIGN_OR_RETURN(double withOverlap,
+                            roundSeconds(world, chunks, work, overlapped));
+      LOOM_ASSIGN_OR_RETURN(double alone3,
+                            roundSeconds(world, chunks, work, nothing));
+      LOOM_ASSIGN_OR_RETURN(
+          double b, meanOverRanks(world, withBlocking - (alone1 + alone2) / 2));
+      LOOM_ASSIGN_OR_RETURN(
+          double o, meanOverRanks(world, withOverlap - (alone2 + alone3) / 2));
+      addBlocking.push_back(b);
+      addOverlapped.push_back(o);
+    }
+    double bytes = 4.0 * double(floats);
+    out.inStep.push_back({bytes, median(addBlocking)});
+    out.overlapped.push_back({bytes, median(addOverlapped)});
+  }
+  return Status::ok();
+}
 
 Status measure(Communicator &world, Measured &out) {
   // Square products of the CPU kernels' sgemm, every rank at once.
@@ -124,13 +237,19 @@ Status measure(Communicator &world, Measured &out) {
   LOOM_RETURN_IF_ERROR(world.barrier());
   out.threads = cpu::maxThreads();
   int threads = out.threads;
-  double passes = callsPerSecond(0.3, [&] {
+  std::vector<double> rates;
+  for (int r = 0; r < kRepeats; ++r) {
+    LOOM_RETURN_IF_ERROR(world.barrier());
+    double passes = callsPerSecond(0.2, [&] {
 #pragma omp parallel for num_threads(threads) schedule(static)
-    for (int64_t i = 0; i < count; ++i)
-      c[i] = a[i] + b[i];
-  });
-  LOOM_ASSIGN_OR_RETURN(out.streamBytesPerS,
-                        meanOverRanks(world, 12.0 * count * passes));
+      for (int64_t i = 0; i < count; ++i)
+        c[i] = a[i] + b[i];
+    });
+    LOOM_ASSIGN_OR_RETURN(double rate,
+                          meanOverRanks(world, 12.0 * count * passes));
+    rates.push_back(rate);
+  }
+  out.streamBytesPerS = median(rates);
 
   // All-reduces of 4 B to 16 MiB over every rank, as many calls on each.
   if (world.size() == 1)
@@ -148,10 +267,39 @@ Status measure(Communicator &world, Measured &out) {
       LOOM_RETURN_IF_ERROR(world.allReduceSum(buffer.data(), floats));
     out.allReduce.push_back({4.0 * floats, since(start) / calls});
   }
-  return Status::ok();
+  double gemmFlops = 0;
+  for (auto [dim, flops] : out.gemm)
+    if (dim == 128)
+      gemmFlops = flops;
+  return measureInStep(world, gemmFlops, out);
 }
 
 } // namespace
+
+std::vector<std::pair<double, double>>
+inStepCosts(const std::vector<std::pair<double, double>> &inStep,
+            const std::vector<std::pair<double, double>> &alone) {
+  std::vector<std::pair<double, double>> costs;
+  for (auto [bytes, seconds] : inStep) {
+    double floor = 0;
+    for (auto [b, s] : alone)
+      if (b == bytes)
+        floor = s;
+    costs.push_back({bytes, std::max(seconds, floor)});
+  }
+  return costs;
+}
+
+double overlapShare(const std::vector<std::pair<double, double>> &inStep,
+                    const std::vector<std::pair<double, double>> &overlapped) {
+  double blocking = 0, started = 0;
+  for (size_t i = 0; i < inStep.size() && i < overlapped.size(); ++i)
+    if (inStep[i].first >= kOverlapMinBytes) {
+      blocking += inStep[i].second;
+      started += overlapped[i].second;
+    }
+  return blocking > 0 ? std::clamp(1 - started / blocking, 0.0, 1.0) : 1;
+}
 
 int runProfile(const std::string &path, bool quiet, Communicator &world) {
   bool root = world.rank() == 0;
@@ -165,8 +313,11 @@ int runProfile(const std::string &path, bool quiet, Communicator &world) {
     return failed(s);
   GemmCurve curve = fitGemmCurve(m.gemm);
   LinkFit link;
-  if (world.size() > 1)
-    link = fitAllReduce(m.allReduce, world.size());
+  double overlap = 1;
+  if (world.size() > 1) {
+    link = fitAllReduce(inStepCosts(m.inStep, m.allReduce), world.size());
+    overlap = overlapShare(m.inStep, m.overlapped);
+  }
   const std::vector<std::pair<double, double>> &gemm = m.gemm,
                                                &allReduce = m.allReduce;
   int threads = m.threads;
@@ -186,7 +337,8 @@ int runProfile(const std::string &path, bool quiet, Communicator &world) {
   if (world.size() > 1)
     json += ",\n \"intra_node\": {\"bandwidth_gbps\": " +
             number(link.bandwidthBytesPerS / 1e9) +
-            ", \"latency_us\": " + number(link.latencyS * 1e6) + "}";
+            ", \"latency_us\": " + number(link.latencyS * 1e6) +
+            "}, \"comm_overlap\": " + number(overlap);
   json += ",\n \"measured\": {\"gemm_square\": [";
   for (size_t i = 0; i < gemm.size(); ++i)
     json += (i ? ", " : "") + std::string("[") + number(gemm[i].first) + ", " +
@@ -195,7 +347,8 @@ int runProfile(const std::string &path, bool quiet, Communicator &world) {
   for (size_t i = 0; i < allReduce.size(); ++i)
     json += (i ? ", " : "") + std::string("[") + number(allReduce[i].first) +
             ", " + number(allReduce[i].second) + "]";
-  json += "]}}\n";
+  json += "], \"all_reduce_in_step\": " + pairs(m.inStep) +
+          ", \"all_reduce_overlapped\": " + pairs(m.overlapped) + "}}\n";
   if (Status s = writeFileAtomically(path, json); !s.isOk())
     return failed(s);
   if (!quiet) {
@@ -204,8 +357,10 @@ int runProfile(const std::string &path, bool quiet, Communicator &world) {
                 world.size(), threads, curve.peakFlops / 1e12, curve.halfDim,
                 stream / 1e9);
     if (world.size() > 1)
-      std::printf(", all-reduce %.3g GB/s and %.3g us", link.bandwidthBytesPerS / 1e9,
-                  link.latencyS * 1e6);
+      std::printf(", all-reduce in a step %.3g GB/s and %.3g us a round, "
+                  "%.0f%% of it beside the compute",
+                  link.bandwidthBytesPerS / 1e9, link.latencyS * 1e6,
+                  overlap * 100);
     std::printf("; wrote %s\n", path.c_str());
   }
   return 0;

@@ -37,6 +37,25 @@ struct LinkFit {
 LinkFit fitAllReduce(const std::vector<std::pair<double, double>> &bytesSeconds,
                      int ranks);
 
+/// What each all-reduce of `inStep` (bytes, seconds it added to rounds of
+/// compute) cost, at least what the same size took in a loop of collectives
+/// alone (`alone`): below that is the noise of the rounds. The link of the
+/// calibration is fitted to these.
+std::vector<std::pair<double, double>>
+inStepCosts(const std::vector<std::pair<double, double>> &inStep,
+            const std::vector<std::pair<double, double>> &alone);
+
+/// Overlapped all-reduces of at least this many bytes say how much of a
+/// bucket runs beside the compute (smaller ones are within the noise).
+inline constexpr double kOverlapMinBytes = 1 << 20;
+
+/// The share of an all-reduce that runs beside the compute: 1 less what
+/// the overlapped ones (started, tested between compute, waited for)
+/// added over what the blocking ones added, summed over the sizes of at
+/// least kOverlapMinBytes, within [0, 1]; 1 without such sizes.
+double overlapShare(const std::vector<std::pair<double, double>> &inStep,
+                    const std::vector<std::pair<double, double>> &overlapped);
+
 /// Runs the measurements on every rank of `world` and has rank 0 write the
 /// calibration file to `path`. Returns the exit code.
 int runProfile(const std::string &path, bool quiet, Communicator &world);

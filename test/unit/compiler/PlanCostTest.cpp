@@ -101,6 +101,43 @@ func.func @main(%x: tensor<2x3x8x8xf32>, %f: tensor<4x3x3x3xf32>, %g: tensor<2x4
   EXPECT_EQ(flops[2], expected);
 }
 
+TEST_F(PlanCostTest, HostConvolutionsRunAProductAnImage) {
+  // The CPU kernels run one product an image: [4 x 27] by [27 x 64] for
+  // the convolution, [27 x 4] by [4 x 64] for its input's gradient and
+  // [4 x 64] by [64 x 27] for its filter's; the filter (432 B) passes
+  // through memory once an image (its gradient twice), and im2col's
+  // columns (27 x 64 floats) are written and read an image.
+  module = parseSourceString<ModuleOp>(R"(
+func.func @main(%x: tensor<2x3x8x8xf32>, %f: tensor<4x3x3x3xf32>, %g: tensor<2x4x8x8xf32>) {
+  %y = loom.conv2d %x, %f strides [1, 1] pads [1, 1, 1, 1] dilations [1, 1] groups 1 : (tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<2x4x8x8xf32>
+  %dx = loom.conv2d_grad_input %g, %f, %x strides [1, 1] pads [1, 1, 1, 1] dilations [1, 1] groups 1 : (tensor<2x4x8x8xf32>, tensor<4x3x3x3xf32>, tensor<2x3x8x8xf32>) -> tensor<2x3x8x8xf32>
+  %df = loom.conv2d_grad_filter %g, %x, %f strides [1, 1] pads [1, 1, 1, 1] dilations [1, 1] groups 1 : (tensor<2x4x8x8xf32>, tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<4x3x3x3xf32>
+  return
+}
+)",
+                                       &ctx);
+  ASSERT_TRUE(module);
+  planner::StepRequest host =
+      stepRequestOf(*module, planner::Precision::Fp32, /*hostKernels=*/true);
+  planner::StepRequest device =
+      stepRequestOf(*module, planner::Precision::Fp32);
+  ASSERT_EQ(host.ops.size(), 3u);
+  ASSERT_EQ(device.ops.size(), 3u);
+  auto shape = [](const planner::OpRecord &r) {
+    return std::vector<double>{r.gemmM, r.gemmN, r.gemmK};
+  };
+  EXPECT_EQ(shape(host.ops[0]), (std::vector<double>{4, 64, 27}));
+  EXPECT_EQ(shape(host.ops[1]), (std::vector<double>{27, 64, 4}));
+  EXPECT_EQ(shape(host.ops[2]), (std::vector<double>{4, 27, 64}));
+  double filter = 4 * 27 * 4, columns = 2 * 2 * 27 * 64 * 4;
+  EXPECT_EQ(host.ops[0].bytes, device.ops[0].bytes + filter + columns);
+  EXPECT_EQ(host.ops[1].bytes, device.ops[1].bytes + filter + columns);
+  EXPECT_EQ(host.ops[2].bytes, device.ops[2].bytes + 3 * filter + columns);
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(host.ops[i].flops, device.ops[i].flops);
+  EXPECT_EQ(host.ops[0].kind, "conv2d");
+}
+
 TEST_F(PlanCostTest, RequestHasOpsCollectivesAndMesh) {
   module = parseSourceString<ModuleOp>(R"(
 shard.grid @mesh(shape = 1x4x1) {loom.mesh_axes = ["pp", "dp", "tp"]}

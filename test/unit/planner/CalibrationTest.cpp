@@ -38,6 +38,8 @@ TEST(Calibration, ReplacesTheDatasheetFigures) {
   EXPECT_DOUBLE_EQ(c->intraNode.bandwidthGBps, 7);
   EXPECT_DOUBLE_EQ(c->intraNode.latencyUs, 0.5);
   EXPECT_DOUBLE_EQ(c->efficiency.gemm(4, 4, 4), 0.125);
+  // A file without `comm_overlap` leaves the datasheet's 1.
+  EXPECT_DOUBLE_EQ(c->commOverlap, 1);
   // A product's shape slows it only on a calibrated cluster.
   OpRecord op;
   op.flops = 2e9, op.gemmM = op.gemmN = op.gemmK = 4;
@@ -45,6 +47,14 @@ TEST(Calibration, ReplacesTheDatasheetFigures) {
   llvm::Expected<Cluster> plain = parseCluster("cpu:2");
   ASSERT_TRUE(static_cast<bool>(plain));
   EXPECT_DOUBLE_EQ(rooflineSeconds(op, *plain), 2e9 / 0.05e12);
+}
+
+TEST(Calibration, ReadsTheMeasuredOverlap) {
+  std::string text = kTwoRanks;
+  text.insert(text.rfind('}'), ", \"comm_overlap\": 0.125");
+  llvm::Expected<Cluster> c = parseCluster("cpu:2@" + writeFile(text));
+  ASSERT_TRUE(static_cast<bool>(c)) << llvm::toString(c.takeError());
+  EXPECT_DOUBLE_EQ(c->commOverlap, 0.125);
 }
 
 TEST(Calibration, RefusesBadFilesInOneLine) {
@@ -59,6 +69,10 @@ TEST(Calibration, RefusesBadFilesInOneLine) {
   } cases[] = {
       {"cpu:4", good, "measured with 2 rank(s) but 'cpu:4' has 4 a node"},
       {"cpu:2", "{", "invalid JSON"},
+      {"cpu:2",
+       without("\"latency_us\": 0.5}", "\"latency_us\": 0.5}, "
+                                       "\"comm_overlap\": 1.5"),
+       "'comm_overlap' must lie in [0, 1]"},
       {"cpu:2", "{\"ranks\": 2}", "not a calibration file"},
       {"cpu:2", without("\"hbm_gbps\": 16", "\"hbm_gbps\": 0"),
        "missing or non-positive 'hbm_gbps'"},

@@ -166,6 +166,40 @@ TEST(StepEstimate, ABucketHidesBehindTheOpsBetweenItsStartAndWait) {
   expectClose(e.stepSeconds, 0.03008);
 }
 
+TEST(StepEstimate, WhatTheCoresMoveIsNotHidden) {
+  // As above, a bucket started after op 0 and waited for before op 2, on
+  // a cluster whose cores move a quarter of each bucket beside the compute
+  // (a CPU's calibration): three quarters of its 0.01004 s hold the ops up
+  // where it starts, the rest hides behind op 1.
+  Cluster c = testCluster();
+  c.commOverlap = 0.25;
+  MeshTopology mesh = MeshTopology::ppDpTp(1, 2, 8, c.devicesPerNode);
+  StepRequest r;
+  for (int i = 0; i < 3; ++i) {
+    r.ops.push_back({1e11, 0, Precision::Fp32});
+    r.ops.back().kind = "matmul";
+  }
+  CollectiveRecord sum{CollectiveKind::AllReduce, 1e8, {1}};
+  sum.start = 1, sum.wait = 2, sum.bucket = true;
+  r.collectives = {sum};
+  StepEstimate e = estimateStep(r, c, mesh);
+  expectClose(e.exposedCommSeconds, 0.75 * 0.01004);
+  expectClose(e.stepSeconds, 0.03 + 0.75 * 0.01004);
+  // A blocking collective is all exposed, whatever the overlap.
+  r.collectives[0].bucket = false;
+  r.collectives[0].wait = 1;
+  e = estimateStep(r, c, mesh);
+  expectClose(e.exposedCommSeconds, 0.01004);
+  // The seconds by kind: the ops under theirs, the collective under its
+  // name (a bucket's with `_start`).
+  expectClose(e.secondsByKind["matmul"], 0.03);
+  expectClose(e.secondsByKind["all_reduce"], 0.01004);
+  r.collectives[0].bucket = true;
+  e = estimateStep(r, c, mesh);
+  expectClose(e.secondsByKind["all_reduce_start"], 0.01004);
+  EXPECT_EQ(e.secondsByKind.count("all_reduce"), 0u);
+}
+
 TEST(BucketBytes, TenTimesTheLatencyBandwidthProductWithinBounds) {
   // 10 n alpha B: 2 devices at 5 us and 5 GB/s ask for 500 kB.
   EXPECT_EQ(bucketBytes(2, {5, 5}), 500000);

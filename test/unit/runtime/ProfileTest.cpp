@@ -47,6 +47,34 @@ TEST(ProfileFit, NegativeLatencyFallsBackToBandwidthAlone) {
   EXPECT_GT(fit.bandwidthBytesPerS, 0);
 }
 
+TEST(ProfileFit, InStepCostsAreAtLeastTheCollectiveAlone) {
+  // Rounds of compute noisier than a tiny all-reduce: its cost is what it
+  // took alone; a size measured only in a step keeps its figure.
+  std::vector<std::pair<double, double>> alone = {{4, 6e-6}, {1 << 20, 4e-4}};
+  std::vector<std::pair<double, double>> inStep = {
+      {4, -2e-6}, {1 << 20, 9e-4}, {4 << 20, 3e-3}};
+  auto costs = inStepCosts(inStep, alone);
+  ASSERT_EQ(costs.size(), 3u);
+  EXPECT_EQ(costs[0], (std::pair<double, double>{4, 6e-6}));
+  EXPECT_EQ(costs[1], (std::pair<double, double>{1 << 20, 9e-4}));
+  EXPECT_EQ(costs[2], (std::pair<double, double>{4 << 20, 3e-3}));
+}
+
+TEST(ProfileFit, OverlapIsWhatStartingEarlySaves) {
+  // Sizes of 1 MiB and up: the overlapped ones added 1 ms of the blocking
+  // ones' 4 ms, so three quarters ran beside the compute; the tiny size's
+  // noise does not count.
+  std::vector<std::pair<double, double>> blocking = {
+      {4, 1e-5}, {1 << 20, 1e-3}, {4 << 20, 3e-3}};
+  std::vector<std::pair<double, double>> overlapped = {
+      {4, 9e-4}, {1 << 20, 2.5e-4}, {4 << 20, 7.5e-4}};
+  EXPECT_DOUBLE_EQ(overlapShare(blocking, overlapped), 0.75);
+  // Slower when overlapped (CPU ranks, whose cores move the data): 0.
+  EXPECT_EQ(overlapShare(overlapped, blocking), 0);
+  // Nothing big enough measured: the datasheet's full overlap.
+  EXPECT_EQ(overlapShare({{4, 1e-5}}, {{4, 0}}), 1);
+}
+
 TEST(ProfileOptions, ProfileTakesQuietOnly) {
   auto parse = [](std::vector<const char *> args) {
     args.insert(args.begin(), "loom-run");
