@@ -164,7 +164,9 @@ profile options (docs/cluster-spec.md, "Calibration"):
                           the CPU kernels' matrix products of side 16 to
                           1024, an element-wise pass over 3 x 32 MiB and,
                           under mpirun, all-reduces of 4 B to 16 MiB over
-                          the ranks; fit the planner's curves and write the
+                          the ranks, alone and between rounds of compute
+                          (blocking and overlapped: what they add to a
+                          step); fit the planner's curves and write the
                           calibration file loomc --calibration reads (run it
                           with the ranks and threads training will use)
 
