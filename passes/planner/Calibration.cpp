@@ -16,6 +16,33 @@ static llvm::Error calibrationError(StringRef path, const llvm::Twine &why) {
           "(docs/cluster-spec.md, \"Calibration\")");
 }
 
+/// The optional `kernels` object (op: {call_us, gbps or gflops}) and
+/// `kernel_call_us` of `root`.
+static llvm::Error readKernels(StringRef path, const llvm::json::Object &root,
+                               Cluster &c) {
+  c.kernelCallSeconds = root.getNumber("kernel_call_us").value_or(0) * 1e-6;
+  if (!(c.kernelCallSeconds >= 0))
+    return calibrationError(path, "'kernel_call_us' must not be negative");
+  const llvm::json::Object *kernels = root.getObject("kernels");
+  if (!kernels)
+    return llvm::Error::success();
+  for (const auto &[op, value] : *kernels) {
+    const llvm::json::Object *k = value.getAsObject();
+    std::optional<double> call = k ? k->getNumber("call_us") : std::nullopt;
+    std::optional<double> gbps = k ? k->getNumber("gbps") : std::nullopt;
+    std::optional<double> gflops = k ? k->getNumber("gflops") : std::nullopt;
+    if (!call || !(*call >= 0) || gbps.has_value() == gflops.has_value() ||
+        !(gbps.value_or(1) > 0) || !(gflops.value_or(1) > 0))
+      return calibrationError(
+          path, "kernel '" + StringRef(op) +
+                    "' needs a 'call_us' of at least 0 and one positive "
+                    "rate, 'gbps' or 'gflops'");
+    c.kernels[std::string(StringRef(op))] = {
+        *call * 1e-6, gbps.value_or(0) * 1e9, gflops.value_or(0) * 1e9};
+  }
+  return llvm::Error::success();
+}
+
 llvm::Error mlir::loom::applyCalibration(StringRef path, Cluster &cluster) {
   auto file = llvm::MemoryBuffer::getFile(path);
   if (!file)
@@ -74,6 +101,8 @@ llvm::Error mlir::loom::applyCalibration(StringRef path, Cluster &cluster) {
       return calibrationError(path, "'comm_overlap' must lie in [0, 1]");
     c.commOverlap = *overlap;
   }
+  if (auto e = readKernels(path, *root, c))
+    return e;
   c.calibration = path.str();
   cluster = c;
   return llvm::Error::success();

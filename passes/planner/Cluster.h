@@ -6,6 +6,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
+#include <map>
 #include <string>
 
 namespace mlir::loom {
@@ -37,6 +38,14 @@ struct KernelEfficiency {
   }
 };
 
+/// What one kernel of the device costs, as a calibration file measured it:
+/// a call overhead and the rate of its work, bytes (read and written) or,
+/// for kernels measured by their FLOPs, FLOPs a second.
+struct KernelCost {
+  double callSeconds = 0;
+  double bytesPerSecond = 0, flopsPerSecond = 0;
+};
+
 /// Nodes x devices and what the devices and links can do
 /// (docs/cluster-spec.md).
 struct Cluster {
@@ -56,6 +65,10 @@ struct Cluster {
   /// (about 0 on CPU ranks, whose cores move the data themselves).
   double commOverlap = 1;
   KernelEfficiency efficiency;
+  /// Measured by a calibration file: the cost of each kernel by its op's
+  /// name in the plan format, and the call overhead of the others.
+  std::map<std::string, KernelCost, std::less<>> kernels;
+  double kernelCallSeconds = 0;
   /// Set when a calibration file (`loomc --calibration`) replaced the
   /// figures above with measured ones: the step estimate of a compiled plan
   /// then runs each product at its shape's efficiency.

@@ -42,8 +42,16 @@ static std::pair<double, double> rooflineTerms(const OpRecord &op,
 }
 
 double planner::rooflineSeconds(const OpRecord &op, const Cluster &cluster) {
+  // A kernel the calibration measured runs at its own rate; the others pay
+  // the measured call overhead on top of the roofline.
+  if (auto k = cluster.kernels.find(op.kind); k != cluster.kernels.end()) {
+    const KernelCost &cost = k->second;
+    return cost.callSeconds + (cost.flopsPerSecond > 0
+                                   ? op.flops / cost.flopsPerSecond
+                                   : op.bytes / cost.bytesPerSecond);
+  }
   auto [flopTime, memoryTime] = rooflineTerms(op, cluster);
-  return std::max(flopTime, memoryTime);
+  return cluster.kernelCallSeconds + std::max(flopTime, memoryTime);
 }
 
 bool planner::isComputeBound(const OpRecord &op, const Cluster &cluster) {

@@ -73,7 +73,9 @@ struct CollectiveRecord {
 /// Seconds of an op alone on a device: max(flops / peak, bytes / HBM
 /// bandwidth); a missing peak or bandwidth drops its term. On a calibrated
 /// cluster the FLOPs of an op with a product shape run at that shape's
-/// efficiency (Cluster::efficiency).
+/// efficiency (Cluster::efficiency), an op whose kernel the calibration
+/// measured (Cluster::kernels) takes its call overhead and its work at its
+/// rate instead, and every other op adds the measured call overhead.
 double rooflineSeconds(const OpRecord &op, const Cluster &cluster);
 
 /// Seconds of an m x k by k x n matrix product in `precision`: its FLOPs

@@ -2,6 +2,8 @@
 
 #include "runtime/driver/Profile.h"
 #include "runtime/driver/Driver.h"
+#include "runtime/driver/KernelProfile.h"
+#include "runtime/driver/ProfileTiming.h"
 #include "runtime/kernels/cpu/KernelUtil.h"
 #include "runtime/support/AtomicFile.h"
 
@@ -14,6 +16,8 @@
 #include <limits>
 
 namespace loom::runtime {
+
+using namespace profiling;
 
 GemmCurve fitGemmCurve(const std::vector<std::pair<double, double>> &samples) {
   GemmCurve best;
@@ -61,41 +65,6 @@ LinkFit fitAllReduce(const std::vector<std::pair<double, double>> &samples,
 }
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-/// Runs `body` until `seconds` have passed (at least twice); its rate in
-/// calls per second.
-template <typename F> double callsPerSecond(double seconds, F body) {
-  body(); // warm the caches and the BLAS
-  int64_t calls = 0;
-  Clock::time_point start = Clock::now();
-  do {
-    body();
-    ++calls;
-  } while (calls < 2 || since(start) < seconds);
-  return double(calls) / since(start);
-}
-
-/// Runs of a measurement whose median the profile keeps: the ranks share
-/// the machine with whatever else runs on it.
-constexpr int kRepeats = 3;
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
-
-/// The mean over the ranks of `value`.
-StatusOr<double> meanOverRanks(Communicator &world, double value) {
-  float v = static_cast<float>(value);
-  LOOM_RETURN_IF_ERROR(world.allReduceSum(&v, 1));
-  return double(v) / world.size();
-}
 
 std::string number(double v) {
   char text[32];
@@ -274,6 +243,28 @@ Status measure(Communicator &world, Measured &out) {
   return measureInStep(world, gemmFlops, out);
 }
 
+/// The call overhead of a copy: what the planner adds to each op of a
+/// kind the profile did not measure.
+double kernelCallSeconds(const std::vector<KernelCurve> &kernels) {
+  for (const KernelCurve &k : kernels)
+    if (k.op == "copy")
+      return k.callSeconds;
+  return 0;
+}
+
+/// `"op": {"call_us": .., "gbps" or "gflops": ..}, ...`.
+std::string kernelsJson(const std::vector<KernelCurve> &kernels) {
+  std::string text;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    const KernelCurve &k = kernels[i];
+    text += std::string(i ? ",\n  " : "\n  ") + "\"" + k.op +
+            "\": {\"call_us\": " + number(k.callSeconds * 1e6) + ", \"" +
+            (k.flopRated ? "gflops" : "gbps") + "\": " + number(k.rate / 1e9) +
+            "}";
+  }
+  return text;
+}
+
 } // namespace
 
 std::vector<std::pair<double, double>>
@@ -311,6 +302,9 @@ int runProfile(const std::string &path, bool quiet, Communicator &world) {
   Measured m;
   if (Status s = measure(world, m); !s.isOk())
     return failed(s);
+  StatusOr<std::vector<KernelCurve>> kernels = measureKernels(world);
+  if (!kernels.isOk())
+    return failed(kernels.status());
   GemmCurve curve = fitGemmCurve(m.gemm);
   LinkFit link;
   double overlap = 1;
@@ -339,6 +333,9 @@ int runProfile(const std::string &path, bool quiet, Communicator &world) {
             number(link.bandwidthBytesPerS / 1e9) +
             ", \"latency_us\": " + number(link.latencyS * 1e6) +
             "}, \"comm_overlap\": " + number(overlap);
+  json +=
+      ",\n \"kernel_call_us\": " + number(kernelCallSeconds(*kernels) * 1e6) +
+      ", \"kernels\": {" + kernelsJson(*kernels) + "}";
   json += ",\n \"measured\": {\"gemm_square\": [";
   for (size_t i = 0; i < gemm.size(); ++i)
     json += (i ? ", " : "") + std::string("[") + number(gemm[i].first) + ", " +
@@ -361,7 +358,9 @@ int runProfile(const std::string &path, bool quiet, Communicator &world) {
                   "%.0f%% of it beside the compute",
                   link.bandwidthBytesPerS / 1e9, link.latencyS * 1e6,
                   overlap * 100);
-    std::printf("; wrote %s\n", path.c_str());
+    std::printf("; %zu other kernels, %.3g us a call for a copy; wrote %s\n",
+                kernels->size(), kernelCallSeconds(*kernels) * 1e6,
+                path.c_str());
   }
   return 0;
 }

@@ -57,6 +57,34 @@ TEST(Calibration, ReadsTheMeasuredOverlap) {
   EXPECT_DOUBLE_EQ(c->commOverlap, 0.125);
 }
 
+TEST(Calibration, CostsMeasuredKernelsAtTheirOwnRate) {
+  std::string text = kTwoRanks;
+  text.insert(text.rfind('}'),
+              R"(, "kernel_call_us": 0.5, "kernels": {
+  "gelu": {"call_us": 2, "gbps": 4},
+  "attention": {"call_us": 3, "gflops": 10}})");
+  llvm::Expected<Cluster> c = parseCluster("cpu:2@" + writeFile(text));
+  ASSERT_TRUE(static_cast<bool>(c)) << llvm::toString(c.takeError());
+  ASSERT_EQ(c->kernels.size(), 2u);
+  EXPECT_DOUBLE_EQ(c->kernelCallSeconds, 0.5e-6);
+  OpRecord gelu;
+  gelu.kind = "gelu", gelu.bytes = 8e6, gelu.flops = 1e6;
+  EXPECT_DOUBLE_EQ(rooflineSeconds(gelu, *c), 2e-6 + 8e6 / 4e9);
+  OpRecord attention;
+  attention.kind = "attention", attention.bytes = 1e6, attention.flops = 1e9;
+  attention.gemmM = attention.gemmN = 64, attention.gemmK = 32;
+  EXPECT_DOUBLE_EQ(rooflineSeconds(attention, *c), 3e-6 + 1e9 / 10e9);
+  // A kind the file did not measure: the roofline and the call overhead.
+  OpRecord relu;
+  relu.kind = "relu", relu.bytes = 16e6;
+  EXPECT_DOUBLE_EQ(rooflineSeconds(relu, *c), 0.5e-6 + 16e6 / 16e9);
+  // Without a calibration nothing of it applies.
+  llvm::Expected<Cluster> plain = parseCluster("cpu:2");
+  ASSERT_TRUE(static_cast<bool>(plain));
+  EXPECT_TRUE(plain->kernels.empty());
+  EXPECT_DOUBLE_EQ(rooflineSeconds(gelu, *plain), 8e6 / (plain->hbmGBps * 1e9));
+}
+
 TEST(Calibration, RefusesBadFilesInOneLine) {
   std::string good = kTwoRanks;
   auto without = [&](const std::string &what, const std::string &with) {
@@ -74,6 +102,20 @@ TEST(Calibration, RefusesBadFilesInOneLine) {
                                        "\"comm_overlap\": 1.5"),
        "'comm_overlap' must lie in [0, 1]"},
       {"cpu:2", "{\"ranks\": 2}", "not a calibration file"},
+      {"cpu:2",
+       without("\"hbm_gbps\": 16}",
+               "\"hbm_gbps\": 16}, \"kernels\": {\"gelu\": "
+               "{\"call_us\": 1}}"),
+       "kernel 'gelu' needs a 'call_us' of at least 0 and one positive rate"},
+      {"cpu:2",
+       without("\"hbm_gbps\": 16}",
+               "\"hbm_gbps\": 16}, \"kernels\": {\"gelu\": "
+               "{\"call_us\": 1, \"gbps\": 2, \"gflops\": 3}}"),
+       "kernel 'gelu' needs"},
+      {"cpu:2",
+       without("\"hbm_gbps\": 16}",
+               "\"hbm_gbps\": 16}, \"kernel_call_us\": -1"),
+       "'kernel_call_us' must not be negative"},
       {"cpu:2", without("\"hbm_gbps\": 16", "\"hbm_gbps\": 0"),
        "missing or non-positive 'hbm_gbps'"},
       {"cpu:2", without("\"half_dim\": 4", "\"half_dim\": -1"),
