@@ -16,13 +16,14 @@ static llvm::Error calibrationError(StringRef path, const llvm::Twine &why) {
           "(docs/cluster-spec.md, \"Calibration\")");
 }
 
-/// The optional `kernels` object (op: {call_us, gbps or gflops}) and
-/// `kernel_call_us` of `root`.
+/// The optional `kernels` object (op: {call_us, gbps or gflops, up_to_bytes})
+/// and `kernel_call_us` of `root`.
 static llvm::Error readKernels(StringRef path, const llvm::json::Object &root,
                                Cluster &c) {
   c.kernelCallSeconds = root.getNumber("kernel_call_us").value_or(0) * 1e-6;
   if (!(c.kernelCallSeconds >= 0))
     return calibrationError(path, "'kernel_call_us' must not be negative");
+
   const llvm::json::Object *kernels = root.getObject("kernels");
   if (!kernels)
     return llvm::Error::success();
@@ -31,14 +32,15 @@ static llvm::Error readKernels(StringRef path, const llvm::json::Object &root,
     std::optional<double> call = k ? k->getNumber("call_us") : std::nullopt;
     std::optional<double> gbps = k ? k->getNumber("gbps") : std::nullopt;
     std::optional<double> gflops = k ? k->getNumber("gflops") : std::nullopt;
+    double upTo = k ? k->getNumber("up_to_bytes").value_or(0) : 0;
     if (!call || !(*call >= 0) || gbps.has_value() == gflops.has_value() ||
-        !(gbps.value_or(1) > 0) || !(gflops.value_or(1) > 0))
+        !(gbps.value_or(1) > 0) || !(gflops.value_or(1) > 0) || !(upTo >= 0))
       return calibrationError(
           path, "kernel '" + StringRef(op) +
-                    "' needs a 'call_us' of at least 0 and one positive "
-                    "rate, 'gbps' or 'gflops'");
+                    "' needs a 'call_us' of at least 0, one positive rate "
+                    "('gbps' or 'gflops') and no negative 'up_to_bytes'");
     c.kernels[std::string(StringRef(op))] = {
-        *call * 1e-6, gbps.value_or(0) * 1e9, gflops.value_or(0) * 1e9};
+        *call * 1e-6, gbps.value_or(0) * 1e9, gflops.value_or(0) * 1e9, upTo};
   }
   return llvm::Error::success();
 }

@@ -41,9 +41,14 @@ struct KernelEfficiency {
 /// What one kernel of the device costs, as a calibration file measured it:
 /// a call overhead and the rate of its work, bytes (read and written) or,
 /// for kernels measured by their FLOPs, FLOPs a second.
+/// The rate holds up to the bytes the profile's larger size moved
+/// (`measuredBytes`; 0: any); an op that moves more runs no faster than the
+/// memory bandwidth either (Cluster::hbmGBps), as its operands no longer
+/// stay in cache.
 struct KernelCost {
   double callSeconds = 0;
   double bytesPerSecond = 0, flopsPerSecond = 0;
+  double measuredBytes = 0;
 };
 
 /// Nodes x devices and what the devices and links can do

@@ -44,11 +44,15 @@ static std::pair<double, double> rooflineTerms(const OpRecord &op,
 double planner::rooflineSeconds(const OpRecord &op, const Cluster &cluster) {
   // A kernel the calibration measured runs at its own rate; the others pay
   // the measured call overhead on top of the roofline.
+  // Beyond the sizes the profile measured, no faster than memory either.
   if (auto k = cluster.kernels.find(op.kind); k != cluster.kernels.end()) {
     const KernelCost &cost = k->second;
-    return cost.callSeconds + (cost.flopsPerSecond > 0
-                                   ? op.flops / cost.flopsPerSecond
-                                   : op.bytes / cost.bytesPerSecond);
+    double work = cost.flopsPerSecond > 0 ? op.flops / cost.flopsPerSecond
+                                          : op.bytes / cost.bytesPerSecond;
+    if (cost.measuredBytes > 0 && op.bytes > cost.measuredBytes &&
+        cluster.hbmGBps > 0)
+      work = std::max(work, op.bytes / (cluster.hbmGBps * 1e9));
+    return cost.callSeconds + work;
   }
   auto [flopTime, memoryTime] = rooflineTerms(op, cluster);
   return cluster.kernelCallSeconds + std::max(flopTime, memoryTime);

@@ -75,7 +75,9 @@ struct CollectiveRecord {
 /// cluster the FLOPs of an op with a product shape run at that shape's
 /// efficiency (Cluster::efficiency), an op whose kernel the calibration
 /// measured (Cluster::kernels) takes its call overhead and its work at its
-/// rate instead, and every other op adds the measured call overhead.
+/// rate instead (no faster than the memory bandwidth when it moves more
+/// than the profile's larger size did), and every other op adds the
+/// measured call overhead.
 double rooflineSeconds(const OpRecord &op, const Cluster &cluster);
 
 /// Seconds of an m x k by k x n matrix product in `precision`: its FLOPs

@@ -14,7 +14,7 @@ using namespace profiling;
 KernelCurve fitKernelCurve(const std::string &op, bool flopRated,
                            double smallWork, double smallSeconds,
                            double largeWork, double largeSeconds) {
-  KernelCurve curve{op, flopRated, 0, 0};
+  KernelCurve curve{op, flopRated, 0, 0, 0};
   if (largeSeconds > smallSeconds && largeWork > smallWork) {
     curve.rate = (largeWork - smallWork) / (largeSeconds - smallSeconds);
     curve.callSeconds = std::max(0.0, smallSeconds - smallWork / curve.rate);
@@ -251,14 +251,15 @@ const std::vector<KernelCase> &kernelCases() {
 }
 
 /// Seconds a call of `kase` at `scale` takes on this rank, the ranks' mean,
-/// with its work (bytes or FLOPs) in `work`.
+/// with its work (bytes or FLOPs) in `work` and its bytes in `bytes`.
 static StatusOr<double> secondsPerCall(Communicator &world,
                                        const KernelCase &kase, int64_t scale,
-                                       double &work) {
+                                       double &work, double &bytes) {
   plan::Plan plan;
   plan::Program &program = *plan.add_programs();
   double flops = kase.build(program, kase.op, scale);
-  work = kase.flopRated ? flops : instructionBytes(program, 0);
+  bytes = instructionBytes(program, 0);
+  work = kase.flopRated ? flops : bytes;
   const plan::Instruction &inst = program.instructions(0);
   OpView view{plan, inst, {}, {}};
   for (int32_t id : inst.inputs())
@@ -291,13 +292,17 @@ static StatusOr<double> secondsPerCall(Communicator &world,
 StatusOr<std::vector<KernelCurve>> measureKernels(Communicator &world) {
   std::vector<KernelCurve> curves;
   for (const KernelCase &kase : kernelCases()) {
-    double smallWork = 0, largeWork = 0;
-    LOOM_ASSIGN_OR_RETURN(double small,
-                          secondsPerCall(world, kase, kSmallScale, smallWork));
-    LOOM_ASSIGN_OR_RETURN(double large,
-                          secondsPerCall(world, kase, kLargeScale, largeWork));
-    curves.push_back(fitKernelCurve(kase.op, kase.flopRated, smallWork, small,
-                                    largeWork, large));
+    double smallWork = 0, largeWork = 0, smallBytes = 0, largeBytes = 0;
+    LOOM_ASSIGN_OR_RETURN(
+        double small,
+        secondsPerCall(world, kase, kSmallScale, smallWork, smallBytes));
+    LOOM_ASSIGN_OR_RETURN(
+        double large,
+        secondsPerCall(world, kase, kLargeScale, largeWork, largeBytes));
+    KernelCurve curve = fitKernelCurve(kase.op, kase.flopRated, smallWork,
+                                       small, largeWork, large);
+    curve.upToBytes = largeBytes;
+    curves.push_back(curve);
   }
   return curves;
 }

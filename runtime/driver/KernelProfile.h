@@ -27,6 +27,9 @@ struct KernelCurve {
   std::string op;
   bool flopRated = false;
   double callSeconds = 0, rate = 0;
+  /// The bytes the larger size read and written: the curve is measured up
+  /// to there.
+  double upToBytes = 0;
 };
 
 /// The line through (work, seconds) at the two sizes: its slope's inverse

@@ -252,7 +252,7 @@ double kernelCallSeconds(const std::vector<KernelCurve> &kernels) {
   return 0;
 }
 
-/// `"op": {"call_us": .., "gbps" or "gflops": ..}, ...`.
+/// `"op": {"call_us": .., "gbps" or "gflops": .., "up_to_bytes": ..}, ...`.
 std::string kernelsJson(const std::vector<KernelCurve> &kernels) {
   std::string text;
   for (size_t i = 0; i < kernels.size(); ++i) {
@@ -260,7 +260,7 @@ std::string kernelsJson(const std::vector<KernelCurve> &kernels) {
     text += std::string(i ? ",\n  " : "\n  ") + "\"" + k.op +
             "\": {\"call_us\": " + number(k.callSeconds * 1e6) + ", \"" +
             (k.flopRated ? "gflops" : "gbps") + "\": " + number(k.rate / 1e9) +
-            "}";
+            ", \"up_to_bytes\": " + number(k.upToBytes) + "}";
   }
   return text;
 }

@@ -61,7 +61,7 @@ TEST(Calibration, CostsMeasuredKernelsAtTheirOwnRate) {
   std::string text = kTwoRanks;
   text.insert(text.rfind('}'),
               R"(, "kernel_call_us": 0.5, "kernels": {
-  "gelu": {"call_us": 2, "gbps": 4},
+  "gelu": {"call_us": 2, "gbps": 4, "up_to_bytes": 1e7},
   "attention": {"call_us": 3, "gflops": 10}})");
   llvm::Expected<Cluster> c = parseCluster("cpu:2@" + writeFile(text));
   ASSERT_TRUE(static_cast<bool>(c)) << llvm::toString(c.takeError());
@@ -70,6 +70,14 @@ TEST(Calibration, CostsMeasuredKernelsAtTheirOwnRate) {
   OpRecord gelu;
   gelu.kind = "gelu", gelu.bytes = 8e6, gelu.flops = 1e6;
   EXPECT_DOUBLE_EQ(rooflineSeconds(gelu, *c), 2e-6 + 8e6 / 4e9);
+  // Beyond the bytes it was measured up to, no faster than memory (16 GB/s).
+  OpRecord big = gelu;
+  big.bytes = 1e9;
+  EXPECT_DOUBLE_EQ(rooflineSeconds(big, *c), 2e-6 + 1e9 / 4e9);
+  c->kernels["gelu"].bytesPerSecond = 64e9;
+  EXPECT_DOUBLE_EQ(rooflineSeconds(big, *c), 2e-6 + 1e9 / 16e9);
+  EXPECT_DOUBLE_EQ(rooflineSeconds(gelu, *c), 2e-6 + 8e6 / 64e9);
+  c->kernels["gelu"].bytesPerSecond = 4e9;
   OpRecord attention;
   attention.kind = "attention", attention.bytes = 1e6, attention.flops = 1e9;
   attention.gemmM = attention.gemmN = 64, attention.gemmK = 32;
@@ -106,12 +114,17 @@ TEST(Calibration, RefusesBadFilesInOneLine) {
        without("\"hbm_gbps\": 16}",
                "\"hbm_gbps\": 16}, \"kernels\": {\"gelu\": "
                "{\"call_us\": 1}}"),
-       "kernel 'gelu' needs a 'call_us' of at least 0 and one positive rate"},
+       "kernel 'gelu' needs a 'call_us' of at least 0, one positive rate"},
       {"cpu:2",
        without("\"hbm_gbps\": 16}",
                "\"hbm_gbps\": 16}, \"kernels\": {\"gelu\": "
                "{\"call_us\": 1, \"gbps\": 2, \"gflops\": 3}}"),
        "kernel 'gelu' needs"},
+      {"cpu:2",
+       without("\"hbm_gbps\": 16}",
+               "\"hbm_gbps\": 16}, \"kernels\": {\"gelu\": "
+               "{\"call_us\": 1, \"gbps\": 2, \"up_to_bytes\": -1}}"),
+       "no negative 'up_to_bytes'"},
       {"cpu:2",
        without("\"hbm_gbps\": 16}",
                "\"hbm_gbps\": 16}, \"kernel_call_us\": -1"),

@@ -75,5 +75,9 @@ TEST(KernelProfile, MeasuresEveryCaseThroughTheCpuKernels) {
     EXPECT_EQ(k.flopRated, kernelCases()[i].flopRated);
     EXPECT_TRUE(std::isfinite(k.rate) && k.rate > 0) << k.op;
     EXPECT_TRUE(std::isfinite(k.callSeconds) && k.callSeconds >= 0) << k.op;
+    // Measured up to the bytes of the larger size.
+    loom::plan::Program large;
+    kernelCases()[i].build(large, k.op, kLargeScale);
+    EXPECT_EQ(k.upToBytes, instructionBytes(large, 0)) << k.op;
   }
 }
