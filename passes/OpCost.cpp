@@ -2,6 +2,7 @@
 
 #include "passes/OpCost.h"
 #include "ir/LoomOps.h"
+#include "runtime/ConvLayout.h"
 
 using namespace mlir;
 using namespace mlir::loom;
@@ -125,7 +126,10 @@ double mlir::loom::contractionFlops(Operation *op) {
 /// (runtime/kernels/cpu/Conv.cpp): one product an image and group, so the
 /// filter (the filter's gradient: read and written) passes through memory
 /// once an image, and so do im2col's columns, written and read, unless the
-/// convolution is 1x1, unstrided and unpadded.
+/// convolution is 1x1, unstrided and unpadded. Small images
+/// (runtime/ConvLayout.h) run one product for the batch instead: the
+/// filter passes once, and the stacked columns and the stacked output are
+/// each written and read once.
 static void hostConvolution(Operation *op, planner::OpRecord &r) {
   Value filter, images, outputs;
   ArrayRef<int64_t> strides, pads;
@@ -155,12 +159,20 @@ static void hostConvolution(Operation *op, planner::OpRecord &r) {
   double groups = double(imageType.getDimSize(1)) / filterType.getDimSize(1);
   double perOutput = numElements(filter) / o, og = o / groups;
   double p = n * o > 0 ? numElements(outputs) / (n * o) : 0;
+  bool stacked = ::loom::runtime::convStacksImages(int64_t(n), int64_t(groups),
+                                           int64_t(p));
+  // The columns of one product: an image's, or the batch's side by side.
+  double columns = stacked ? n * p : p;
   if (isa<Conv2dOp>(op))
-    r.gemmM = og, r.gemmN = p, r.gemmK = perOutput;
+    r.gemmM = og, r.gemmN = columns, r.gemmK = perOutput;
   else if (isa<Conv2dGradInputOp>(op))
-    r.gemmM = perOutput, r.gemmN = p, r.gemmK = og;
+    r.gemmM = perOutput, r.gemmN = columns, r.gemmK = og;
   else
-    r.gemmM = og, r.gemmN = perOutput, r.gemmK = p;
+    r.gemmM = og, r.gemmN = perOutput, r.gemmK = columns;
+  if (stacked) {
+    r.bytes += 2 * (perOutput + o) * n * p * 4;
+    return;
+  }
   r.bytes += bytesOf(filter) * (passes * n - 1);
   bool direct = filterType.getDimSize(2) == 1 &&
                 filterType.getDimSize(3) == 1 &&
@@ -173,6 +185,11 @@ static void hostConvolution(Operation *op, planner::OpRecord &r) {
 planner::OpRecord mlir::loom::opRecordOf(Operation *op, bool hostKernels) {
   planner::OpRecord r;
   r.kind = op->getName().stripDialect();
+  if (op->getNumResults() == 1 && op->getNumOperands() == 2 &&
+      isa<AddOp, SubOp, MulOp, DivOp>(op))
+    r.broadcast = llvm::any_of(op->getOperands(), [&](Value v) {
+      return v.getType() != op->getResult(0).getType();
+    });
   Contraction c = contractionOf(op);
   r.flops = c.flops;
   if (c.flops > 0)

@@ -38,6 +38,10 @@ struct KernelEfficiency {
   }
 };
 
+/// The calibration's name of a kernel's broadcasting form (`mul:broadcast`):
+/// an element-wise op with an operand of another shape than its result.
+inline constexpr const char *kBroadcastSuffix = ":broadcast";
+
 /// What one kernel of the device costs, as a calibration file measured it:
 /// a call overhead and the rate of its work, bytes (read and written) or,
 /// for kernels measured by their FLOPs, FLOPs a second.

@@ -45,7 +45,12 @@ double planner::rooflineSeconds(const OpRecord &op, const Cluster &cluster) {
   // A kernel the calibration measured runs at its own rate; the others pay
   // the measured call overhead on top of the roofline.
   // Beyond the sizes the profile measured, no faster than memory either.
-  if (auto k = cluster.kernels.find(op.kind); k != cluster.kernels.end()) {
+  auto k = cluster.kernels.end();
+  if (op.broadcast)
+    k = cluster.kernels.find((op.kind + kBroadcastSuffix).str());
+  if (k == cluster.kernels.end())
+    k = cluster.kernels.find(op.kind);
+  if (k != cluster.kernels.end()) {
     const KernelCost &cost = k->second;
     double work = cost.flopsPerSecond > 0 ? op.flops / cost.flopsPerSecond
                                           : op.bytes / cost.bytesPerSecond;

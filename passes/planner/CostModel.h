@@ -43,6 +43,9 @@ struct OpRecord {
   /// The op's name in the plan format (`matmul`, `gelu`, ...), for the
   /// estimate's seconds by kind; empty when unknown.
   llvm::StringRef kind;
+  /// An element-wise op whose operands do not all have its result's shape
+  /// (the CPU kernels broadcast them on a slower path).
+  bool broadcast = false;
 };
 
 /// The collectives the cost model knows (docs/planner.md).

@@ -91,6 +91,15 @@ double scaleBy(plan::Program &p, const std::string &op, int64_t scale) {
   return 0;
 }
 
+/// NCHW images by a tensor of one value a channel, as ResNet's decomposed
+/// batch normalisation runs them.
+double broadcast(plan::Program &p, const std::string &op, int64_t scale) {
+  Shape images{scale, 64, 4, 4};
+  addInst(p, op, {tensor(p, images), tensor(p, {1, 64, 1, 1})},
+          {tensor(p, images)});
+  return 0;
+}
+
 double normalization(plan::Program &p, const std::string &op, int64_t scale) {
   bool grad = op.size() > 5 && op.compare(op.size() - 5, 5, "_grad") == 0;
   bool layer = op.rfind("layer_norm", 0) == 0;
@@ -207,6 +216,10 @@ double adamw(plan::Program &p, const std::string &op, int64_t scale) {
 
 } // namespace
 
+std::string kernelOp(const KernelCase &kase) {
+  return kase.op.substr(0, kase.op.find(':'));
+}
+
 const std::vector<KernelCase> &kernelCases() {
   static const std::vector<KernelCase> cases = {
       {"relu", false, elementwise<1, 1>},
@@ -227,6 +240,10 @@ const std::vector<KernelCase> &kernelCases() {
       {"sub", false, elementwise<2, 1>},
       {"mul", false, elementwise<2, 1>},
       {"div", false, elementwise<2, 1>},
+      {"add:broadcast", false, broadcast},
+      {"sub:broadcast", false, broadcast},
+      {"mul:broadcast", false, broadcast},
+      {"div:broadcast", false, broadcast},
       {"layer_norm", false, normalization},
       {"layer_norm_grad", false, normalization},
       {"rms_norm", false, normalization},
@@ -257,7 +274,8 @@ static StatusOr<double> secondsPerCall(Communicator &world,
                                        double &work, double &bytes) {
   plan::Plan plan;
   plan::Program &program = *plan.add_programs();
-  double flops = kase.build(program, kase.op, scale);
+  std::string op = kernelOp(kase);
+  double flops = kase.build(program, op, scale);
   bytes = instructionBytes(program, 0);
   work = kase.flopRated ? flops : bytes;
   const plan::Instruction &inst = program.instructions(0);
@@ -266,9 +284,9 @@ static StatusOr<double> secondsPerCall(Communicator &world,
     view.inputs.push_back(&program.buffers(id));
   for (int32_t id : inst.outputs())
     view.outputs.push_back(&program.buffers(id));
-  const KernelDef *kernel = findKernel(kase.op);
+  const KernelDef *kernel = findKernel(op);
   if (!kernel)
-    return makeError("no CPU kernel for '%s'", kase.op.c_str());
+    return makeError("no CPU kernel for '%s'", op.c_str());
   if (Status s = kernel->verify(view); !s.isOk())
     return s.withContext("profile case '" + kase.op + "'");
   // Every float is 0.5 (no zero to divide by, no root of a negative), every

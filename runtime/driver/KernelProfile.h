@@ -39,9 +39,11 @@ KernelCurve fitKernelCurve(const std::string &op, bool flopRated,
                            double smallWork, double smallSeconds,
                            double largeWork, double largeSeconds);
 
-/// One op the profile measures: `build` appends the buffers and the one
-/// instruction of `op` at `scale` (kSmallScale or kLargeScale) and returns
-/// its FLOPs as the planner counts them when the op is flop-rated, else 0.
+/// One kernel the profile measures, named `op` or, for a form of it,
+/// `op:form` (`mul:broadcast`: an operand of another shape than the
+/// result): `build` appends the buffers and the one instruction of the op
+/// at `scale` (kSmallScale or kLargeScale) and returns its FLOPs as the
+/// planner counts them when the op is flop-rated, else 0.
 struct KernelCase {
   std::string op;
   bool flopRated = false;
@@ -53,6 +55,9 @@ inline constexpr int64_t kSmallScale = 1, kLargeScale = 128;
 /// data-movement, pooling, optimizer and attention kernels of the plans
 /// loomc emits. Matrix products and convolutions run on the product curve.
 const std::vector<KernelCase> &kernelCases();
+
+/// The plan-format op of `kase`: its name without the form.
+std::string kernelOp(const KernelCase &kase);
 
 /// The bytes an instruction of `program` reads and writes: the sizes of
 /// its inputs and of its outputs.

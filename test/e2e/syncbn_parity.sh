@@ -85,9 +85,10 @@ cd ..
 # batch 8. Its training is ill-posed (PyTorch's first gradient moves by 2.5% in
 # relative L2 under a 1e-7 perturbation; Loom's 1-rank losses by 1e-5..8e-5
 # from step 2), so only step 1 is compared: its loss (the forward pass with
-# the synchronised statistics) within 5e-5 (1-rank perturbed: 9.1e-7, on an
-# AMD EPYC 3.6e-6, which 2e-5 could not tell from rounding; measured 8.1e-7,
-# 3.1e-6 on the EPYC; --local-batchnorm 5.3e-2), and the running statistics
+# the synchronised statistics) within 1e-4 (1-rank perturbed: 9.1e-7, on an
+# AMD EPYC 3.6e-6, on an Intel Xeon 5.1e-6, which 5e-5 could not tell from
+# rounding; measured 8.1e-7, 3.1e-6 on the EPYC, 4.1e-6 on the Xeon;
+# --local-batchnorm 5.3e-2), and the running statistics
 # it leaves within 1e-3 of PyTorch's (PyTorch perturbed: 0.064 of that, 2
 # threads 0.012; 1 and 2 ranks measure 0.05; per-rank statistics 1.4e3).
 mkdir -p mobilenet && cd mobilenet
@@ -107,7 +108,7 @@ loom_run_np 2 p2.loomplan --data images=images.npy "${run[@]}" --metrics m2.json
 loom_run_np 2 p2-local.loomplan --data images=images.npy "${run[@]}" --metrics m2-local.jsonl \
   --export-onnx t2-local.onnx
 echo "mobilenetv2, 2 ranks against 1 (step 1):"
-losses=(--metrics2 m1.jsonl --rtol 5e-5 --sensitivity pert/m1.jsonl --sensitivity m1-threads2.jsonl)
+losses=(--metrics2 m1.jsonl --rtol 1e-4 --sensitivity pert/m1.jsonl --sensitivity m1-threads2.jsonl)
 $PY "$MODELS/compare.py" --metrics m2.jsonl "${losses[@]}"
 expect_mismatch $PY "$MODELS/compare.py" --metrics m2-local.jsonl "${losses[@]}"
 opts=(--global-batch 8 --steps 1 --optimizer adamw --lr 3e-6)

@@ -3,7 +3,10 @@
 // im2col + GEMM, per image and group. The column buffer `[C/g * kh * kw,
 // OH * OW]` is kernel workspace allocated once at bind time (one per thread
 // slot); a 1x1 convolution with unit stride and no padding uses the image
-// itself as the column matrix. Images whose GEMMs are small run on OpenMP
+// itself as the column matrix. Small images (runtime/ConvLayout.h) run one
+// product for the batch instead: every image's columns side by side in
+// `[K, N * OH * OW]`, and the output (or its gradient) gathered from or
+// scattered to NCHW through a `[O, N * OH * OW]` buffer. Images whose GEMMs are small run on OpenMP
 // threads (each GEMM on its thread); big ones run in order, `sgemm`
 // splitting each GEMM over the threads and OpenMP splitting im2col/col2im
 // over channels.
@@ -14,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/ConvLayout.h"
 #include "runtime/kernels/cpu/CpuKernels.h"
 #include "runtime/kernels/cpu/KernelUtil.h"
 
@@ -102,13 +106,15 @@ inline void validRange(int64_t off, int64_t s, int64_t size, int64_t outs,
   hi = std::clamp(hi, lo, outs);
 }
 
-/// `col[K, P]` from one group of one image, `x` `[cg, h, w]`.
-void im2col(const ConvGeom &g, const float *x, float *col, bool threads) {
+/// `col[K, P]` (rows `ld` floats apart) from one group of one image, `x`
+/// `[cg, h, w]`.
+void im2col(const ConvGeom &g, const float *x, float *col, int64_t ld,
+            bool threads) {
 #pragma omp parallel for schedule(static) if (threads)
   for (int64_t c = 0; c < g.cg; ++c)
     for (int64_t i = 0; i < g.kh; ++i)
       for (int64_t j = 0; j < g.kw; ++j) {
-        float *row = col + ((c * g.kh + i) * g.kw + j) * g.p;
+        float *row = col + ((c * g.kh + i) * g.kw + j) * ld;
         int64_t offW = j * g.dw - g.pl, lo, hi;
         validRange(offW, g.sw, g.w, g.ow, lo, hi);
         for (int64_t oy = 0; oy < g.oh; ++oy) {
@@ -132,14 +138,16 @@ void im2col(const ConvGeom &g, const float *x, float *col, bool threads) {
       }
 }
 
-/// Adds `col[K, P]` back into one group of one image, `x` `[cg, h, w]`.
-void col2im(const ConvGeom &g, const float *col, float *x, bool threads) {
+/// Adds `col[K, P]` (rows `ld` floats apart) back into one group of one
+/// image, `x` `[cg, h, w]`.
+void col2im(const ConvGeom &g, const float *col, float *x, int64_t ld,
+            bool threads) {
   // Channels own disjoint planes of `x`, so they can run on threads.
 #pragma omp parallel for schedule(static) if (threads)
   for (int64_t c = 0; c < g.cg; ++c)
     for (int64_t i = 0; i < g.kh; ++i)
       for (int64_t j = 0; j < g.kw; ++j) {
-        const float *row = col + ((c * g.kh + i) * g.kw + j) * g.p;
+        const float *row = col + ((c * g.kh + i) * g.kw + j) * ld;
         int64_t offW = j * g.dw - g.pl, lo, hi;
         validRange(offW, g.sw, g.w, g.ow, lo, hi);
         for (int64_t oy = 0; oy < g.oh; ++oy) {
@@ -176,6 +184,47 @@ ConvPlan planConv(const ConvGeom &g, int64_t m, int64_t n, int64_t k,
   return p;
 }
 
+/// The stacked layout of a convolution of small images: its columns
+/// `[K, N * P]` and its output-shaped `[O, N * P]`, in the shared scratch.
+struct Stacked {
+  bool on = false;
+  int64_t ld = 0; // N * P
+  CallScratch cols, out;
+};
+
+Stacked planStacked(const ConvGeom &g, BindContext &ctx) {
+  Stacked st;
+  st.on = convStacksImages(g.n, g.groups, g.p);
+  if (st.on) {
+    st.ld = g.n * g.p;
+    st.cols = CallScratch(ctx, 0, g.k * st.ld);
+    st.out = CallScratch(ctx, 1, g.o * st.ld);
+  }
+  return st;
+}
+
+/// NCHW `y` `[N, O, P]` as `[O, N * P]`.
+void stackImages(const ConvGeom &g, const float *y, float *stacked) {
+  for (int64_t n = 0; n < g.n; ++n)
+    for (int64_t o = 0; o < g.o; ++o)
+      std::memcpy(stacked + o * g.n * g.p + n * g.p, y + (n * g.o + o) * g.p,
+                  g.p * sizeof(float));
+}
+
+/// `[O, N * P]` back as NCHW `y` `[N, O, P]`.
+void unstackImages(const ConvGeom &g, const float *stacked, float *y) {
+  for (int64_t n = 0; n < g.n; ++n)
+    for (int64_t o = 0; o < g.o; ++o)
+      std::memcpy(y + (n * g.o + o) * g.p, stacked + o * g.n * g.p + n * g.p,
+                  g.p * sizeof(float));
+}
+
+/// Every image's columns side by side in `cols` `[K, N * P]`.
+void stackColumns(const ConvGeom &g, const float *x, float *cols) {
+  for (int64_t n = 0; n < g.n; ++n)
+    im2col(g, x + n * g.c * g.h * g.w, cols + n * g.p, g.n * g.p, false);
+}
+
 } // namespace
 
 Status verifyConv2d(const OpView &op) {
@@ -194,9 +243,17 @@ StatusOr<KernelFn> bindConv2d(const OpView &op, BindContext &ctx) {
       ConvGeom g, convGeom(op, op.inShape(0), op.inShape(1), op.outShape(0)));
   const float *x = ctx.f32(op.inputs[0]), *w = ctx.f32(op.inputs[1]);
   float *y = ctx.f32(op.outputs[0]);
-  ConvPlan plan = planConv(g, g.og, g.p, g.k, ctx);
   if (g.n * g.o * g.p == 0)
     return noopKernel();
+  if (Stacked st = planStacked(g, ctx); st.on)
+    return KernelFn([=](const StepContext &) {
+      stackColumns(g, x, st.cols.floats());
+      sgemm(false, false, g.o, st.ld, g.k, 1.0f, w, g.k, st.cols.floats(),
+            st.ld, 0.0f, st.out.floats(), st.ld);
+      unstackImages(g, st.out.floats(), y);
+      return Status::ok();
+    });
+  ConvPlan plan = planConv(g, g.og, g.p, g.k, ctx);
   return KernelFn([=](const StepContext &) {
     forEachSlot(g.n, plan.slots, plan.parallel, [&](int64_t n, int slot) {
       // A direct (1x1) convolution has no columns: no offset on null.
@@ -204,7 +261,7 @@ StatusOr<KernelFn> bindConv2d(const OpView &op, BindContext &ctx) {
       for (int64_t gr = 0; gr < g.groups; ++gr) {
         const float *xg = x + (n * g.c + gr * g.cg) * g.h * g.w;
         if (!g.direct())
-          im2col(g, xg, col, plan.innerThreads);
+          im2col(g, xg, col, g.p, plan.innerThreads);
         sgemm(false, false, g.og, g.p, g.k, 1.0f, w + gr * g.og * g.k, g.k,
               g.direct() ? xg : col, g.p, 0.0f, y + (n * g.o + gr * g.og) * g.p,
               g.p);
@@ -219,8 +276,18 @@ StatusOr<KernelFn> bindConv2dGradInput(const OpView &op, BindContext &ctx) {
       ConvGeom g, convGeom(op, op.outShape(0), op.inShape(1), op.inShape(0)));
   const float *dy = ctx.f32(op.inputs[0]), *w = ctx.f32(op.inputs[1]);
   float *dx = ctx.f32(op.outputs[0]);
-  ConvPlan plan = planConv(g, g.k, g.p, g.og, ctx);
   int64_t image = g.c * g.h * g.w;
+  if (Stacked st = planStacked(g, ctx); st.on)
+    return KernelFn([=](const StepContext &) {
+      stackImages(g, dy, st.out.floats());
+      sgemm(true, false, g.k, st.ld, g.o, 1.0f, w, g.k, st.out.floats(),
+            st.ld, 0.0f, st.cols.floats(), st.ld);
+      std::memset(dx, 0, g.n * image * sizeof(float));
+      for (int64_t n = 0; n < g.n; ++n)
+        col2im(g, st.cols.floats() + n * g.p, dx + n * image, st.ld, false);
+      return Status::ok();
+    });
+  ConvPlan plan = planConv(g, g.k, g.p, g.og, ctx);
   return KernelFn([=](const StepContext &) {
     forEachSlot(g.n, plan.slots, plan.parallel, [&](int64_t n, int slot) {
       // A direct (1x1) convolution has no columns: no offset on null.
@@ -233,7 +300,7 @@ StatusOr<KernelFn> bindConv2dGradInput(const OpView &op, BindContext &ctx) {
               dy + (n * g.o + gr * g.og) * g.p, g.p, 0.0f,
               g.direct() ? dxg : col, g.p);
         if (!g.direct())
-          col2im(g, col, dxg, plan.innerThreads);
+          col2im(g, col, dxg, g.p, plan.innerThreads);
       }
     });
     return Status::ok();
@@ -245,8 +312,16 @@ StatusOr<KernelFn> bindConv2dGradFilter(const OpView &op, BindContext &ctx) {
       ConvGeom g, convGeom(op, op.inShape(1), op.outShape(0), op.inShape(0)));
   const float *dy = ctx.f32(op.inputs[0]), *x = ctx.f32(op.inputs[1]);
   float *dw = ctx.f32(op.outputs[0]);
-  ConvPlan plan = planConv(g, g.og, g.k, g.p, ctx);
   int64_t wSize = g.o * g.k;
+  if (Stacked st = planStacked(g, ctx); st.on)
+    return KernelFn([=](const StepContext &) {
+      stackColumns(g, x, st.cols.floats());
+      stackImages(g, dy, st.out.floats());
+      sgemm(false, true, g.o, g.k, st.ld, 1.0f, st.out.floats(), st.ld,
+            st.cols.floats(), st.ld, 0.0f, dw, g.k);
+      return Status::ok();
+    });
+  ConvPlan plan = planConv(g, g.og, g.k, g.p, ctx);
   // Each thread slot but the first sums its images into its own copy of
   // the filter gradient; the copies are added up at the end.
   Workspace partial = makeWorkspace((plan.slots - 1) * wSize);
@@ -261,7 +336,7 @@ StatusOr<KernelFn> bindConv2dGradFilter(const OpView &op, BindContext &ctx) {
       for (int64_t gr = 0; gr < g.groups; ++gr) {
         const float *xg = x + (n * g.c + gr * g.cg) * g.h * g.w;
         if (!g.direct())
-          im2col(g, xg, col, plan.innerThreads);
+          im2col(g, xg, col, g.p, plan.innerThreads);
         sgemm(false, true, g.og, g.k, g.p, 1.0f,
               dy + (n * g.o + gr * g.og) * g.p, g.p, g.direct() ? xg : col, g.p,
               1.0f, acc + gr * g.og * g.k, g.k);

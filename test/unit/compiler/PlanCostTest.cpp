@@ -101,41 +101,94 @@ func.func @main(%x: tensor<2x3x8x8xf32>, %f: tensor<4x3x3x3xf32>, %g: tensor<2x4
   EXPECT_EQ(flops[2], expected);
 }
 
+/// The CPU kernels' records of a convolution and its two gradients over
+/// `images` NCHW images of 3 x `side` x `side` (4 filters of 3 x 3, padded
+/// by 1), and the device's records of the same ops.
+static std::pair<planner::StepRequest, planner::StepRequest>
+convolutionRecords(MLIRContext &ctx, OwningOpRef<ModuleOp> &module,
+                   int images, int side) {
+  std::string x = "tensor<" + std::to_string(images) + "x3x" +
+                  std::to_string(side) + "x" + std::to_string(side) + "xf32>";
+  std::string g = "tensor<" + std::to_string(images) + "x4x" +
+                  std::to_string(side) + "x" + std::to_string(side) + "xf32>";
+  std::string f = "tensor<4x3x3x3xf32>";
+  std::string attrs =
+      " strides [1, 1] pads [1, 1, 1, 1] dilations [1, 1] groups 1 : ";
+  std::string text =
+      "func.func @main(%x: " + x + ", %f: " + f + ", %g: " + g + ") {\n" +
+      "  %y = loom.conv2d %x, %f" + attrs + "(" + x + ", " + f + ") -> " + g +
+      "\n  %dx = loom.conv2d_grad_input %g, %f, %x" + attrs + "(" + g + ", " +
+      f + ", " + x + ") -> " + x +
+      "\n  %df = loom.conv2d_grad_filter %g, %x, %f" + attrs + "(" + g + ", " +
+      x + ", " + f + ") -> " + f + "\n  return\n}\n";
+  module = parseSourceString<ModuleOp>(text, &ctx);
+  if (!module)
+    return {};
+  return {stepRequestOf(*module, planner::Precision::Fp32,
+                        /*hostKernels=*/true),
+          stepRequestOf(*module, planner::Precision::Fp32)};
+}
+
+static std::vector<double> productShape(const planner::OpRecord &r) {
+  return {r.gemmM, r.gemmN, r.gemmK};
+}
+
 TEST_F(PlanCostTest, HostConvolutionsRunAProductAnImage) {
+  // 5 images of 8 x 8: 320 columns, more than one stacked product takes.
   // The CPU kernels run one product an image: [4 x 27] by [27 x 64] for
   // the convolution, [27 x 4] by [4 x 64] for its input's gradient and
   // [4 x 64] by [64 x 27] for its filter's; the filter (432 B) passes
   // through memory once an image (its gradient twice), and im2col's
   // columns (27 x 64 floats) are written and read an image.
+  auto [host, device] = convolutionRecords(ctx, module, 5, 8);
+  ASSERT_TRUE(module);
+  ASSERT_EQ(host.ops.size(), 3u);
+  ASSERT_EQ(device.ops.size(), 3u);
+  EXPECT_EQ(productShape(host.ops[0]), (std::vector<double>{4, 64, 27}));
+  EXPECT_EQ(productShape(host.ops[1]), (std::vector<double>{27, 64, 4}));
+  EXPECT_EQ(productShape(host.ops[2]), (std::vector<double>{4, 27, 64}));
+  double filter = 4 * 27 * 4, columns = 2 * 5 * 27 * 64 * 4;
+  EXPECT_EQ(host.ops[0].bytes, device.ops[0].bytes + 4 * filter + columns);
+  EXPECT_EQ(host.ops[1].bytes, device.ops[1].bytes + 4 * filter + columns);
+  EXPECT_EQ(host.ops[2].bytes, device.ops[2].bytes + 9 * filter + columns);
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(host.ops[i].flops, device.ops[i].flops);
+  EXPECT_EQ(host.ops[0].kind, "conv2d");
+}
+
+TEST_F(PlanCostTest, HostConvolutionsOfSmallImagesRunOneProduct) {
+  // 2 images of 2 x 2: 8 columns, stacked side by side into one product
+  // (runtime/ConvLayout.h): [4 x 27] by [27 x 8], [27 x 4] by [4 x 8] and
+  // [4 x 8] by [8 x 27]. The filter passes once; the stacked columns
+  // (27 x 8 floats) and the stacked output (4 x 8) are written and read.
+  auto [host, device] = convolutionRecords(ctx, module, 2, 2);
+  ASSERT_TRUE(module);
+  ASSERT_EQ(host.ops.size(), 3u);
+  EXPECT_EQ(productShape(host.ops[0]), (std::vector<double>{4, 8, 27}));
+  EXPECT_EQ(productShape(host.ops[1]), (std::vector<double>{27, 8, 4}));
+  EXPECT_EQ(productShape(host.ops[2]), (std::vector<double>{4, 27, 8}));
+  double stacked = 2 * (27 + 4) * 8 * 4;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(host.ops[i].bytes, device.ops[i].bytes + stacked);
+    EXPECT_EQ(host.ops[i].flops, device.ops[i].flops);
+  }
+}
+
+TEST_F(PlanCostTest, BroadcastingElementwiseOpsAreMarked) {
   module = parseSourceString<ModuleOp>(R"(
-func.func @main(%x: tensor<2x3x8x8xf32>, %f: tensor<4x3x3x3xf32>, %g: tensor<2x4x8x8xf32>) {
-  %y = loom.conv2d %x, %f strides [1, 1] pads [1, 1, 1, 1] dilations [1, 1] groups 1 : (tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<2x4x8x8xf32>
-  %dx = loom.conv2d_grad_input %g, %f, %x strides [1, 1] pads [1, 1, 1, 1] dilations [1, 1] groups 1 : (tensor<2x4x8x8xf32>, tensor<4x3x3x3xf32>, tensor<2x3x8x8xf32>) -> tensor<2x3x8x8xf32>
-  %df = loom.conv2d_grad_filter %g, %x, %f strides [1, 1] pads [1, 1, 1, 1] dilations [1, 1] groups 1 : (tensor<2x4x8x8xf32>, tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<4x3x3x3xf32>
+func.func @main(%a: tensor<2x3xf32>, %b: tensor<1x3xf32>) {
+  %0 = loom.mul %a, %b : (tensor<2x3xf32>, tensor<1x3xf32>) -> tensor<2x3xf32>
+  %1 = loom.sub %0, %a : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
   return
 }
 )",
                                        &ctx);
   ASSERT_TRUE(module);
-  planner::StepRequest host =
+  planner::StepRequest request =
       stepRequestOf(*module, planner::Precision::Fp32, /*hostKernels=*/true);
-  planner::StepRequest device =
-      stepRequestOf(*module, planner::Precision::Fp32);
-  ASSERT_EQ(host.ops.size(), 3u);
-  ASSERT_EQ(device.ops.size(), 3u);
-  auto shape = [](const planner::OpRecord &r) {
-    return std::vector<double>{r.gemmM, r.gemmN, r.gemmK};
-  };
-  EXPECT_EQ(shape(host.ops[0]), (std::vector<double>{4, 64, 27}));
-  EXPECT_EQ(shape(host.ops[1]), (std::vector<double>{27, 64, 4}));
-  EXPECT_EQ(shape(host.ops[2]), (std::vector<double>{4, 27, 64}));
-  double filter = 4 * 27 * 4, columns = 2 * 2 * 27 * 64 * 4;
-  EXPECT_EQ(host.ops[0].bytes, device.ops[0].bytes + filter + columns);
-  EXPECT_EQ(host.ops[1].bytes, device.ops[1].bytes + filter + columns);
-  EXPECT_EQ(host.ops[2].bytes, device.ops[2].bytes + 3 * filter + columns);
-  for (int i = 0; i < 3; ++i)
-    EXPECT_EQ(host.ops[i].flops, device.ops[i].flops);
-  EXPECT_EQ(host.ops[0].kind, "conv2d");
+  ASSERT_EQ(request.ops.size(), 2u);
+  EXPECT_TRUE(request.ops[0].broadcast);
+  EXPECT_FALSE(request.ops[1].broadcast);
 }
 
 TEST_F(PlanCostTest, RequestHasOpsCollectivesAndMesh) {

@@ -62,10 +62,11 @@ TEST(Calibration, CostsMeasuredKernelsAtTheirOwnRate) {
   text.insert(text.rfind('}'),
               R"(, "kernel_call_us": 0.5, "kernels": {
   "gelu": {"call_us": 2, "gbps": 4, "up_to_bytes": 1e7},
+  "mul:broadcast": {"call_us": 1, "gbps": 2},
   "attention": {"call_us": 3, "gflops": 10}})");
   llvm::Expected<Cluster> c = parseCluster("cpu:2@" + writeFile(text));
   ASSERT_TRUE(static_cast<bool>(c)) << llvm::toString(c.takeError());
-  ASSERT_EQ(c->kernels.size(), 2u);
+  ASSERT_EQ(c->kernels.size(), 3u);
   EXPECT_DOUBLE_EQ(c->kernelCallSeconds, 0.5e-6);
   OpRecord gelu;
   gelu.kind = "gelu", gelu.bytes = 8e6, gelu.flops = 1e6;
@@ -82,6 +83,12 @@ TEST(Calibration, CostsMeasuredKernelsAtTheirOwnRate) {
   attention.kind = "attention", attention.bytes = 1e6, attention.flops = 1e9;
   attention.gemmM = attention.gemmN = 64, attention.gemmK = 32;
   EXPECT_DOUBLE_EQ(rooflineSeconds(attention, *c), 3e-6 + 1e9 / 10e9);
+  // A broadcasting form takes its own curve where the file has one.
+  OpRecord mul;
+  mul.kind = "mul", mul.bytes = 8e6;
+  EXPECT_DOUBLE_EQ(rooflineSeconds(mul, *c), 0.5e-6 + 8e6 / 16e9);
+  mul.broadcast = true;
+  EXPECT_DOUBLE_EQ(rooflineSeconds(mul, *c), 1e-6 + 8e6 / 2e9);
   // A kind the file did not measure: the roofline and the call overhead.
   OpRecord relu;
   relu.kind = "relu", relu.bytes = 16e6;

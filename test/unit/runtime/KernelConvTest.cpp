@@ -75,6 +75,8 @@ template <typename F> void forEachTap(const ConvCase &k, F f) {
               }
 }
 
+/// Cases of both layouts: a product an image (one image, groups, more than
+/// kConvStackedColumns columns) and one stacked product for the batch.
 std::vector<ConvCase> convCases() {
   return {
       {1, 1, 5, 5, 1, 3, 3, 1, 1, 1, 1, 1, {0, 0, 0, 0}},
@@ -88,6 +90,9 @@ std::vector<ConvCase> convCases() {
       {2, 3, 4, 4, 2, 4, 4, 1, 1, 1, 1, 1, {3, 3, 3, 3}},   // mostly padding
       {4, 8, 16, 15, 8, 3, 3, 2, 1, 1, 1, 1, {1, 1, 1, 1}}, // images on threads
       {3, 8, 12, 12, 16, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}}, // direct, threads
+      // Small images run one stacked product for the batch
+      // (runtime/ConvLayout.h): 1x1 images as in ResNet's last stage.
+      {3, 8, 1, 1, 5, 3, 3, 1, 1, 1, 1, 1, {1, 1, 1, 1}},
   };
 }
 

@@ -35,21 +35,22 @@ TEST(KernelProfile, NoiseNeverGivesANegativeCallOrRate) {
 TEST(KernelProfile, CasesAreOpsOfThePlanFormat) {
   std::set<std::string> seen;
   for (const KernelCase &k : kernelCases()) {
-    EXPECT_NE(findOp(k.op), nullptr) << k.op;
+    EXPECT_NE(findOp(kernelOp(k)), nullptr) << k.op;
     EXPECT_TRUE(seen.insert(k.op).second) << k.op << " twice";
     // Every case is one instruction whose work grows with its scale.
     loom::plan::Program small, large;
-    double smallFlops = k.build(small, k.op, kSmallScale);
-    double largeFlops = k.build(large, k.op, kLargeScale);
+    double smallFlops = k.build(small, kernelOp(k), kSmallScale);
+    double largeFlops = k.build(large, kernelOp(k), kLargeScale);
     ASSERT_EQ(small.instructions_size(), 1) << k.op;
-    EXPECT_EQ(small.instructions(0).op(), k.op);
+    EXPECT_EQ(small.instructions(0).op(), kernelOp(k));
     EXPECT_EQ(k.flopRated, smallFlops > 0) << k.op;
     if (k.flopRated)
       EXPECT_GT(largeFlops, smallFlops) << k.op;
     EXPECT_GT(instructionBytes(large, 0), instructionBytes(small, 0)) << k.op;
   }
   EXPECT_TRUE(seen.count("attention") && seen.count("layer_norm_grad") &&
-              seen.count("adamw") && seen.count("cross_entropy"));
+              seen.count("adamw") && seen.count("cross_entropy") &&
+              seen.count("mul:broadcast"));
 }
 
 TEST(KernelProfile, InstructionBytesCountEveryOperand) {
@@ -77,7 +78,7 @@ TEST(KernelProfile, MeasuresEveryCaseThroughTheCpuKernels) {
     EXPECT_TRUE(std::isfinite(k.callSeconds) && k.callSeconds >= 0) << k.op;
     // Measured up to the bytes of the larger size.
     loom::plan::Program large;
-    kernelCases()[i].build(large, k.op, kLargeScale);
+    kernelCases()[i].build(large, kernelOp(kernelCases()[i]), kLargeScale);
     EXPECT_EQ(k.upToBytes, instructionBytes(large, 0)) << k.op;
   }
 }
