@@ -160,7 +160,7 @@ static void hostConvolution(Operation *op, planner::OpRecord &r) {
   double perOutput = numElements(filter) / o, og = o / groups;
   double p = n * o > 0 ? numElements(outputs) / (n * o) : 0;
   bool stacked = ::loom::runtime::convStacksImages(int64_t(n), int64_t(groups),
-                                           int64_t(p));
+                                                   int64_t(p));
   // The columns of one product: an image's, or the batch's side by side.
   double columns = stacked ? n * p : p;
   if (isa<Conv2dOp>(op))

@@ -1,4 +1,4 @@
-//===- ConvLayout.h - How the CPU convolutions lay out a product -*- C++ -*-===//
+//===- ConvLayout.h - How CPU convolutions lay out a product ----*- C++ -*-===//
 //
 // The CPU convolutions (runtime/kernels/cpu/Conv.cpp) run one product an
 // image, unless the images are small: then they stack every image's columns

@@ -6,10 +6,10 @@
 // itself as the column matrix. Small images (runtime/ConvLayout.h) run one
 // product for the batch instead: every image's columns side by side in
 // `[K, N * OH * OW]`, and the output (or its gradient) gathered from or
-// scattered to NCHW through a `[O, N * OH * OW]` buffer. Images whose GEMMs are small run on OpenMP
-// threads (each GEMM on its thread); big ones run in order, `sgemm`
-// splitting each GEMM over the threads and OpenMP splitting im2col/col2im
-// over channels.
+// scattered to NCHW through a `[O, N * OH * OW]` buffer. Images whose GEMMs are
+// small run on OpenMP threads (each GEMM on its thread); big ones run in order,
+// `sgemm` splitting each GEMM over the threads and OpenMP splitting
+// im2col/col2im over channels.
 //
 //   conv2d:             y_g  = W_g * col(x_g)
 //   conv2d_grad_input:  dx_g = col2im(W_g^T * dy_g)
@@ -280,8 +280,8 @@ StatusOr<KernelFn> bindConv2dGradInput(const OpView &op, BindContext &ctx) {
   if (Stacked st = planStacked(g, ctx); st.on)
     return KernelFn([=](const StepContext &) {
       stackImages(g, dy, st.out.floats());
-      sgemm(true, false, g.k, st.ld, g.o, 1.0f, w, g.k, st.out.floats(),
-            st.ld, 0.0f, st.cols.floats(), st.ld);
+      sgemm(true, false, g.k, st.ld, g.o, 1.0f, w, g.k, st.out.floats(), st.ld,
+            0.0f, st.cols.floats(), st.ld);
       std::memset(dx, 0, g.n * image * sizeof(float));
       for (int64_t n = 0; n < g.n; ++n)
         col2im(g, st.cols.floats() + n * g.p, dx + n * image, st.ld, false);

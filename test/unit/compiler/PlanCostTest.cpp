@@ -105,8 +105,8 @@ func.func @main(%x: tensor<2x3x8x8xf32>, %f: tensor<4x3x3x3xf32>, %g: tensor<2x4
 /// `images` NCHW images of 3 x `side` x `side` (4 filters of 3 x 3, padded
 /// by 1), and the device's records of the same ops.
 static std::pair<planner::StepRequest, planner::StepRequest>
-convolutionRecords(MLIRContext &ctx, OwningOpRef<ModuleOp> &module,
-                   int images, int side) {
+convolutionRecords(MLIRContext &ctx, OwningOpRef<ModuleOp> &module, int images,
+                   int side) {
   std::string x = "tensor<" + std::to_string(images) + "x3x" +
                   std::to_string(side) + "x" + std::to_string(side) + "xf32>";
   std::string g = "tensor<" + std::to_string(images) + "x4x" +
