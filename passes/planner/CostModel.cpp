@@ -42,9 +42,10 @@ static std::pair<double, double> rooflineTerms(const OpRecord &op,
 }
 
 double planner::rooflineSeconds(const OpRecord &op, const Cluster &cluster) {
-  // A kernel the calibration measured runs at its own rate; the others pay
-  // the measured call overhead on top of the roofline.
-  // Beyond the sizes the profile measured, no faster than memory either.
+  // A kernel the calibration measured runs at its own rate (its
+  // broadcasting form at that form's, where measured), and beyond the sizes
+  // the profile measured no faster than memory either; the others pay the
+  // measured call overhead on top of the roofline.
   auto k = cluster.kernels.end();
   if (op.broadcast)
     k = cluster.kernels.find((op.kind + kBroadcastSuffix).str());

@@ -166,7 +166,10 @@ profile options (docs/cluster-spec.md, "Calibration"):
                           under mpirun, all-reduces of 4 B to 16 MiB over
                           the ranks, alone and between rounds of compute
                           (blocking and overlapped: what they add to a
-                          step); fit the planner's curves and write the
+                          step), and each other CPU kernel of the plans
+                          (element-wise, norms, losses, attention, AdamW,
+                          ...) at two sizes (its call overhead and rate);
+                          fit the planner's curves and write the
                           calibration file loomc --calibration reads (run it
                           with the ranks and threads training will use)
 
