@@ -185,8 +185,7 @@ static void hostConvolution(Operation *op, planner::OpRecord &r) {
 planner::OpRecord mlir::loom::opRecordOf(Operation *op, bool hostKernels) {
   planner::OpRecord r;
   r.kind = op->getName().stripDialect();
-  if (op->getNumResults() == 1 && op->getNumOperands() == 2 &&
-      isa<AddOp, SubOp, MulOp, DivOp>(op))
+  if (isa<AddOp, SubOp, MulOp, DivOp>(op))
     r.broadcast = llvm::any_of(op->getOperands(), [&](Value v) {
       return v.getType() != op->getResult(0).getType();
     });

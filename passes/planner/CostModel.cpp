@@ -2,6 +2,8 @@
 
 #include "passes/planner/CostModel.h"
 
+#include "llvm/ADT/SmallString.h"
+
 #include <algorithm>
 
 using namespace mlir::loom;
@@ -47,8 +49,11 @@ double planner::rooflineSeconds(const OpRecord &op, const Cluster &cluster) {
   // the profile measured no faster than memory either; the others pay the
   // measured call overhead on top of the roofline.
   auto k = cluster.kernels.end();
-  if (op.broadcast)
-    k = cluster.kernels.find((op.kind + kBroadcastSuffix).str());
+  if (op.broadcast && !cluster.kernels.empty()) {
+    llvm::SmallString<32> form(op.kind);
+    form += kBroadcastSuffix;
+    k = cluster.kernels.find(form.str());
+  }
   if (k == cluster.kernels.end())
     k = cluster.kernels.find(op.kind);
   if (k != cluster.kernels.end()) {
