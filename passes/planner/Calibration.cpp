@@ -91,6 +91,10 @@ llvm::Error mlir::loom::applyCalibration(StringRef path, Cluster &cluster) {
   c.efficiency.gemmHalfDim = gemm->getNumber("half_dim").value_or(-1);
   if (!(c.efficiency.gemmHalfDim >= 0))
     return calibrationError(path, "missing or negative 'half_dim'");
+  if (gemm->get("operand_gbps")) {
+    if (auto e = number(gemm, "operand_gbps", c.efficiency.gemmOperandGBps))
+      return e;
+  }
   if (const llvm::json::Object *link = root->getObject("intra_node")) {
     if (auto e = number(link, "bandwidth_gbps", c.intraNode.bandwidthGBps))
       return e;

@@ -27,9 +27,14 @@ enum class LinkLevel { IntraNode, InterNode };
 /// gemmMax x q(m) q(n) q(k), q(d) = d / (d + gemmHalfDim): large products
 /// near the best cuBLAS reaches, a dimension of one tile at half of it.
 /// Attention (FlashAttention-2) runs at its own share forward and backward.
+/// A calibration of CPU ranks also measures the rate at which a product
+/// reads operands that are not in cache (OpenBLAS packs them before it
+/// computes); a product then takes its FLOPs' time plus its bytes at that
+/// rate. 0: its operands stream beside the compute (the roofline).
 struct KernelEfficiency {
   double gemmMax = 0.8;
   double gemmHalfDim = 128;
+  double gemmOperandGBps = 0;
   double attentionForward = 0.6, attentionBackward = 0.5;
 
   double gemm(double m, double n, double k) const {

@@ -33,14 +33,21 @@ llvm::StringRef planner::collectiveName(CollectiveKind kind) {
   llvm_unreachable("unknown collective kind");
 }
 
-/// The two roofline terms of `op`: FLOP time and memory time.
+/// The two roofline terms of `op`: FLOP time and memory time. A product on
+/// a cluster that measured its operand reads (KernelEfficiency) reads them
+/// before it computes: its FLOP time includes them.
 static std::pair<double, double> rooflineTerms(const OpRecord &op,
                                                const Cluster &cluster) {
   double peak = peakFlops(cluster, op.precision);
-  if (!cluster.calibration.empty() && op.gemmK > 0)
+  double reads = 0;
+  if (!cluster.calibration.empty() && op.gemmK > 0) {
     peak *= cluster.efficiency.gemm(op.gemmM, op.gemmN, op.gemmK);
+    if (cluster.efficiency.gemmOperandGBps > 0)
+      reads = op.bytes / (cluster.efficiency.gemmOperandGBps * 1e9);
+  }
   double hbm = cluster.hbmGBps * 1e9;
-  return {peak > 0 ? op.flops / peak : 0, hbm > 0 ? op.bytes / hbm : 0};
+  return {(peak > 0 ? op.flops / peak : 0) + reads,
+          hbm > 0 ? op.bytes / hbm : 0};
 }
 
 double planner::rooflineSeconds(const OpRecord &op, const Cluster &cluster) {
@@ -81,7 +88,9 @@ double planner::gemmSeconds(double m, double n, double k, Precision precision,
   double elementBytes = precision == Precision::Bf16 ? 2 : 4;
   double bytes = elementBytes * (m * k + k * n + m * n);
   double hbm = cluster.hbmGBps * 1e9;
-  return std::max(peak > 0 ? 2 * m * n * k / peak : 0,
+  double operands = cluster.efficiency.gemmOperandGBps * 1e9;
+  return std::max((peak > 0 ? 2 * m * n * k / peak : 0) +
+                      (operands > 0 ? bytes / operands : 0),
                   hbm > 0 ? bytes / hbm : 0);
 }
 

@@ -76,7 +76,9 @@ struct CollectiveRecord {
 /// Seconds of an op alone on a device: max(flops / peak, bytes / HBM
 /// bandwidth); a missing peak or bandwidth drops its term. On a calibrated
 /// cluster the FLOPs of an op with a product shape run at that shape's
-/// efficiency (Cluster::efficiency), an op whose kernel the calibration
+/// efficiency (Cluster::efficiency) after reading its bytes at the
+/// measured operand rate where there is one, an op whose kernel the
+/// calibration
 /// measured (Cluster::kernels) takes its call overhead and its work at its
 /// rate instead (no faster than the memory bandwidth when it moves more
 /// than the profile's larger size did), and every other op adds the
@@ -85,9 +87,10 @@ double rooflineSeconds(const OpRecord &op, const Cluster &cluster);
 
 /// Seconds of an m x k by k x n matrix product in `precision`: its FLOPs
 /// (2mnk) at the peak times the cluster's kernel efficiency for that shape
-/// (Cluster.h), or its bytes (each operand read and the result written
-/// once, 2 or 4 bytes an element) at the HBM bandwidth, whichever is
-/// longer.
+/// (Cluster.h), plus those bytes at the measured operand rate where a
+/// calibration gives one, or its bytes (each operand read and the result
+/// written once, 2 or 4 bytes an element) at the HBM bandwidth, whichever
+/// is longer.
 double gemmSeconds(double m, double n, double k, Precision precision,
                    const Cluster &cluster);
 

@@ -162,7 +162,8 @@ verify options (what loomc --verify-plan runs):
 profile options (docs/cluster-spec.md, "Calibration"):
   --profile FILE.json     measure this machine with every rank busy at once:
                           the CPU kernels' matrix products of side 16 to
-                          1024, an element-wise pass over 3 x 32 MiB and,
+                          1024, a product over operands out of cache, an
+                          element-wise pass over 3 x 32 MiB and,
                           under mpirun, all-reduces of 4 B to 16 MiB over
                           the ranks, alone and between rounds of compute
                           (blocking and overlapped: what they add to a

@@ -91,6 +91,8 @@ struct Measured {
   /// overlapped (started, tested between the ranks' compute, waited for).
   std::vector<std::pair<double, double>> inStep, overlapped;
   double streamBytesPerS = 0;
+  /// Bytes a second a product reads an operand at that is not in cache.
+  double operandBytesPerS = 0;
   int threads = 1;
 };
 
@@ -186,6 +188,36 @@ Status measureInStep(Communicator &world, double gemmFlops, Measured &out) {
   return Status::ok();
 }
 
+/// The rate at which a product reads an operand that is not in cache, as a
+/// training step's products read their weights: OpenBLAS packs it before
+/// computing, well below the memory's streaming rate. A skinny product (a
+/// convolution over small images: its filter is its big operand) cycling
+/// through distinct filters that together outgrow the caches, against the
+/// same product over one filter: the extra time per filter byte.
+StatusOr<double> measureOperandReads(Communicator &world) {
+  const int64_t m = 512, n = 4, k = 1152, filter = m * k;
+  const int64_t pool = (int64_t(128) << 20) / (4 * filter);
+  std::vector<float> filters(pool * filter, 0.5f), b(k * n, 0.25f),
+      c(m * n, 0.0f);
+  auto product = [&](int64_t i) {
+    cpu::sgemm(false, false, m, n, k, 1.0f, filters.data() + i * filter, k,
+               b.data(), n, 0.0f, c.data(), n);
+  };
+  std::vector<double> secondsPerByte;
+  for (int r = 0; r < kRepeats; ++r) {
+    int64_t next = 0;
+    LOOM_RETURN_IF_ERROR(world.barrier());
+    double cold = callsPerSecond(0.1, [&] { product(next++ % pool); });
+    LOOM_RETURN_IF_ERROR(world.barrier());
+    double warm = callsPerSecond(0.1, [&] { product(0); });
+    LOOM_ASSIGN_OR_RETURN(double extra,
+                          meanOverRanks(world, 1 / cold - 1 / warm));
+    secondsPerByte.push_back(extra / (4.0 * filter));
+  }
+  double s = median(secondsPerByte);
+  return s > 0 ? 1 / s : 0;
+}
+
 Status measure(Communicator &world, Measured &out) {
   // Square products of the CPU kernels' sgemm, every rank at once.
   for (int64_t d : {16, 32, 64, 128, 256, 512, 1024}) {
@@ -199,6 +231,8 @@ Status measure(Communicator &world, Measured &out) {
                           meanOverRanks(world, 2.0 * d * d * d * rate));
     out.gemm.push_back({double(d), mean});
   }
+
+  LOOM_ASSIGN_OR_RETURN(out.operandBytesPerS, measureOperandReads(world));
 
   // Memory: c = a + b over 3 x 32 MiB, as the element-wise kernels run.
   int64_t count = int64_t(8) << 20;
@@ -319,15 +353,18 @@ int runProfile(const std::string &path, bool quiet, Communicator &world) {
   if (!root)
     return 0;
 
-  std::string json = "{\"loom_calibration\": 1, \"ranks\": " +
-                     std::to_string(world.size()) +
-                     ", \"threads_per_rank\": " + std::to_string(threads) +
-                     ",\n \"device\": {\"peak_tflops\": {\"fp32\": " +
-                     number(curve.peakFlops / 1e12) +
-                     ", \"bf16\": " + number(curve.peakFlops / 1e12) +
-                     "}, \"hbm_gbps\": " + number(stream / 1e9) +
-                     "},\n \"gemm\": {\"max_efficiency\": 1, \"half_dim\": " +
-                     number(curve.halfDim) + "}";
+  std::string json =
+      "{\"loom_calibration\": 1, \"ranks\": " + std::to_string(world.size()) +
+      ", \"threads_per_rank\": " + std::to_string(threads) +
+      ",\n \"device\": {\"peak_tflops\": {\"fp32\": " +
+      number(curve.peakFlops / 1e12) +
+      ", \"bf16\": " + number(curve.peakFlops / 1e12) +
+      "}, \"hbm_gbps\": " + number(stream / 1e9) +
+      "},\n \"gemm\": {\"max_efficiency\": 1, \"half_dim\": " +
+      number(curve.halfDim);
+  if (m.operandBytesPerS > 0)
+    json += ", \"operand_gbps\": " + number(m.operandBytesPerS / 1e9);
+  json += "}";
   if (world.size() > 1)
     json += ",\n \"intra_node\": {\"bandwidth_gbps\": " +
             number(link.bandwidthBytesPerS / 1e9) +
@@ -353,6 +390,9 @@ int runProfile(const std::string &path, bool quiet, Communicator &world) {
                 "%.3g TFLOP/s (half at d = %.0f), memory %.3g GB/s",
                 world.size(), threads, curve.peakFlops / 1e12, curve.halfDim,
                 stream / 1e9);
+    if (m.operandBytesPerS > 0)
+      std::printf(", operands out of cache %.3g GB/s",
+                  m.operandBytesPerS / 1e9);
     if (world.size() > 1)
       std::printf(", all-reduce in a step %.3g GB/s and %.3g us a round, "
                   "%.0f%% of it beside the compute",

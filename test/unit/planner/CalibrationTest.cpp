@@ -49,6 +49,29 @@ TEST(Calibration, ReplacesTheDatasheetFigures) {
   EXPECT_DOUBLE_EQ(rooflineSeconds(op, *plain), 2e9 / 0.05e12);
 }
 
+TEST(Calibration, ProductsReadTheirOperandsAtTheMeasuredRate) {
+  std::string text = kTwoRanks;
+  text.insert(text.find("\"half_dim\": 4") + 13, ", \"operand_gbps\": 8");
+  llvm::Expected<Cluster> c = parseCluster("cpu:2@" + writeFile(text));
+  ASSERT_TRUE(static_cast<bool>(c)) << llvm::toString(c.takeError());
+  EXPECT_DOUBLE_EQ(c->efficiency.gemmOperandGBps, 8);
+  // The bytes at the operand rate, then the FLOPs at the shape's share.
+  OpRecord op;
+  op.flops = 2e9, op.bytes = 4e6, op.gemmM = op.gemmN = op.gemmK = 4;
+  EXPECT_DOUBLE_EQ(rooflineSeconds(op, *c), 2e9 / (0.1e12 * 0.125) + 4e6 / 8e9);
+  EXPECT_DOUBLE_EQ(gemmSeconds(4, 4, 4, Precision::Fp32, *c),
+                   128 / (0.1e12 * 0.125) + 192 / 8e9);
+  // An op without a product shape stays on the roofline.
+  op.gemmK = 0;
+  EXPECT_DOUBLE_EQ(rooflineSeconds(op, *c), 2e9 / 0.1e12);
+  // A file without it keeps the roofline's overlap of bytes and FLOPs.
+  llvm::Expected<Cluster> plain = parseCluster("cpu:2@" + writeFile(kTwoRanks));
+  ASSERT_TRUE(static_cast<bool>(plain));
+  EXPECT_DOUBLE_EQ(plain->efficiency.gemmOperandGBps, 0);
+  op.gemmK = 4;
+  EXPECT_DOUBLE_EQ(rooflineSeconds(op, *plain), 2e9 / (0.1e12 * 0.125));
+}
+
 TEST(Calibration, ReadsTheMeasuredOverlap) {
   std::string text = kTwoRanks;
   text.insert(text.rfind('}'), ", \"comm_overlap\": 0.125");
@@ -140,6 +163,9 @@ TEST(Calibration, RefusesBadFilesInOneLine) {
        "missing or non-positive 'hbm_gbps'"},
       {"cpu:2", without("\"half_dim\": 4", "\"half_dim\": -1"),
        "missing or negative 'half_dim'"},
+      {"cpu:2",
+       without("\"half_dim\": 4", "\"half_dim\": 4, \"operand_gbps\": 0"),
+       "missing or non-positive 'operand_gbps'"},
       {"cpu:2",
        without(R"(,
  "intra_node": {"bandwidth_gbps": 7, "latency_us": 0.5})",
