@@ -950,6 +950,7 @@ int run(Options &o, Attempt attempt, plan::Plan *planOut) {
   for (func::FuncOp f : programFunctions(*module)) {
     planner::StepRequest r =
         stepRequestOf(f, costPrecision, cluster->hostKernels());
+    r.workingSetBytes = double(memory.liveBytes);
     planner::StepEstimate e = planner::estimateStep(r, *cluster, topology);
     deviceSeconds.push_back(e.stepSeconds);
     if (deviceSeconds.size() == 1 || e.stepSeconds > step.stepSeconds) {

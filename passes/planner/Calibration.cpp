@@ -95,6 +95,11 @@ llvm::Error mlir::loom::applyCalibration(StringRef path, Cluster &cluster) {
     if (auto e = number(gemm, "operand_gbps", c.efficiency.gemmOperandGBps))
       return e;
   }
+  if (gemm->get("cache_mib")) {
+    if (auto e = number(gemm, "cache_mib", c.efficiency.gemmCacheBytes))
+      return e;
+    c.efficiency.gemmCacheBytes *= 1 << 20;
+  }
   if (const llvm::json::Object *link = root->getObject("intra_node")) {
     if (auto e = number(link, "bandwidth_gbps", c.intraNode.bandwidthGBps))
       return e;

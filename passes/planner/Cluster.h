@@ -29,12 +29,16 @@ enum class LinkLevel { IntraNode, InterNode };
 /// Attention (FlashAttention-2) runs at its own share forward and backward.
 /// A calibration of CPU ranks also measures the rate at which a product
 /// reads operands that are not in cache (OpenBLAS packs them before it
-/// computes); a product then takes its FLOPs' time plus its bytes at that
-/// rate. 0: its operands stream beside the compute (the roofline).
+/// computes) and the bytes a device's products keep in cache; a product of
+/// a step that outgrows them takes its FLOPs' time plus its bytes at that
+/// rate (operandColdShare). 0: its operands stream beside the compute (the
+/// roofline).
 struct KernelEfficiency {
   double gemmMax = 0.8;
   double gemmHalfDim = 128;
   double gemmOperandGBps = 0;
+  /// 0: not measured (every step's operands out of cache).
+  double gemmCacheBytes = 0;
   double attentionForward = 0.6, attentionBackward = 0.5;
 
   double gemm(double m, double n, double k) const {

@@ -34,23 +34,33 @@ llvm::StringRef planner::collectiveName(CollectiveKind kind) {
 }
 
 /// The two roofline terms of `op`: FLOP time and memory time. A product on
-/// a cluster that measured its operand reads (KernelEfficiency) reads them
-/// before it computes: its FLOP time includes them.
-static std::pair<double, double> rooflineTerms(const OpRecord &op,
-                                               const Cluster &cluster) {
+/// a cluster that measured its operand reads (KernelEfficiency) reads the
+/// `coldShare` of them out of cache before it computes: its FLOP time
+/// includes them.
+static std::pair<double, double>
+rooflineTerms(const OpRecord &op, const Cluster &cluster, double coldShare) {
   double peak = peakFlops(cluster, op.precision);
   double reads = 0;
   if (!cluster.calibration.empty() && op.gemmK > 0) {
     peak *= cluster.efficiency.gemm(op.gemmM, op.gemmN, op.gemmK);
     if (cluster.efficiency.gemmOperandGBps > 0)
-      reads = op.bytes / (cluster.efficiency.gemmOperandGBps * 1e9);
+      reads = coldShare * op.bytes / (cluster.efficiency.gemmOperandGBps * 1e9);
   }
   double hbm = cluster.hbmGBps * 1e9;
   return {(peak > 0 ? op.flops / peak : 0) + reads,
           hbm > 0 ? op.bytes / hbm : 0};
 }
 
-double planner::rooflineSeconds(const OpRecord &op, const Cluster &cluster) {
+double planner::operandColdShare(const Cluster &cluster,
+                                 double workingSetBytes) {
+  double cache = cluster.efficiency.gemmCacheBytes;
+  if (cache <= 0 || workingSetBytes <= 0)
+    return 1;
+  return std::clamp((workingSetBytes - cache) / cache, 0.0, 1.0);
+}
+
+double planner::rooflineSeconds(const OpRecord &op, const Cluster &cluster,
+                                double coldShare) {
   // A kernel the calibration measured runs at its own rate (its
   // broadcasting form at that form's, where measured), and beyond the sizes
   // the profile measured no faster than memory either; the others pay the
@@ -72,12 +82,13 @@ double planner::rooflineSeconds(const OpRecord &op, const Cluster &cluster) {
       work = std::max(work, op.bytes / (cluster.hbmGBps * 1e9));
     return cost.callSeconds + work;
   }
-  auto [flopTime, memoryTime] = rooflineTerms(op, cluster);
+  auto [flopTime, memoryTime] = rooflineTerms(op, cluster, coldShare);
   return cluster.kernelCallSeconds + std::max(flopTime, memoryTime);
 }
 
-bool planner::isComputeBound(const OpRecord &op, const Cluster &cluster) {
-  auto [flopTime, memoryTime] = rooflineTerms(op, cluster);
+bool planner::isComputeBound(const OpRecord &op, const Cluster &cluster,
+                             double coldShare) {
+  auto [flopTime, memoryTime] = rooflineTerms(op, cluster, coldShare);
   return op.flops > 0 && flopTime >= memoryTime;
 }
 
@@ -155,6 +166,7 @@ StepEstimate planner::estimateStep(const StepRequest &request,
                                    const Cluster &cluster,
                                    const MeshTopology &topology) {
   StepEstimate e;
+  double coldShare = operandColdShare(cluster, request.workingSetBytes);
   int64_t numOps = static_cast<int64_t>(request.ops.size());
   size_t numCollectives = request.collectives.size();
   // Each collective's seconds, axes, start and wait (index numOps: after
@@ -215,8 +227,8 @@ StepEstimate planner::estimateStep(const StepRequest &request,
       break;
     const OpRecord &op = request.ops[i];
     e.flops += op.flops;
-    double opSeconds = rooflineSeconds(op, cluster);
-    if (isComputeBound(op, cluster))
+    double opSeconds = rooflineSeconds(op, cluster, coldShare);
+    if (isComputeBound(op, cluster, coldShare))
       e.computeBoundSeconds += opSeconds;
     else
       e.memoryBoundSeconds += opSeconds;

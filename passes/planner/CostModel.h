@@ -83,7 +83,15 @@ struct CollectiveRecord {
 /// rate instead (no faster than the memory bandwidth when it moves more
 /// than the profile's larger size did), and every other op adds the
 /// measured call overhead.
-double rooflineSeconds(const OpRecord &op, const Cluster &cluster);
+double rooflineSeconds(const OpRecord &op, const Cluster &cluster,
+                       double coldShare = 1);
+
+/// The share of a product's operand reads that miss the cache in a step
+/// touching `workingSetBytes` on a device (0: unknown): none up to the
+/// calibration's `gemmCacheBytes` C, all from 2C, the share of the excess
+/// in between (the measured reads reach half their cost near C and all of
+/// it near 2C). 1 where the cache was not measured.
+double operandColdShare(const Cluster &cluster, double workingSetBytes);
 
 /// Seconds of an m x k by k x n matrix product in `precision`: its FLOPs
 /// (2mnk) at the peak times the cluster's kernel efficiency for that shape
@@ -95,7 +103,8 @@ double gemmSeconds(double m, double n, double k, Precision precision,
                    const Cluster &cluster);
 
 /// Whether `op`'s FLOP time is at least its memory time (and it has FLOPs).
-bool isComputeBound(const OpRecord &op, const Cluster &cluster);
+bool isComputeBound(const OpRecord &op, const Cluster &cluster,
+                    double coldShare = 1);
 
 /// Seconds of one collective of `kind` moving `bytes` (the S of its formula)
 /// in groups of `groupSize` devices over `link`: ring all-reduce
@@ -118,6 +127,9 @@ struct StepRequest {
   std::vector<CollectiveRecord> collectives;
   /// The arithmetic the model FLOPs count against for MFU.
   Precision precision = Precision::Fp32;
+  /// The bytes one device's step touches (its live set; 0: unknown), for
+  /// operandColdShare.
+  double workingSetBytes = 0;
 };
 
 /// Communication seconds of the collectives over one set of mesh axes.

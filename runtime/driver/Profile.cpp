@@ -91,8 +91,10 @@ struct Measured {
   /// overlapped (started, tested between the ranks' compute, waited for).
   std::vector<std::pair<double, double>> inStep, overlapped;
   double streamBytesPerS = 0;
-  /// Bytes a second a product reads an operand at that is not in cache.
-  double operandBytesPerS = 0;
+  /// Bytes a second a product reads an operand at that is not in cache,
+  /// and the bytes of operands a rank's products keep in cache (0: not
+  /// measured).
+  double operandBytesPerS = 0, operandCacheBytes = 0;
   int threads = 1;
 };
 
@@ -189,33 +191,45 @@ Status measureInStep(Communicator &world, double gemmFlops, Measured &out) {
 }
 
 /// The rate at which a product reads an operand that is not in cache, as a
-/// training step's products read their weights: OpenBLAS packs it before
-/// computing, well below the memory's streaming rate. A skinny product (a
-/// convolution over small images: its filter is its big operand) cycling
-/// through distinct filters that together outgrow the caches, against the
-/// same product over one filter: the extra time per filter byte.
-StatusOr<double> measureOperandReads(Communicator &world) {
+/// training step's products read their weights (OpenBLAS packs it before
+/// computing, well below the memory's streaming rate), and how many bytes
+/// of operands stay in cache: a skinny product (a convolution over small
+/// images: its filter is its big operand) cycling through distinct filters
+/// that fill pools of 4 to 128 MiB, against the same product over one
+/// filter (fitOperandReads).
+Status measureOperandReads(Communicator &world, Measured &out) {
   const int64_t m = 512, n = 4, k = 1152, filter = m * k;
-  const int64_t pool = (int64_t(128) << 20) / (4 * filter);
-  std::vector<float> filters(pool * filter, 0.5f), b(k * n, 0.25f),
+  const std::vector<double> poolMiB = {4, 8, 16, 32, 64, 128};
+  const int64_t most = int64_t(poolMiB.back()) * (1 << 20) / (4 * filter);
+  std::vector<float> filters(most * filter, 0.5f), b(k * n, 0.25f),
       c(m * n, 0.0f);
   auto product = [&](int64_t i) {
     cpu::sgemm(false, false, m, n, k, 1.0f, filters.data() + i * filter, k,
                b.data(), n, 0.0f, c.data(), n);
   };
-  std::vector<double> secondsPerByte;
+  // Per pool, the extra seconds of a call over the runs.
+  std::vector<std::vector<double>> extra(poolMiB.size());
   for (int r = 0; r < kRepeats; ++r) {
-    int64_t next = 0;
     LOOM_RETURN_IF_ERROR(world.barrier());
-    double cold = callsPerSecond(0.1, [&] { product(next++ % pool); });
-    LOOM_RETURN_IF_ERROR(world.barrier());
-    double warm = callsPerSecond(0.1, [&] { product(0); });
-    LOOM_ASSIGN_OR_RETURN(double extra,
-                          meanOverRanks(world, 1 / cold - 1 / warm));
-    secondsPerByte.push_back(extra / (4.0 * filter));
+    // The rate rests on the one filter and the largest pool: longer runs.
+    double warm = callsPerSecond(0.2, [&] { product(0); });
+    for (size_t p = 0; p < poolMiB.size(); ++p) {
+      int64_t pool = int64_t(poolMiB[p]) * (1 << 20) / (4 * filter), next = 0;
+      double seconds = p + 1 == poolMiB.size() ? 0.2 : 0.05;
+      LOOM_RETURN_IF_ERROR(world.barrier());
+      double cold = callsPerSecond(seconds, [&] { product(next++ % pool); });
+      LOOM_ASSIGN_OR_RETURN(double e,
+                            meanOverRanks(world, 1 / cold - 1 / warm));
+      extra[p].push_back(e);
+    }
   }
-  double s = median(secondsPerByte);
-  return s > 0 ? 1 / s : 0;
+  std::vector<std::pair<double, double>> poolSeconds;
+  for (size_t p = 0; p < poolMiB.size(); ++p)
+    poolSeconds.push_back({poolMiB[p] * (1 << 20), median(extra[p])});
+  OperandFit fit = fitOperandReads(poolSeconds, 4.0 * filter);
+  out.operandBytesPerS = fit.bytesPerS;
+  out.operandCacheBytes = fit.cacheBytes;
+  return Status::ok();
 }
 
 Status measure(Communicator &world, Measured &out) {
@@ -232,7 +246,7 @@ Status measure(Communicator &world, Measured &out) {
     out.gemm.push_back({double(d), mean});
   }
 
-  LOOM_ASSIGN_OR_RETURN(out.operandBytesPerS, measureOperandReads(world));
+  LOOM_RETURN_IF_ERROR(measureOperandReads(world, out));
 
   // Memory: c = a + b over 3 x 32 MiB, as the element-wise kernels run.
   int64_t count = int64_t(8) << 20;
@@ -326,6 +340,27 @@ double overlapShare(const std::vector<std::pair<double, double>> &inStep,
   return blocking > 0 ? std::clamp(1 - started / blocking, 0.0, 1.0) : 1;
 }
 
+OperandFit
+fitOperandReads(const std::vector<std::pair<double, double>> &poolSeconds,
+                double operandBytes) {
+  OperandFit fit;
+  if (poolSeconds.empty() || !(poolSeconds.back().second > 0))
+    return fit;
+  fit.bytesPerS = operandBytes / poolSeconds.back().second;
+  double half = poolSeconds.back().second / 2;
+  size_t p = 0;
+  while (poolSeconds[p].second < half)
+    ++p;
+  fit.cacheBytes = poolSeconds[p].first;
+  if (p > 0) {
+    auto [below, belowSeconds] = poolSeconds[p - 1];
+    belowSeconds = std::max(belowSeconds, 0.0);
+    double t = (half - belowSeconds) / (poolSeconds[p].second - belowSeconds);
+    fit.cacheBytes = below * std::pow(poolSeconds[p].first / below, t);
+  }
+  return fit;
+}
+
 int runProfile(const std::string &path, bool quiet, Communicator &world) {
   bool root = world.rank() == 0;
   auto failed = [&](const Status &s) {
@@ -363,7 +398,8 @@ int runProfile(const std::string &path, bool quiet, Communicator &world) {
       "},\n \"gemm\": {\"max_efficiency\": 1, \"half_dim\": " +
       number(curve.halfDim);
   if (m.operandBytesPerS > 0)
-    json += ", \"operand_gbps\": " + number(m.operandBytesPerS / 1e9);
+    json += ", \"operand_gbps\": " + number(m.operandBytesPerS / 1e9) +
+            ", \"cache_mib\": " + number(m.operandCacheBytes / (1 << 20));
   json += "}";
   if (world.size() > 1)
     json += ",\n \"intra_node\": {\"bandwidth_gbps\": " +
@@ -391,8 +427,8 @@ int runProfile(const std::string &path, bool quiet, Communicator &world) {
                 world.size(), threads, curve.peakFlops / 1e12, curve.halfDim,
                 stream / 1e9);
     if (m.operandBytesPerS > 0)
-      std::printf(", operands out of cache %.3g GB/s",
-                  m.operandBytesPerS / 1e9);
+      std::printf(", operands out of cache %.3g GB/s (beyond %.3g MiB)",
+                  m.operandBytesPerS / 1e9, m.operandCacheBytes / (1 << 20));
     if (world.size() > 1)
       std::printf(", all-reduce in a step %.3g GB/s and %.3g us a round, "
                   "%.0f%% of it beside the compute",

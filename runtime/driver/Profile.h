@@ -56,6 +56,20 @@ inline constexpr double kOverlapMinBytes = 1 << 20;
 double overlapShare(const std::vector<std::pair<double, double>> &inStep,
                     const std::vector<std::pair<double, double>> &overlapped);
 
+/// What products over pools of distinct operands added to each call (pool
+/// bytes, extra seconds; growing pools, the last beyond the caches) say of
+/// operands out of cache: the rate of the largest pool (bytes of one
+/// operand, `operandBytes`, over its extra seconds) and the cache, the pool
+/// at which the extra time reaches half of the largest pool's (between the
+/// pools measured, geometrically; the smallest pool when it already does).
+/// Both 0 when the largest pool added nothing.
+struct OperandFit {
+  double bytesPerS = 0, cacheBytes = 0;
+};
+OperandFit
+fitOperandReads(const std::vector<std::pair<double, double>> &poolSeconds,
+                double operandBytes);
+
 /// Runs the measurements on every rank of `world` and has rank 0 write the
 /// calibration file to `path`. Returns the exit code.
 int runProfile(const std::string &path, bool quiet, Communicator &world);

@@ -13,8 +13,10 @@ c = json.load(open("cal.json"))
 assert c["loom_calibration"] == 1 and c["ranks"] == 2, c
 assert c["device"]["peak_tflops"]["fp32"] > 0 and c["device"]["hbm_gbps"] > 0, c
 assert c["gemm"]["half_dim"] >= 0 and c["intra_node"]["bandwidth_gbps"] > 0, c
-# Written when products over operands out of cache measured slower.
-assert c["gemm"].get("operand_gbps", 1) > 0, c
+# Written, both, when products over operands out of cache measured slower.
+g = c["gemm"]
+assert ("operand_gbps" in g) == ("cache_mib" in g), c
+assert g.get("operand_gbps", 1) > 0 and 4 <= g.get("cache_mib", 4) <= 128, c
 assert len(c["measured"]["gemm_square"]) == 7 and len(c["measured"]["all_reduce"]) == 12, c
 print("calibration:", c["device"], c["gemm"], c["intra_node"])
 PY

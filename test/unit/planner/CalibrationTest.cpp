@@ -72,6 +72,40 @@ TEST(Calibration, ProductsReadTheirOperandsAtTheMeasuredRate) {
   EXPECT_DOUBLE_EQ(rooflineSeconds(op, *plain), 2e9 / (0.1e12 * 0.125));
 }
 
+TEST(Calibration, OnlyAStepThatOutgrowsTheCacheReadsOperandsFromMemory) {
+  std::string text = kTwoRanks;
+  text.insert(text.find("\"half_dim\": 4") + 13,
+              ", \"operand_gbps\": 8, \"cache_mib\": 16");
+  llvm::Expected<Cluster> c = parseCluster("cpu:2@" + writeFile(text));
+  ASSERT_TRUE(static_cast<bool>(c)) << llvm::toString(c.takeError());
+  const double mib = 1 << 20;
+  EXPECT_DOUBLE_EQ(c->efficiency.gemmCacheBytes, 16 * mib);
+  EXPECT_DOUBLE_EQ(operandColdShare(*c, 0), 1); // unknown: out of cache
+  EXPECT_DOUBLE_EQ(operandColdShare(*c, 10 * mib), 0);
+  EXPECT_DOUBLE_EQ(operandColdShare(*c, 16 * mib), 0);
+  EXPECT_DOUBLE_EQ(operandColdShare(*c, 20 * mib), 0.25);
+  EXPECT_DOUBLE_EQ(operandColdShare(*c, 32 * mib), 1);
+  EXPECT_DOUBLE_EQ(operandColdShare(*c, 400 * mib), 1);
+
+  // The step estimate reads its request's working set.
+  StepRequest request;
+  OpRecord op;
+  op.kind = "matmul";
+  op.flops = 2e9, op.bytes = 4e6, op.gemmM = op.gemmN = op.gemmK = 4;
+  request.ops = {op, op};
+  MeshTopology topology = MeshTopology::ppDpTp(1, 2, 1, 2);
+  double compute = 2e9 / (0.1e12 * 0.125), reads = 4e6 / 8e9;
+  request.workingSetBytes = 8 * mib;
+  EXPECT_DOUBLE_EQ(estimateStep(request, *c, topology).stepSeconds,
+                   2 * compute);
+  request.workingSetBytes = 24 * mib;
+  EXPECT_DOUBLE_EQ(estimateStep(request, *c, topology).stepSeconds,
+                   2 * (compute + 0.5 * reads));
+  request.workingSetBytes = 0;
+  EXPECT_DOUBLE_EQ(estimateStep(request, *c, topology).stepSeconds,
+                   2 * (compute + reads));
+}
+
 TEST(Calibration, ReadsTheMeasuredOverlap) {
   std::string text = kTwoRanks;
   text.insert(text.rfind('}'), ", \"comm_overlap\": 0.125");
@@ -166,6 +200,9 @@ TEST(Calibration, RefusesBadFilesInOneLine) {
       {"cpu:2",
        without("\"half_dim\": 4", "\"half_dim\": 4, \"operand_gbps\": 0"),
        "missing or non-positive 'operand_gbps'"},
+      {"cpu:2",
+       without("\"half_dim\": 4", "\"half_dim\": 4, \"cache_mib\": -2"),
+       "missing or non-positive 'cache_mib'"},
       {"cpu:2",
        without(R"(,
  "intra_node": {"bandwidth_gbps": 7, "latency_us": 0.5})",

@@ -75,6 +75,33 @@ TEST(ProfileFit, OverlapIsWhatStartingEarlySaves) {
   EXPECT_EQ(overlapShare({{4, 1e-5}}, {{4, 0}}), 1);
 }
 
+TEST(ProfileFit, OperandReadsGiveARateAndTheCache) {
+  const double mib = 1 << 20;
+  // 2 MiB an operand: 1 ms more out of cache, half of it at 16 MiB.
+  std::vector<std::pair<double, double>> pools = {
+      {4 * mib, 0},     {8 * mib, 2e-4},  {16 * mib, 5e-4},
+      {32 * mib, 9e-4}, {64 * mib, 1e-3}, {128 * mib, 1e-3}};
+  OperandFit fit = fitOperandReads(pools, 2 * mib);
+  EXPECT_DOUBLE_EQ(fit.bytesPerS, 2 * mib / 1e-3);
+  EXPECT_DOUBLE_EQ(fit.cacheBytes, 16 * mib);
+  // Between two pools: geometrically, from where the extra time was.
+  pools[2].second = 8e-4;
+  EXPECT_NEAR(fitOperandReads(pools, 2 * mib).cacheBytes,
+              8 * mib * std::pow(2.0, 0.5), 1);
+  // Noise below zero counts as none; the smallest pool already out of
+  // cache is the cache; no extra time at all measures nothing.
+  pools[1].second = -1e-4;
+  EXPECT_NEAR(fitOperandReads(pools, 2 * mib).cacheBytes,
+              8 * mib * std::pow(2.0, 0.5 / 0.8), 1);
+  pools[0].second = 7e-4;
+  EXPECT_DOUBLE_EQ(fitOperandReads(pools, 2 * mib).cacheBytes, 4 * mib);
+  for (auto &p : pools)
+    p.second = 0;
+  OperandFit none = fitOperandReads(pools, 2 * mib);
+  EXPECT_EQ(none.bytesPerS, 0);
+  EXPECT_EQ(none.cacheBytes, 0);
+}
+
 TEST(ProfileOptions, ProfileTakesQuietOnly) {
   auto parse = [](std::vector<const char *> args) {
     args.insert(args.begin(), "loom-run");
