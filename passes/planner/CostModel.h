@@ -76,13 +76,12 @@ struct CollectiveRecord {
 /// Seconds of an op alone on a device: max(flops / peak, bytes / HBM
 /// bandwidth); a missing peak or bandwidth drops its term. On a calibrated
 /// cluster the FLOPs of an op with a product shape run at that shape's
-/// efficiency (Cluster::efficiency) after reading its bytes at the
-/// measured operand rate where there is one, an op whose kernel the
-/// calibration
-/// measured (Cluster::kernels) takes its call overhead and its work at its
-/// rate instead (no faster than the memory bandwidth when it moves more
-/// than the profile's larger size did), and every other op adds the
-/// measured call overhead.
+/// efficiency (Cluster::efficiency) after reading `coldShare` of its bytes
+/// at the measured operand rate where there is one, an op whose kernel the
+/// calibration measured (Cluster::kernels) takes its call overhead and its
+/// work at its rate instead (no faster than the memory bandwidth when it
+/// moves more than the profile's larger size did), and every other op adds
+/// the measured call overhead.
 double rooflineSeconds(const OpRecord &op, const Cluster &cluster,
                        double coldShare = 1);
 

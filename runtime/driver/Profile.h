@@ -2,9 +2,10 @@
 //
 // `[mpirun -np N] loom-run --profile FILE.json` measures, with every rank
 // busy at once as in training, the matrix products of the CPU kernels at
-// growing sizes, the memory bandwidth of an element-wise pass and the
-// all-reduce over the N ranks at growing sizes, fits the planner's curves to
-// them and writes a calibration file `loomc --calibration` reads
+// growing sizes, a product over operands out of cache (their rate and the
+// cache), the memory bandwidth of an element-wise pass, the all-reduce over
+// the N ranks at growing sizes and each other CPU kernel, fits the
+// planner's curves to them and writes a calibration file `loomc --calibration` reads
 // (docs/cluster-spec.md, "Calibration").
 //
 //===----------------------------------------------------------------------===//
