@@ -86,7 +86,6 @@ def main():
                    stdin=subprocess.DEVNULL)
     shapes = [("dp=%d" % args.ranks, []),
               ("dp=%d tp=2" % (args.ranks // 2), ["--force", "tp=2"])]
-    rows = []
     print("%-9s %-11s %12s %12s %12s %7s" % ("model", "plan", "datasheet ms", "calibrated ms",
                                              "measured ms", "ratio"))
     # Every plan is compiled first, then each round trains every plan once:

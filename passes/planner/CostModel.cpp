@@ -33,6 +33,13 @@ llvm::StringRef planner::collectiveName(CollectiveKind kind) {
   llvm_unreachable("unknown collective kind");
 }
 
+/// Seconds a product takes to read `bytes` of operands out of cache, at
+/// the calibration's measured rate (0 without one).
+static double operandReadSeconds(double bytes, const Cluster &cluster) {
+  double rate = cluster.efficiency.gemmOperandGBps * 1e9;
+  return rate > 0 ? bytes / rate : 0;
+}
+
 /// The two roofline terms of `op`: FLOP time and memory time. A product on
 /// a cluster that measured its operand reads (KernelEfficiency) reads the
 /// `coldShare` of them out of cache before it computes: its FLOP time
@@ -43,8 +50,7 @@ rooflineTerms(const OpRecord &op, const Cluster &cluster, double coldShare) {
   double reads = 0;
   if (!cluster.calibration.empty() && op.gemmK > 0) {
     peak *= cluster.efficiency.gemm(op.gemmM, op.gemmN, op.gemmK);
-    if (cluster.efficiency.gemmOperandGBps > 0)
-      reads = coldShare * op.bytes / (cluster.efficiency.gemmOperandGBps * 1e9);
+    reads = operandReadSeconds(coldShare * op.bytes, cluster);
   }
   double hbm = cluster.hbmGBps * 1e9;
   return {(peak > 0 ? op.flops / peak : 0) + reads,
@@ -99,9 +105,8 @@ double planner::gemmSeconds(double m, double n, double k, Precision precision,
   double elementBytes = precision == Precision::Bf16 ? 2 : 4;
   double bytes = elementBytes * (m * k + k * n + m * n);
   double hbm = cluster.hbmGBps * 1e9;
-  double operands = cluster.efficiency.gemmOperandGBps * 1e9;
   return std::max((peak > 0 ? 2 * m * n * k / peak : 0) +
-                      (operands > 0 ? bytes / operands : 0),
+                      operandReadSeconds(bytes, cluster),
                   hbm > 0 ? bytes / hbm : 0);
 }
 
