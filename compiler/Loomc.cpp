@@ -8,6 +8,7 @@
 #include "compiler/Loomc.h"
 #include "compiler/ModelSpecPlan.h"
 #include "compiler/PlanCost.h"
+#include "compiler/PlanSearch.h"
 #include "compiler/Sbatch.h"
 #include "compiler/Summary.h"
 #include "emit/PlanEmitter.h"
@@ -80,20 +81,13 @@ struct Options {
       cl::value_desc("SPEC"), cl::cat(cat)};
   cl::opt<bool> explain{
       "explain",
-      cl::desc("with --model-spec: also print what binds the plan, why each "
-               "choice won and the best plan of the next meshes"),
-      cl::cat(cat)};
-  cl::opt<bool> search{
-      "search",
-      cl::desc("choose the mesh (dp x tp x pp) of an ONNX model: compile it "
-               "on every mesh --force leaves free and keep the plan of the "
-               "shortest predicted step that fits"),
+      cl::desc("also print what binds the searched plan, why each choice "
+               "won and the best plan of the next meshes"),
       cl::cat(cat)};
   cl::opt<double> searchSeconds{
       "search-seconds", cl::init(5),
-      cl::desc("the time budget of --model-spec's joint search (default 5) "
-               "or of --search (default 60); past it the best plan found so "
-               "far wins"),
+      cl::desc("the time budget of the plan search (default 5); past it the "
+               "best plan found so far wins"),
       cl::cat(cat)};
   cl::opt<std::string> cluster{"cluster", cl::init("cpu:1"),
                                cl::desc("cluster: cpu:N, a100-80g:NxG, h100:NxG, "
@@ -254,6 +248,10 @@ struct Forced {
   int64_t dp = 0, tp = 1, pp = 1, micro = 0, zero = 0, virtualStages = 1;
   bool zeroGiven = false; // else the lowest stage that fits
   std::string remat, schedule = "1f1b"; // remat "": none, auto when it must
+  /// The pins as given; whether they pin the mesh (dp, tp or pp given: the
+  /// others default to 1, dp to the rest of the devices).
+  planner::ChoicePins pins;
+  bool meshGiven = false;
 };
 
 /// Whether errors are kept quiet: while loomc tries a plan only to compare
@@ -271,6 +269,8 @@ llvm::Expected<Forced> parseForce(llvm::StringRef text) {
   if (!pins)
     return pins.takeError();
   Forced f;
+  f.pins = *pins;
+  f.meshGiven = pins->dp || pins->tp || pins->pp;
   f.dp = pins->dp.value_or(0);
   f.tp = pins->tp.value_or(1);
   f.pp = pins->pp.value_or(1);
@@ -428,6 +428,14 @@ struct Attempt {
   bool blockBuckets = true;
   /// Where a plan compiled into `planOut` leaves its predicted step time.
   double *stepSeconds = nullptr;
+  /// Whether the plan search ran (or is not to run: a pinned mesh, the
+  /// one-device reference), and what it chose: the mesh and schedule it
+  /// pins; its micro-batches, ZeRO stage and recomputation start the
+  /// attempts.
+  bool searched = false;
+  std::shared_ptr<const SearchedPlan> search;
+  /// Why the search chose nothing, when it did not.
+  std::string searchError;
 };
 
 /// The predicted step time of the plan `attempt` compiles, when it fits
@@ -466,7 +474,9 @@ int compileReference(Options &o, plan::Plan &reference) {
   o.force = "";
   o.microBatch = 0;
   o.verifyPlan = false;
-  int rc = run(o, Attempt{}, &reference);
+  Attempt oneDevice;
+  oneDevice.searched = true; // nothing to split
+  int rc = run(o, oneDevice, &reference);
   o.cluster = cluster;
   o.calibration = calibration;
   o.force = force;
@@ -655,10 +665,8 @@ int run(Options &o, Attempt attempt, plan::Plan *planOut) {
     spec.quiet = o.quiet;
     return planModelSpec(spec);
   }
-  if (o.explain)
-    return fail("--explain applies to --model-spec only");
-  if (o.searchSeconds.getNumOccurrences() && !o.search)
-    return fail("--search-seconds applies to --model-spec and --search only");
+  if (!(o.searchSeconds > 0))
+    return fail("--search-seconds must be positive");
   if (o.model.empty())
     return fail("no model given; usage: loomc MODEL.onnx --cluster SPEC "
                 "--global-batch B -o PLAN (see --help)");
@@ -799,6 +807,47 @@ int run(Options &o, Attempt attempt, plan::Plan *planOut) {
   pipeline.train.momentum = o.momentum;
   pipeline.train.precision = *precision;
   pipeline.forward.precision = *precision;
+  // The default plan: search every choice --force leaves free on the
+  // training step, once; the attempts below start from its choice.
+  if (!attempt.searched && training && !forced->meshGiven &&
+      cluster->numDevices() > 1 && o.emit != EmitKind::Raised &&
+      o.emit != EmitKind::Train) {
+    attempt.searched = true;
+    planner::SearchRequest request;
+    request.cluster = *cluster;
+    request.setup.globalBatch = globalBatch;
+    request.setup.precision = *precision == Precision::Bf16
+                                  ? planner::Precision::Bf16
+                                  : planner::Precision::Fp32;
+    request.setup.optimizerMoments =
+        *optimizer == OptimizerKind::AdamW ? 2 : (o.momentum > 0 ? 1 : 0);
+    request.pins = forced->pins;
+    if (o.microBatch > 0)
+      request.pins.microBatchSize = o.microBatch.getValue();
+    request.timeBudgetSeconds = o.searchSeconds;
+    llvm::Expected<SearchedPlan> found =
+        searchTrainingPlan(*module, pipeline, request, o.model);
+    // Without a plan from the search (no valid choice or none that fits
+    // by its estimate), the data-parallel plan and its attempts below
+    // give the compiler's own verdict.
+    if (found) {
+      attempt.search = std::make_shared<SearchedPlan>(std::move(*found));
+      const planner::PlanChoice &c = attempt.search->result.best.choice;
+      attempt.micro = micro = c.microBatches;
+      attempt.zero = zero = c.zero;
+      attempt.remat = planner::stringifyRemat(c.remat).str();
+    } else {
+      attempt.searchError = llvm::toString(found.takeError());
+    }
+  }
+  if (attempt.search) {
+    const planner::PlanChoice &c = attempt.search->result.best.choice;
+    forced->dp = c.dp;
+    forced->tp = c.tp;
+    forced->pp = c.pp;
+    forced->virtualStages = c.chunks;
+    forced->schedule = planner::stringifySchedule(c.schedule).str();
+  }
   pipeline.plan.devices = cluster->numDevices();
   pipeline.plan.dp = forced->dp;
   pipeline.plan.tp = forced->tp;
@@ -806,7 +855,7 @@ int run(Options &o, Attempt attempt, plan::Plan *planOut) {
   // Pipeline stages without a micro-batch count: enough micro-batches to
   // keep the schedule's waits small (docs/loomc.md).
   if (training && forced->pp > 1 && forced->micro == 0 &&
-      o.microBatch == 0 && micro == 1 && !hasBatchNorm) {
+      o.microBatch == 0 && micro == 1 && !hasBatchNorm && !attempt.search) {
     int64_t dp = forced->dp > 0
                      ? forced->dp
                      : cluster->numDevices() / (forced->tp * forced->pp);
@@ -973,6 +1022,24 @@ int run(Options &o, Attempt attempt, plan::Plan *planOut) {
   if (estimate)
     figures.estimatedBytes = estimate->peakBytes();
   std::string summary = summaryText(*plan, *cluster, figures);
+  if (attempt.search) {
+    const planner::SearchResult &r = attempt.search->result;
+    summary += searchLine(r) +
+               llvm::formatv("  chosen      {0}, {1:F3} ms a step by the "
+                             "search's model\n",
+                             r.best.choice.text(),
+                             1e3 * r.best.prediction.stepSeconds)
+                   .str();
+    if (o.explain)
+      summary += explainText(r);
+  } else if (!attempt.searchError.empty()) {
+    summary += "  search      none chosen (" + attempt.searchError +
+               "); planned data-parallel\n";
+  } else if (o.explain) {
+    summary += cluster->numDevices() == 1
+                   ? "  search      none: one device, nothing to split\n"
+                   : "  search      none: --force pins the mesh\n";
+  }
   plan->set_summary(summary);
 
   planner::MemoryFit fit = planner::checkMemoryFit(
@@ -1105,9 +1172,11 @@ int run(Options &o, Attempt attempt, plan::Plan *planOut) {
 
   // Written whole or not at all (a temporary renamed over the target).
   if (!o.summaryJson.empty()) {
-    std::string text = llvm::formatv(
-        "{0:2}\n",
-        llvm::json::Value(summaryJson(*plan, *cluster, figures, seconds)));
+    llvm::json::Object json = summaryJson(*plan, *cluster, figures, seconds);
+    if (attempt.search)
+      addSearchJson(json, attempt.search->result);
+    std::string text =
+        llvm::formatv("{0:2}\n", llvm::json::Value(std::move(json)));
     if (auto s = ::loom::runtime::writeFileAtomically(o.summaryJson, text); !s)
       return fail(s.message());
   }
@@ -1166,80 +1235,6 @@ std::optional<std::string> badNumberOption(int argc, char **argv) {
 
 } // namespace
 
-namespace {
-
-/// `loomc MODEL --search`: compiles the model on each mesh the --force pins
-/// leave free (the all-dp mesh first, then tp and pp ascending), each with
-/// loomc's usual escalation when it does not fit, and emits the plan of the
-/// shortest predicted step. Past --search-seconds the meshes left are not
-/// tried.
-int searchMeshes(Options &o) {
-  if (!o.modelSpec.empty() || o.model.empty() || o.forwardOnly ||
-      o.emit != EmitKind::Plan)
-    return fail("--search chooses the mesh of a training plan: give an ONNX "
-                "model and no --model-spec, --forward-only or --emit");
-  llvm::Expected<Cluster> cluster = parseCluster(clusterSpecOf(o));
-  if (!cluster)
-    return fail(llvm::toString(cluster.takeError()));
-  llvm::Expected<planner::ChoicePins> pins =
-      planner::parseChoicePins(o.force);
-  if (!pins)
-    return fail(llvm::toString(pins.takeError()));
-  int64_t devices = cluster->numDevices();
-  std::vector<std::array<int64_t, 3>> meshes; // dp, tp, pp
-  for (int64_t tp = 1; tp <= devices; ++tp)
-    for (int64_t pp = 1; tp * pp <= devices; ++pp)
-      if (devices % (tp * pp) == 0) {
-        int64_t dp = devices / (tp * pp);
-        if ((!pins->dp || *pins->dp == dp) && (!pins->tp || *pins->tp == tp) &&
-            (!pins->pp || *pins->pp == pp))
-          meshes.push_back({dp, tp, pp});
-      }
-  double budget = o.searchSeconds.getNumOccurrences() ? o.searchSeconds : 60.0;
-  if (!(budget > 0))
-    return fail("--search-seconds must be positive");
-  auto start = std::chrono::steady_clock::now();
-  auto elapsed = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                         start)
-        .count();
-  };
-  std::string given = o.force;
-  std::vector<std::pair<std::string, double>> tried;
-  for (auto [dp, tp, pp] : meshes) {
-    if (!tried.empty() && elapsed() > budget)
-      break;
-    std::string mesh = "dp=" + std::to_string(dp) + ",tp=" +
-                       std::to_string(tp) + ",pp=" + std::to_string(pp);
-    o.force = given.empty() ? mesh : given + "," + mesh;
-    tried.push_back({mesh, probe(o, Attempt{})});
-  }
-  auto best = std::min_element(
-      tried.begin(), tried.end(),
-      [](const auto &a, const auto &b) { return a.second < b.second; });
-  if (!o.quiet) {
-    llvm::outs() << llvm::format("search: %zu of %zu mesh(es) compiled in "
-                                 "%.1f s\n",
-                                 tried.size(), meshes.size(), elapsed());
-    for (const auto &[mesh, seconds] : tried)
-      llvm::outs() << "  " << llvm::left_justify(mesh, 20)
-                   << (std::isfinite(seconds)
-                           ? llvm::formatv("{0:F2} ms/step", seconds * 1e3).str()
-                           : std::string("no plan (does not compile or fit)"))
-                   << (&mesh == &best->first && std::isfinite(seconds)
-                           ? "  chosen"
-                           : "")
-                   << "\n";
-  }
-  // The best mesh, or (none fits) the all-dp one, whose error says why.
-  std::string chosen =
-      std::isfinite(best->second) ? best->first : tried.front().first;
-  o.force = given.empty() ? chosen : given + "," + chosen;
-  return run(o);
-}
-
-} // namespace
-
 int mlir::loom::loomcMain(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   if (std::optional<std::string> bad = badNumberOption(argc, argv))
@@ -1252,7 +1247,5 @@ int mlir::loom::loomcMain(int argc, char **argv) {
       "  loomc MODEL.onnx --cluster cpu:4 --global-batch 64 --loss "
       "cross_entropy --optimizer adamw --lr 1e-3 -o model.loomplan\n\n"
       "See docs/loomc.md.\n");
-  if (options.search)
-    return searchMeshes(options);
   return run(options);
 }

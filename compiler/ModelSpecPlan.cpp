@@ -1,8 +1,10 @@
 //===- ModelSpecPlan.cpp - loomc --model-spec: plan by shape -----*- C++ -*-===//
 
 #include "compiler/ModelSpecPlan.h"
+#include "compiler/PlanSearch.h"
 #include "passes/Options.h"
 #include "passes/planner/JointSearch.h"
+#include "passes/planner/ModelSpec.h"
 #include "runtime/support/AtomicFile.h"
 
 #include "llvm/Support/Format.h"
@@ -21,42 +23,6 @@ int fail(const llvm::Twine &message) {
 
 double gib(int64_t bytes) { return double(bytes) / (1 << 30); }
 
-llvm::json::Object memoryJson(const DeviceMemory &m) {
-  return llvm::json::Object{{"parameters", m.parameters},
-                            {"gradients", m.gradients},
-                            {"optimizer_state", m.optimizerState},
-                            {"activations", m.activations},
-                            {"workspace", m.workspace}};
-}
-
-llvm::json::Object planJson(const RankedPlan &p) {
-  const PlanChoice &c = p.choice;
-  const CandidatePrediction &q = p.prediction;
-  const StepBreakdown &t = q.time;
-  return llvm::json::Object{
-      {"mesh", llvm::json::Object{{"dp", c.dp}, {"tp", c.tp}, {"pp", c.pp}}},
-      {"micro_batch", c.microBatchSize},
-      {"num_micro_batches", c.microBatches},
-      {"schedule", c.pp > 1 ? stringifySchedule(c.schedule).str() : "none"},
-      {"virtual", c.chunks},
-      {"zero_stage", c.zero},
-      {"remat", stringifyRemat(c.remat)},
-      {"step_time_s", q.stepSeconds},
-      {"model_tflops_per_device", q.modelTflopsPerDevice},
-      {"mfu", q.mfu},
-      {"peak_memory_bytes_per_device", q.memory.total()},
-      {"memory_breakdown_bytes_per_device", memoryJson(q.memory)},
-      {"time_breakdown_s",
-       llvm::json::Object{{"compute", t.compute},
-                          {"recompute", t.recompute},
-                          {"pipeline_bubble", t.bubble},
-                          {"tensor_parallel", t.tensorParallel},
-                          {"pipeline_transfers", t.pipelineTransfers},
-                          {"data_parallel_exposed", t.dataParallel},
-                          {"optimizer", t.optimizer}}},
-      {"dominant_cost", t.dominant()}};
-}
-
 void printPlan(llvm::raw_ostream &os, const SearchRequest &r,
                const SearchResult &s, bool explain) {
   const RankedPlan &best = s.best;
@@ -64,12 +30,11 @@ void printPlan(llvm::raw_ostream &os, const SearchRequest &r,
   const StepBreakdown &t = q.time;
   const DeviceMemory &m = q.memory;
   double usable = r.cluster.usableMemoryBytes() / (1 << 30);
-  bool billions = r.spec.parameters() >= 1000000000;
-  os << "loomc: model spec " << r.spec.text << "\n"
+  bool billions = r.model.parameters >= 1000000000;
+  os << "loomc: model spec " << r.model.name << "\n"
      << llvm::format("  parameters  %.2f%s (%s)\n",
-                     double(r.spec.parameters()) / (billions ? 1e9 : 1e6),
-                     billions ? "B" : "M",
-                     r.spec.arch == Arch::Gpt ? "gpt" : "llama")
+                     double(r.model.parameters) / (billions ? 1e9 : 1e6),
+                     billions ? "B" : "M", r.model.family.c_str())
      << "  cluster     " << r.cluster.spec << " ("
      << r.cluster.numDevices() << " x " << r.cluster.deviceName
      << llvm::format(", %.1f GiB usable)\n", usable)
@@ -88,23 +53,9 @@ void printPlan(llvm::raw_ostream &os, const SearchRequest &r,
                      "%.3f s, optimizer %.3f s\n",
                      t.compute, t.recompute, t.bubble, t.tensorParallel,
                      t.pipelineTransfers, t.dataParallel, t.optimizer)
-     << llvm::format("  search      %lld choices costed (%lld fit, %lld "
-                     "meshes pruned) in %.3f s%s\n",
-                     (long long)s.candidates, (long long)s.feasible,
-                     (long long)s.prunedMeshes, s.seconds,
-                     s.complete ? "" : " (time budget reached: the best so far)");
-  if (!explain)
-    return;
-  os << "  binding     " << s.binding << "\n"
-     << "  dominant    " << t.dominant() << "\n";
-  for (const ChoiceReason &reason : s.reasons)
-    os << "  why         " << reason.dimension << " " << reason.text << "\n";
-  os << "  alternatives (the best plan of each mesh):\n";
-  for (const RankedPlan &p : s.alternatives)
-    os << llvm::format("    %-62s step %9.3f s  MFU %5.1f%%  %6.2f GiB\n",
-                       p.choice.text().c_str(), p.prediction.stepSeconds,
-                       100 * p.prediction.mfu,
-                       gib(p.prediction.memory.total()));
+     << searchLine(s);
+  if (explain)
+    os << explainText(s);
 }
 
 } // namespace
@@ -114,7 +65,6 @@ int mlir::loom::planModelSpec(const ModelSpecOptions &o) {
   llvm::Expected<GptSpec> spec = parseModelSpec(o.spec);
   if (!spec)
     return fail(llvm::toString(spec.takeError()));
-  r.spec = *spec;
   llvm::Expected<Cluster> cluster = parseCluster(o.cluster);
   if (!cluster)
     return fail(llvm::toString(cluster.takeError()));
@@ -129,6 +79,7 @@ int mlir::loom::planModelSpec(const ModelSpecOptions &o) {
   r.setup.precision = *precision == mlir::loom::Precision::Bf16
                           ? planner::Precision::Bf16
                           : planner::Precision::Fp32;
+  r.model = modelCostOf(*spec, r.setup.precision);
   std::optional<OptimizerKind> optimizer = parseOptimizer(o.optimizer);
   if (!optimizer)
     return fail("unknown --optimizer '" + o.optimizer +
@@ -152,32 +103,18 @@ int mlir::loom::planModelSpec(const ModelSpecOptions &o) {
   if (o.summaryJson.empty())
     return 0;
 
-  llvm::json::Array alternatives, reasons;
-  for (const RankedPlan &p : found->alternatives)
-    alternatives.push_back(planJson(p));
-  for (const ChoiceReason &reason : found->reasons)
-    reasons.push_back(llvm::json::Object{{"choice", reason.dimension},
-                                         {"why", reason.text}});
-  llvm::json::Object plan = planJson(found->best);
+  llvm::json::Object plan = rankedPlanJson(found->best);
   llvm::json::Object summary{
-      {"model_spec", r.spec.text},
-      {"num_parameters", r.spec.parameters()},
+      {"model_spec", r.model.name},
+      {"num_parameters", r.model.parameters},
       {"cluster", r.cluster.spec},
       {"world_size", r.cluster.numDevices()},
       {"device_memory_bytes", r.cluster.memoryBytes()},
       {"device_usable_memory_bytes", r.cluster.usableMemoryBytes()},
       {"global_batch", r.setup.globalBatch},
       {"precision", o.precision},
-      {"plan", std::move(plan)},
-      {"binding_constraint", found->binding},
-      {"why", std::move(reasons)},
-      {"alternatives", std::move(alternatives)},
-      {"search",
-       llvm::json::Object{{"candidates", found->candidates},
-                          {"feasible", found->feasible},
-                          {"pruned_meshes", found->prunedMeshes},
-                          {"complete", found->complete},
-                          {"seconds", found->seconds}}}};
+      {"plan", std::move(plan)}};
+  addSearchJson(summary, *found);
   std::string text;
   llvm::raw_string_ostream os(text);
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(summary))) << "\n";

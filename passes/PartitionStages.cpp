@@ -15,7 +15,7 @@
 #include "ir/EntryFunction.h"
 #include "ir/LoomOps.h"
 #include "ir/NodeName.h"
-#include "passes/LayerKey.h"
+#include "passes/ForwardLayers.h"
 #include "passes/MeshUtils.h"
 #include "passes/OpCost.h"
 #include "passes/Passes.h"
@@ -28,8 +28,6 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Builders.h"
-
-#include <map>
 
 namespace mlir::loom {
 #define GEN_PASS_DEF_LOOMPARTITIONSTAGESPASS
@@ -103,46 +101,13 @@ struct PartitionStagesPass
                           const planner::PipelineSchedule &order,
                           const Cluster &cluster) {
     Block &body = func.getBody().front();
-    auto ret = cast<func::ReturnOp>(body.getTerminator());
-    if (ret.getNumOperands() == 0 || !func.getResultAttr(0, attr::kLoss))
-      return func.emitError("pipeline stages need a training step (its "
-                            "first result the loss)"),
-             failure();
-    Operation *lossOp = ret.getOperand(0).getDefiningOp();
-    if (!lossOp)
-      return func.emitError("the loss is an argument of the step"), failure();
-
-    // The forward ops (up to the loss) in order, each with its layer key:
-    // its outermost numbered module (passes/LayerKey.h).
-    SmallVector<Operation *> forward;
-    for (Operation &op : body.without_terminator()) {
-      forward.push_back(&op);
-      if (&op == lossOp)
-        break;
-    }
-    auto layerKey = [&](Operation *op) { return layerKeyOf(func, op); };
-    // Layer index per forward op: -1 before the first layer (the
-    // embedding), `layers` after the last (head, loss); an op without a
-    // layer between two belongs to the one before it.
-    std::map<std::string, int64_t> indexOf;
-    SmallVector<int64_t> layerOf;
-    int64_t current = -1;
-    for (Operation *op : forward) {
-      std::string key = layerKey(op);
-      if (!key.empty()) {
-        auto [it, added] = indexOf.try_emplace(key, indexOf.size());
-        current = it->second;
-      }
-      layerOf.push_back(current);
-    }
-    int64_t layers = indexOf.size();
+    FailureOr<ForwardLayers> found = forwardLayersOf(func);
+    if (failed(found))
+      return failure();
+    const SmallVector<Operation *> &forward = found->ops;
+    const SmallVector<int64_t> &layerOf = found->layerOf;
+    int64_t layers = found->numLayers();
     int64_t stages = order.devices * order.chunks;
-    // After the last layer's last op: the head.
-    for (int64_t i = forward.size() - 1; i >= 0; --i) {
-      if (!layerKey(forward[i]).empty())
-        break;
-      layerOf[i] = layers;
-    }
     if (layers < stages)
       return func.emitError("pp = ")
                  << order.devices

@@ -6,9 +6,13 @@
 
 #include "passes/planner/CandidateCost.h"
 #include "passes/planner/MeshTopology.h"
+#include "passes/planner/StagePartition.h"
+
+#include "llvm/ADT/STLExtras.h"
 
 #include <algorithm>
 #include <array>
+#include <cassert>
 #include <cmath>
 #include <vector>
 
@@ -30,11 +34,11 @@ llvm::StringRef StepBreakdown::dominant() const {
       ->second;
 }
 
-double planner::modelFlopsPerStep(const GptSpec &spec, int64_t globalBatch) {
-  return 3 * spec.forwardFlopsPerSequence() * static_cast<double>(globalBatch);
+double planner::modelFlopsPerStep(const ModelCost &model, int64_t globalBatch) {
+  return model.modelFlopsPerSample * static_cast<double>(globalBatch);
 }
 
-bool planner::isValidChoice(const GptSpec &spec, int64_t devices,
+bool planner::isValidChoice(const ModelCost &model, int64_t devices,
                             const TrainingSetup &setup, const PlanChoice &c) {
   if (c.dp < 1 || c.tp < 1 || c.pp < 1 || c.microBatchSize < 1 ||
       c.dp * c.tp * c.pp != devices || setup.globalBatch % c.dp != 0)
@@ -43,26 +47,30 @@ bool planner::isValidChoice(const GptSpec &spec, int64_t devices,
   if (share % c.microBatchSize != 0 ||
       c.microBatches != share / c.microBatchSize)
     return false;
-  if (spec.heads % c.tp || spec.kvHeads % c.tp || spec.ffn % c.tp)
+  if (model.oneMicroBatch && c.microBatches != 1)
+    return false;
+  if (c.tp > model.maxTp ||
+      llvm::any_of(model.tpDivides, [&](int64_t n) { return n % c.tp != 0; }))
     return false;
   if (c.zero < 0 || c.zero > 3 || (c.zero > 0 && c.dp == 1))
     return false;
-  if (c.pp > spec.layers)
+  int64_t layers = model.numLayers();
+  if (c.pp > layers)
     return false;
   if (c.pp == 1)
     return c.schedule == ScheduleKind::OneFOneB && c.chunks == 1;
   if (c.schedule != ScheduleKind::Interleaved)
     return c.chunks == 1;
-  return c.chunks >= 2 && spec.layers % (c.pp * c.chunks) == 0 &&
+  return c.chunks >= 2 && layers % (c.pp * c.chunks) == 0 &&
          c.microBatches % c.pp == 0;
 }
 
 namespace {
 
-/// One layer's seconds on one micro-batch, by kind.
-struct LayerTime {
-  double forward = 0;      // products, attention, memory-bound ops
-  double backwardInput = 0; // activation gradients (B)
+/// One part's seconds on one micro-batch, by kind.
+struct PartTime {
+  double forward = 0;        // products, attention, memory-bound ops
+  double backwardInput = 0;  // activation gradients (B)
   double backwardWeight = 0; // weight gradients (W)
   double recompute = 0;
   double tensorParallel = 0; // forward and backward (and recomputed) comm
@@ -75,22 +83,34 @@ struct LayerTime {
 
 /// What the cost of one choice is made of.
 struct Costing {
-  const GptSpec &spec;
+  const ModelCost &model;
   const Cluster &cluster;
   const TrainingSetup &setup;
   const PlanChoice &c;
   MeshTopology mesh;
-  double act;    // bytes of an activation element
-  double tokens; // of one micro-batch
-  double t;      // tensor-parallel degree
+  double samples; // of one micro-batch
+  double t;       // tensor-parallel degree
+  /// Layers of one kind cost alike: then one time stands for them all.
+  bool uniform;
+  /// Each layer's seconds a micro-batch (only the first when `uniform`).
+  std::vector<PartTime> layerTimes;
+  /// Per pipeline device, its layers, and the first of them (layers that
+  /// differ, without interleaving).
+  std::vector<int64_t> layersOn, firstLayerOn;
 
-  Costing(const GptSpec &spec, const Cluster &cluster,
+  Costing(const ModelCost &model, const Cluster &cluster,
           const TrainingSetup &setup, const PlanChoice &c)
-      : spec(spec), cluster(cluster), setup(setup), c(c),
+      : model(model), cluster(cluster), setup(setup), c(c),
         mesh(MeshTopology::ppDpTp(c.pp, c.dp, c.tp, cluster.devicesPerNode)),
-        act(setup.precision == Precision::Bf16 ? 2 : 4),
-        tokens(static_cast<double>(c.microBatchSize * spec.seq)),
-        t(static_cast<double>(c.tp)) {}
+        samples(static_cast<double>(c.microBatchSize)),
+        t(static_cast<double>(c.tp)), uniform(model.uniformLayers()) {
+    assert(model.numLayers() >= 1 && "a valid choice has a layer a stage");
+    for (const PartCost &layer : model.layers) {
+      layerTimes.push_back(partTime(layer));
+      if (uniform)
+        break;
+    }
+  }
 
   double hbmSeconds(double bytes) const {
     return cluster.hbmGBps > 0 ? bytes / (cluster.hbmGBps * 1e9) : 0;
@@ -100,7 +120,7 @@ struct Costing {
   }
   /// Forward, activation-gradient and weight-gradient seconds of an m x k
   /// by k x n product.
-  void product(double m, double n, double k, LayerTime &time) const {
+  void product(double m, double n, double k, PartTime &time) const {
     time.forward += gemm(m, n, k);
     time.backwardInput += gemm(m, k, n);
     time.backwardWeight += gemm(k, n, m);
@@ -108,76 +128,89 @@ struct Costing {
   /// Seconds of a collective over mesh axis `axis` (0 pp, 1 dp, 2 tp).
   double collective(CollectiveKind kind, double bytes, unsigned axis) const {
     AxisGroup group = mesh.group(axis);
-    return collectiveSeconds(kind, bytes, group.size, cluster.link(group.level));
+    return collectiveSeconds(kind, bytes, group.size,
+                             cluster.link(group.level));
   }
+  /// One tp rank's share of one micro-batch's `perSample` (bytes, FLOPs)
+  /// that tp splits.
+  double tpShare(double perSample) const { return perSample * samples / t; }
 
-  LayerTime layer() const {
-    double h = double(spec.hidden), kv = double(spec.kvWidth());
-    double f = double(spec.ffn), T = tokens;
-    LayerTime time;
-    product(T, (h + 2 * kv) / t, h, time); // q, k, v
-    product(T, h, h / t, time);            // the attention's projection
-    product(T, (spec.arch == Arch::Gpt ? 1 : 2) * f / t, h, time); // fc (+gate)
-    product(T, h, f / t, time);            // the MLP's projection
-    // Causal attention over s keys: the kernels skip the masked half.
-    double attention = 2 * T * double(spec.seq) * h / t;
+  /// `part`'s products and attention on one micro-batch, forward (into
+  /// `forward`) and backward.
+  PartTime computeTime(const PartCost &part) const {
+    PartTime time;
+    // A product whose split dimension tp does not divide runs whole.
+    auto share = [&](double n, bool split) {
+      return split && std::fmod(n, t) == 0 ? n / t : n;
+    };
+    for (const ProductCost &p : part.products)
+      product(p.rows * samples, share(p.columns, p.split == TpSplit::Columns),
+              share(p.inner, p.split == TpSplit::Inner), time);
+    double attention = tpShare(part.attentionFlops);
     double peak = peakFlops(cluster, setup.precision);
     time.forward += attention / (peak * cluster.efficiency.attentionForward);
     time.backwardInput +=
         2.5 * attention / (peak * cluster.efficiency.attentionBackward);
-    // Memory-bound ops read and write each element once: the two norms
-    // (2h each), two residual adds (3h each), the MLP's activation (GELU 2f,
-    // SwiGLU 3f); the backward moves twice as much. Under tp they run on a
-    // 1/t share (sequence parallelism on the norms and residuals).
-    double normBytes = 4 * h / t * T * act;
-    double activationBytes =
-        (spec.arch == Arch::Gpt ? 2 : 3) * f / t * T * act;
-    double elementwise = normBytes + 6 * h / t * T * act + activationBytes;
-    time.forward += hbmSeconds(elementwise);
-    time.backwardInput += hbmSeconds(2 * elementwise);
-    // Two all-reduces of the layer's [T, h] activations forward and two
-    // backward (all-gather + reduce-scatter under sequence parallelism,
-    // the same bytes on the wire).
-    double exchange = collective(CollectiveKind::AllReduce, T * h * act, 2);
-    time.tensorParallel = 4 * exchange;
-    if (c.remat == Remat::Full) {
+    return time;
+  }
+  /// Whether a collective of `phase` runs under the choice's recomputation.
+  bool runs(TpPhase phase) const {
+    return phase == TpPhase::Forward || phase == TpPhase::Backward ||
+           (phase == TpPhase::FullRecompute && c.remat == Remat::Full) ||
+           (phase == TpPhase::SelectiveRecompute &&
+            c.remat == Remat::Selective);
+  }
+  double tpSeconds(const TpCollective &x) const {
+    return double(x.count) * collective(x.kind, x.bytesPerSample * samples, 2);
+  }
+
+  /// A layer's seconds on one micro-batch.
+  PartTime partTime(const PartCost &part) const {
+    PartTime time = computeTime(part);
+    // Under tp the memory-bound ops run on a 1/t share (sequence
+    // parallelism on whole values).
+    time.forward += hbmSeconds(tpShare(part.forwardBytes) +
+                               part.wholeBytes * samples + part.fixedBytes / t);
+    time.backwardInput += hbmSeconds(tpShare(part.backwardBytes));
+    for (const TpCollective &x : part.tpCollectives)
+      if (runs(x.phase))
+        time.tensorParallel += tpSeconds(x);
+    if (c.remat == Remat::Full)
       time.recompute = time.forward;
-      time.tensorParallel += 2 * exchange;
-    } else if (c.remat == Remat::Selective) {
-      time.recompute = hbmSeconds(normBytes + activationBytes);
-      // The split norms' outputs are gathered again for the backward.
-      time.tensorParallel +=
-          2 * collective(CollectiveKind::AllGather, T * h * act, 2);
-    }
+    else if (c.remat == Remat::Selective)
+      time.recompute = hbmSeconds(tpShare(part.selectiveBytes));
     return time;
   }
 
-  /// The embedding's seconds a micro-batch (first stage): the lookup, its
-  /// gradient's scatter into the table, the exchange of its output.
-  double embedding() const {
-    double h = double(spec.hidden);
-    double table = double(spec.vocab) * h / t * 4;
-    return hbmSeconds(3 * tokens * h * act + table) +
-           2 * collective(CollectiveKind::AllReduce, tokens * h * act, 2);
-  }
-  /// The head's and the loss's seconds a micro-batch (last stage).
-  double head() const {
-    double h = double(spec.hidden), V = double(spec.vocab) / t;
-    LayerTime time;
-    product(tokens, V, h, time);
-    // Softmax cross-entropy over the local vocabulary: the logits read and
-    // written four times in f32; its row maxima and sums all-reduced.
-    double loss = hbmSeconds(4 * tokens * V * 4) +
-                  2 * collective(CollectiveKind::AllReduce, tokens * 4, 2);
-    return time.forward + time.backwardInput + time.backwardWeight + loss +
-           2 * collective(CollectiveKind::AllReduce, tokens * h * act, 2);
+  /// The seconds on one micro-batch of what runs before the layers (on the
+  /// first stage) or after them (on the last), never recomputed: its
+  /// products, then its memory-bound ops with its forward's collectives,
+  /// then its backward's. (Summed in this order so that a model spec's
+  /// figures stay those of its closed forms, bit for bit.)
+  double endSeconds(const PartCost &part) const {
+    PartTime products = computeTime(part);
+    double memoryBound =
+        hbmSeconds(tpShare(part.forwardBytes + part.backwardBytes) +
+                   part.wholeBytes * samples + part.fixedBytes / t);
+    double backward = 0;
+    for (const TpCollective &x : part.tpCollectives) {
+      if (!runs(x.phase))
+        continue;
+      if (x.phase == TpPhase::Backward)
+        backward += tpSeconds(x);
+      else
+        memoryBound += tpSeconds(x);
+    }
+    return products.forward + products.backwardInput + products.backwardWeight +
+           memoryBound + backward;
   }
 
-  /// Layers per pipeline device: the fewest seconds for the slowest device,
-  /// the embedding on the first and the head on the last.
+  /// Layers per pipeline device when they are alike: the fewest seconds for
+  /// the slowest device, the first part on the first and the last on the
+  /// last.
   std::vector<int64_t> split(double layerSeconds, double first,
                              double last) const {
-    int64_t p = c.pp, L = spec.layers;
+    int64_t p = c.pp, L = model.numLayers();
     std::vector<int64_t> n(p, L / p);
     if (p == 1 || c.chunks > 1)
       return n; // interleaved: L / p each, in chunks
@@ -185,10 +218,12 @@ struct Costing {
     // all L, over the values X can take (k layers, with or without an
     // end's extra).
     auto capacity = [&](double x, double extra) {
-      return static_cast<int64_t>(std::floor((x - extra) / layerSeconds + 1e-9));
+      return static_cast<int64_t>(
+          std::floor((x - extra) / layerSeconds + 1e-9));
     };
     auto covers = [&](double x) {
-      int64_t a = capacity(x, first), z = capacity(x, last), mid = capacity(x, 0);
+      int64_t a = capacity(x, first), z = capacity(x, last),
+              mid = capacity(x, 0);
       return a >= 1 && z >= 1 && mid >= 1 && a + z + (p - 2) * mid >= L;
     };
     std::vector<double> xs;
@@ -208,57 +243,149 @@ struct Costing {
     return n;
   }
 
+  /// Assigns the layers to the pipeline devices, `first` and `last` the
+  /// ends' seconds. Layers that differ are cut where the slowest device,
+  /// its end's seconds included, is fastest (interleaved: L / (pp x chunks)
+  /// a chunk, as alike).
+  void place(double first, double last) {
+    int64_t p = c.pp, L = model.numLayers();
+    if (uniform) {
+      layersOn = split(layerTimes.front().total(), first, last);
+      return;
+    }
+    if (p == 1 || c.chunks > 1) {
+      layersOn.assign(p, L / p);
+      firstLayerOn.assign(p, 0);
+      return;
+    }
+    std::vector<double> seconds(L);
+    for (int64_t j = 0; j < L; ++j)
+      seconds[j] = layerTimes[j].total();
+    seconds.front() += first;
+    seconds.back() += last;
+    layersOn = splitLayersByTime(seconds, p);
+    firstLayerOn.assign(p, 0);
+    for (int64_t i = 1; i < p; ++i)
+      firstLayerOn[i] = firstLayerOn[i - 1] + layersOn[i - 1];
+  }
+
+  /// Calls `fn(layer, count)` for device `i`'s layers: the one layer that
+  /// stands for all with their count when they are alike, else each once.
+  template <typename Fn> void forEachLayer(int64_t i, Fn fn) const {
+    if (uniform) {
+      fn(0, double(layersOn[i]));
+      return;
+    }
+    int64_t p = c.pp, L = model.numLayers();
+    if (c.chunks > 1) {
+      // Chunk k of the model is device k mod pp's.
+      int64_t size = L / (p * c.chunks);
+      for (int64_t k = i; k < p * c.chunks; k += p)
+        for (int64_t j = k * size; j < (k + 1) * size; ++j)
+          fn(j, 1.0);
+      return;
+    }
+    for (int64_t j = firstLayerOn[i]; j < firstLayerOn[i] + layersOn[i]; ++j)
+      fn(j, 1.0);
+  }
+  /// The sum of `fn(time, count)` over device `i`'s layers.
+  template <typename Fn> double sumOver(int64_t i, Fn fn) const {
+    double sum = 0;
+    forEachLayer(i, [&](int64_t j, double n) { sum += fn(layerTimes[j], n); });
+    return sum;
+  }
+
+  /// The most bytes per sample a layer hands the next stage, at a boundary
+  /// between stages (or chunks).
+  double boundaryBytes() const {
+    if (uniform)
+      return model.layers.front().boundaryBytes;
+    int64_t p = c.pp, L = model.numLayers();
+    double most = 0;
+    if (c.chunks > 1) {
+      int64_t size = L / (p * c.chunks);
+      for (int64_t j = size - 1; j + 1 < L; j += size)
+        most = std::max(most, model.layers[j].boundaryBytes);
+      return most;
+    }
+    for (int64_t i = 0; i + 1 < p; ++i)
+      most = std::max(
+          most, model.layers[firstLayerOn[i] + layersOn[i] - 1].boundaryBytes);
+    return most;
+  }
+
+  /// What one micro-batch of `part` keeps under the choice's recomputation
+  /// (`remat` for the whole set), on one tp rank.
+  double keptBytes(const PartCost &part, Remat remat,
+                   bool sequenceParallel) const {
+    const KeptBytes &k = part.kept[size_t(remat)];
+    double bytes = k.bytes;
+    if (c.tp == 1) {
+      // nothing is split
+    } else if (sequenceParallel) {
+      bytes = k.sequenceParallel / t;
+    } else {
+      bytes = k.whole + (k.bytes - k.whole) / t;
+    }
+    return bytes * samples;
+  }
+
   /// Micro-batches (times layers, in layer units) whose activations device
   /// `i` holds at once.
-  double inFlightLayers(int64_t i, int64_t layersHere) const {
+  double inFlightLayers(int64_t i, double layersHere) const {
     int64_t p = c.pp, m = c.microBatches;
     switch (c.schedule) {
     case ScheduleKind::GPipe:
-      return double(m * layersHere);
+      return double(m) * layersHere;
     case ScheduleKind::OneFOneB:
-      return double(std::min(p - i, m) * layersHere);
+      return double(std::min(p - i, m)) * layersHere;
     case ScheduleKind::ZeroBubbleH1:
-      return double(std::min(p, m) * layersHere);
+      return double(std::min(p, m)) * layersHere;
     case ScheduleKind::Interleaved: {
-      int64_t chunks = std::min(m * c.chunks,
-                                (p - i - 1) * 2 + (c.chunks - 1) * p + 1);
-      return double(chunks) * double(layersHere) / double(c.chunks);
+      int64_t chunks =
+          std::min(m * c.chunks, (p - i - 1) * 2 + (c.chunks - 1) * p + 1);
+      return double(chunks) * layersHere / double(c.chunks);
     }
     }
-    return double(layersHere);
+    return layersHere;
   }
 };
 
 } // namespace
 
-CandidatePrediction planner::predictCandidate(const GptSpec &spec,
+CandidatePrediction planner::predictCandidate(const ModelCost &model,
                                               const Cluster &cluster,
                                               const TrainingSetup &setup,
                                               const PlanChoice &c) {
-  Costing k(spec, cluster, setup, c);
+  Costing k(model, cluster, setup, c);
   CandidatePrediction out;
-  LayerTime layer = k.layer();
-  double first = k.embedding(), last = k.head();
+  double first = k.endSeconds(model.first), last = k.endSeconds(model.last);
   if (c.pp == 1)
     first += last, last = 0;
-  std::vector<int64_t> layersOn = k.split(layer.total(), first, last);
+  k.place(first, last);
   int64_t p = c.pp, m = c.microBatches;
 
   // The busiest device's seconds a micro-batch: its layers and its end's
   // extra work.
-  double busiest = -1, layersB = 0, extraB = 0;
+  double busiest = -1, extraB = 0;
+  int64_t busy = 0;
   for (int64_t i = 0; i < p; ++i) {
     double extra = (i == 0 ? first : 0) + (i == p - 1 && p > 1 ? last : 0);
-    double seconds = double(layersOn[i]) * layer.total() + extra;
+    double seconds = k.sumOver(i, [](const PartTime &l, double n) {
+      return n * l.total();
+    }) + extra;
     if (seconds > busiest)
-      busiest = seconds, layersB = double(layersOn[i]), extraB = extra;
+      busiest = seconds, busy = i, extraB = extra;
   }
   StepBreakdown &b = out.time;
-  b.compute = m * (layersB * (layer.forward + layer.backwardInput +
-                              layer.backwardWeight) +
-                   extraB);
-  b.recompute = m * layersB * layer.recompute;
-  b.tensorParallel = m * layersB * layer.tensorParallel;
+  b.compute = m * (k.sumOver(busy, [](const PartTime &l, double n) {
+                return n * (l.forward + l.backwardInput + l.backwardWeight);
+              }) + extraB);
+  b.recompute = k.sumOver(
+      busy, [&](const PartTime &l, double n) { return m * n * l.recompute; });
+  b.tensorParallel = k.sumOver(busy, [&](const PartTime &l, double n) {
+    return m * n * l.tensorParallel;
+  });
   if (p > 1) {
     switch (c.schedule) {
     case ScheduleKind::GPipe:
@@ -270,42 +397,48 @@ CandidatePrediction planner::predictCandidate(const GptSpec &spec,
       break;
     case ScheduleKind::ZeroBubbleH1:
       // (p - 1)(F + B - W): the weight gradients fill the cool-down.
-      b.bubble = double(p - 1) *
-                 std::max(0.0, busiest - 2 * layersB * layer.backwardWeight);
+      b.bubble =
+          double(p - 1) *
+          std::max(0.0,
+                   busiest - k.sumOver(busy, [](const PartTime &l, double n) {
+                     return 2 * n * l.backwardWeight;
+                   }));
       break;
     }
     // Each micro-batch's boundary activation forward and its gradient
-    // back, once a chunk; the residual stream is split over tp.
-    double bytes = k.tokens * double(spec.hidden) * k.act / k.t;
-    b.pipelineTransfers = double(m * c.chunks) * 2 *
-                          k.collective(CollectiveKind::Send, bytes, 0);
+    // back, once a chunk, split over tp.
+    double bytes = k.tpShare(k.boundaryBytes());
+    b.pipelineTransfers =
+        double(m * c.chunks) * 2 * k.collective(CollectiveKind::Send, bytes, 0);
   }
 
   // Parameters on each device, its memory, the busiest's gradient traffic.
-  double normParams = double(spec.layerNormParameters());
-  double splitLayer = double(spec.layerParameters()) - normParams;
-  double dp = double(c.dp);
+  double dp = double(c.dp), t = k.t;
   double bucket = double(kMaxBucketBytes);
   DeviceMemory worst;
   double maxParams = 0; // the most any device updates and reduces
   for (int64_t i = 0; i < p; ++i) {
-    double n = double(layersOn[i]);
-    double params = n * (splitLayer / k.t + normParams);
-    if (i == 0)
-      params += double(spec.embeddingParameters()) / k.t;
-    if (i == p - 1)
-      params += double(spec.headParameters()) / k.t;
-    // The largest weight of a layer (the MLP's), split over tp.
-    double largestWeight =
-        double(spec.hidden) * double(spec.ffn) / k.t;
+    bool isFirst = i == 0, isLast = i == p - 1;
+    double params = 0, largestWeight = 0;
+    auto weights = [&](const PartCost &part, double n) {
+      params += n * (part.splitParameters / t + part.wholeParameters);
+      largestWeight = std::max(largestWeight, part.largestWeight / t);
+    };
+    k.forEachLayer(i,
+                   [&](int64_t j, double n) { weights(model.layers[j], n); });
+    if (isFirst)
+      weights(model.first, 1);
+    if (isLast)
+      weights(model.last, 1);
     double working = setup.precision == Precision::Bf16 ? 2 : 0;
     DeviceMemory mem;
     double paramShard = c.zero == 3 ? dp : 1;
     // f32 master weights and their bf16 copies; ZeRO-3 holds a shard, the
     // weight in use and the one being gathered (each gathered just before
     // its op and freed after it).
-    mem.parameters = int64_t((4 + working) * params / paramShard +
-                             (c.zero == 3 ? 2 * (4 + working) * largestWeight : 0));
+    mem.parameters =
+        int64_t((4 + working) * params / paramShard +
+                (c.zero == 3 ? 2 * (4 + working) * largestWeight : 0));
     // ZeRO-2/3 hold their share of the gradients and the bucket being
     // reduced (at most a quarter of them, as loom-bucket-all-reduces).
     double gradientBytes = 4 * params;
@@ -314,36 +447,29 @@ CandidatePrediction planner::predictCandidate(const GptSpec &spec,
                     : gradientBytes);
     mem.optimizerState = int64_t(4.0 * double(setup.optimizerMoments) * params /
                                  (c.zero >= 1 ? dp : 1));
-    // What the layers keep, per micro-batch in flight; with recomputation,
-    // what the layer under backward makes again on top. Under tp the
-    // norms' inputs and outputs stay whole unless sequence parallelism
+    // What the parts keep, per micro-batch in flight, and what the layer
+    // under backward makes again. Under tp the values a part keeps whole
+    // (a norm's input and output) stay whole unless sequence parallelism
     // splits them, which loom-auto-shard chooses where the memory needs it:
     // the plan is costed without it, and with it when it does not fit.
-    double h = double(spec.hidden), t = k.t;
     auto activationBytes = [&](bool sequenceParallel) {
-      double none = spec.keptElementsPerToken("none");
-      double kept = spec.keptElementsPerToken(stringifyRemat(c.remat));
-      double whole = c.remat == Remat::None ? 4 * h
-                     : c.remat == Remat::Selective ? 2 * h
-                                                   : h;
-      if (c.tp == 1) {
-        // nothing is split
-      } else if (sequenceParallel) {
-        kept = c.remat == Remat::Full ? 2 * h / t : kept / t;
-        none /= t;
-      } else {
-        kept = c.remat == Remat::Full ? h : whole + (kept - whole) / t;
-        none = 4 * h + (none - 4 * h) / t;
-      }
-      double perLayer = kept * k.tokens * k.act;
-      double remade = (none - kept) * k.tokens * k.act;
-      double bytes = k.inFlightLayers(i, layersOn[i]) * perLayer + remade;
-      double split = sequenceParallel ? t : 1;
+      double bytes = 0, remade = 0;
+      k.forEachLayer(i, [&](int64_t j, double n) {
+        const PartCost &layer = model.layers[j];
+        double kept = k.keptBytes(layer, c.remat, sequenceParallel);
+        bytes += k.inFlightLayers(i, n) * kept;
+        remade = std::max(
+            remade, k.keptBytes(layer, Remat::None, sequenceParallel) - kept);
+      });
+      bytes += remade;
       double inFlight = k.inFlightLayers(i, 1);
-      if (i == 0) // the embedding's output
-        bytes += inFlight * k.tokens * h * k.act / split;
-      if (i == p - 1) // one micro-batch's logits, f32 for the loss
-        bytes += k.tokens * double(spec.vocab) / t * 4;
+      if (isFirst) // the first part's output
+        bytes += inFlight * k.keptBytes(model.first, c.remat, sequenceParallel);
+      if (isLast) {
+        bytes += inFlight * k.keptBytes(model.last, c.remat, sequenceParallel);
+        // One micro-batch's transient values (the logits, f32 for the loss).
+        bytes += k.tpShare(model.last.transientBytes);
+      }
       return bytes;
     };
     double activations = activationBytes(false);
@@ -367,7 +493,9 @@ CandidatePrediction planner::predictCandidate(const GptSpec &spec,
   // for the first bucket, the backward's with the reduce-scatters behind
   // the backward.
   double grads = 4 * maxParams;
-  double window = layersB * (layer.backwardInput + layer.backwardWeight);
+  double window = k.sumOver(busy, [](const PartTime &l, double n) {
+    return n * (l.backwardInput + l.backwardWeight);
+  });
   // What the cores move themselves (Cluster::commOverlap) is not hidden.
   auto hidden = [&](double seconds) {
     double onCores = (1 - cluster.commOverlap) * seconds;
@@ -379,7 +507,8 @@ CandidatePrediction planner::predictCandidate(const GptSpec &spec,
     double gather = k.collective(CollectiveKind::AllGather, grads, 1);
     double scatter = k.collective(CollectiveKind::ReduceScatter, grads, 1);
     if (c.zero == 0)
-      b.dataParallel = hidden(k.collective(CollectiveKind::AllReduce, grads, 1));
+      b.dataParallel =
+          hidden(k.collective(CollectiveKind::AllReduce, grads, 1));
     else if (c.zero == 1)
       b.dataParallel = hidden(scatter) + gather;
     else if (c.zero == 2)
@@ -387,20 +516,21 @@ CandidatePrediction planner::predictCandidate(const GptSpec &spec,
     else {
       double firstBucket =
           grads > 0 ? gather * std::min(1.0, bucket / grads) : 0;
-      double forward =
-          std::max(gather - layersB * layer.forward, firstBucket);
+      double forward = std::max(
+          gather - k.sumOver(busy, [](const PartTime &l,
+                                      double n) { return n * l.forward; }),
+          firstBucket);
       double backward = (c.remat == Remat::Full ? 2 : 1) * gather;
       b.dataParallel = double(m) * (forward + hidden(scatter + backward));
     }
   }
-  // GPT's head is the embedding: its gradient is summed between the first
+  // A head tied to the embedding: its gradient is summed between the first
   // and the last stage.
-  if (p > 1 && spec.arch == Arch::Gpt) {
+  if (p > 1 && model.tiedParameters > 0) {
     AxisGroup pp = k.mesh.group(0u);
-    b.dataParallel += collectiveSeconds(
-        CollectiveKind::AllReduce,
-        4 * double(spec.vocab) * double(spec.hidden) / k.t, 2,
-        cluster.link(pp.level));
+    b.dataParallel += collectiveSeconds(CollectiveKind::AllReduce,
+                                        4 * model.tiedParameters / t, 2,
+                                        cluster.link(pp.level));
   }
   // AdamW reads and writes the parameter and both moments and reads the
   // gradient: 12 + 8 x moments bytes a parameter it updates.
@@ -409,7 +539,7 @@ CandidatePrediction planner::predictCandidate(const GptSpec &spec,
       k.hbmSeconds(updated * (12 + 8 * double(setup.optimizerMoments)));
 
   out.stepSeconds = b.total();
-  double flops = modelFlopsPerStep(spec, setup.globalBatch);
+  double flops = modelFlopsPerStep(model, setup.globalBatch);
   double devices = double(c.dp * c.tp * c.pp);
   if (out.stepSeconds > 0) {
     out.modelTflopsPerDevice = flops / out.stepSeconds / devices / 1e12;

@@ -1,10 +1,11 @@
 //===- CandidateCost.h - Step time and memory of one plan choice -*- C++ -*-===//
 //
-// The joint search's inner loop: for a transformer of a given shape
-// (ModelSpec.h), a cluster and one set of plan choices (PlanChoice.h), the
-// predicted step time, split into what it is spent on, and each device's
-// memory, split by kind. Closed forms over one layer's products, so it
-// costs microseconds; docs/planner.md, "Joint search", gives each term.
+// The joint search's inner loop: for a model's cost table (ModelCost.h), a
+// cluster and one set of plan choices (PlanChoice.h), the predicted step
+// time, split into what it is spent on, and each device's memory, split by
+// kind. Each layer's products, memory-bound bytes and collectives are costed
+// from the table, so it costs microseconds; docs/planner.md, "Joint search",
+// gives each term.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,7 +15,7 @@
 #include "passes/planner/Cluster.h"
 #include "passes/planner/CostModel.h"
 #include "passes/planner/MemoryModel.h"
-#include "passes/planner/ModelSpec.h"
+#include "passes/planner/ModelCost.h"
 #include "passes/planner/PlanChoice.h"
 
 #include <cstdint>
@@ -69,23 +70,25 @@ struct CandidatePrediction {
   bool fits = false;
 };
 
-/// Whether `choice` is a plan at all for `spec` on `devices` devices with
-/// `setup`'s batch: the mesh uses every device, tp divides the heads, kv
-/// heads and MLP width, pp the layers (and pp x chunks with interleaving),
-/// the micro-batches divide each rank's share, ZeRO needs dp > 1, a
-/// schedule needs pp > 1, interleaving a multiple of pp micro-batches.
-bool isValidChoice(const GptSpec &spec, int64_t devices,
+/// Whether `choice` is a plan at all for `model` on `devices` devices with
+/// `setup`'s batch: the mesh uses every device, tp divides each of the
+/// model's `tpDivides` and is at most its `maxTp`, pp is at most the layers
+/// (pp x chunks divides them with interleaving), the micro-batches divide
+/// each rank's share (one micro-batch for a model with batch statistics),
+/// ZeRO needs dp > 1, a schedule needs pp > 1, interleaving a multiple of
+/// pp micro-batches.
+bool isValidChoice(const ModelCost &model, int64_t devices,
                    const TrainingSetup &setup, const PlanChoice &choice);
 
-/// The step time and memory of `choice` (valid) for `spec` on `cluster`.
-CandidatePrediction predictCandidate(const GptSpec &spec,
+/// The step time and memory of `choice` (valid) for `model` on `cluster`.
+CandidatePrediction predictCandidate(const ModelCost &model,
                                      const Cluster &cluster,
                                      const TrainingSetup &setup,
                                      const PlanChoice &choice);
 
 /// Model FLOPs of one step (Megatron-LM's count: forward and backward, no
 /// recomputation, attention not halved for causality).
-double modelFlopsPerStep(const GptSpec &spec, int64_t globalBatch);
+double modelFlopsPerStep(const ModelCost &model, int64_t globalBatch);
 
 } // namespace mlir::loom::planner
 

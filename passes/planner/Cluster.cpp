@@ -30,6 +30,11 @@ static bool presetDevice(StringRef name, Cluster &c) {
     c.deviceName = "cpu";
     c.memoryGiB = 8;
     c.peakTflopsFp32 = c.peakTflopsBf16 = 0.05;
+    // OpenBLAS's products reach their rate at small sizes: the curve
+    // `loom-run --profile` measures on these machines (max 1, half_dim 4;
+    // docs/cluster-spec.md, "Calibration"), not cuBLAS's tiles.
+    c.efficiency.gemmMax = 1;
+    c.efficiency.gemmHalfDim = 4;
     c.hbmGBps = 10;
     c.intraNode = {5, 5};
     c.interNode = {1, 20};

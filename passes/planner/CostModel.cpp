@@ -40,15 +40,17 @@ static double operandReadSeconds(double bytes, const Cluster &cluster) {
   return rate > 0 ? bytes / rate : 0;
 }
 
-/// The two roofline terms of `op`: FLOP time and memory time. A product on
-/// a cluster that measured its operand reads (KernelEfficiency) reads the
-/// `coldShare` of them out of cache before it computes: its FLOP time
+/// The two roofline terms of `op`: FLOP time and memory time. A product
+/// runs at its shape's share of the peak (KernelEfficiency: the datasheet
+/// curve, or the calibration's), as the joint search costs it
+/// (`gemmSeconds`); on a cluster that measured its operand reads it reads
+/// the `coldShare` of them out of cache before it computes: its FLOP time
 /// includes them.
 static std::pair<double, double>
 rooflineTerms(const OpRecord &op, const Cluster &cluster, double coldShare) {
   double peak = peakFlops(cluster, op.precision);
   double reads = 0;
-  if (!cluster.calibration.empty() && op.gemmK > 0) {
+  if (op.gemmK > 0) {
     peak *= cluster.efficiency.gemm(op.gemmM, op.gemmN, op.gemmK);
     reads = operandReadSeconds(coldShare * op.bytes, cluster);
   }

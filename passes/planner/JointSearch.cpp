@@ -65,8 +65,8 @@ std::vector<PlanChoice> shapesOnMesh(const SearchRequest &r, int64_t dp,
     for (ScheduleKind k : {ScheduleKind::OneFOneB, ScheduleKind::GPipe,
                            ScheduleKind::ZeroBubbleH1})
       schedules.push_back({k, 1});
-    if (r.spec.layers % pp == 0)
-      for (int64_t v : divisors(r.spec.layers / pp))
+    if (r.model.numLayers() % pp == 0)
+      for (int64_t v : divisors(r.model.numLayers() / pp))
         if (v >= 2 && v <= 16)
           schedules.push_back({ScheduleKind::Interleaved, v});
   }
@@ -91,7 +91,7 @@ void forEachSize(const SearchRequest &r, int64_t devices, PlanChoice shape,
   for (int64_t b : divisors(share)) {
     shape.microBatchSize = b;
     shape.microBatches = share / b;
-    if (!isValidChoice(r.spec, devices, r.setup, shape) ||
+    if (!isValidChoice(r.model, devices, r.setup, shape) ||
         !r.pins.admits(shape))
       continue;
     if (!fn(shape))
@@ -132,7 +132,7 @@ std::optional<RankedPlan> leanest(const SearchRequest &r,
   forEachMesh(r, devices, [&](int64_t dp, int64_t tp, int64_t pp) {
     for (const PlanChoice &shape : shapesOnMesh(r, dp, tp, pp))
       forEachSize(r, devices, shape, [&](const PlanChoice &c) {
-        RankedPlan p{c, predictCandidate(r.spec, cluster, r.setup, c)};
+        RankedPlan p{c, predictCandidate(r.model, cluster, r.setup, c)};
         if (!best || p.prediction.memory.total() <
                          best->prediction.memory.total())
           best = p;
@@ -173,7 +173,7 @@ std::pair<Cluster, std::string> resized(const Cluster &c, int64_t nodes) {
 
 /// The refusal when no plan fits.
 llvm::Error noFit(const SearchRequest &r) {
-  std::string line = "no plan of '" + r.spec.text + "' fits '" +
+  std::string line = "no plan of '" + r.model.name + "' fits '" +
                      r.cluster.spec + "'";
   if (std::optional<RankedPlan> lean = leanest(r, r.cluster))
     line += ": the least memory a plan needs is " +
@@ -299,7 +299,7 @@ llvm::Expected<SearchResult> planner::searchPlan(const SearchRequest &r) {
     for (const PlanChoice &shape : shapesOnMesh(r, dp, tp, pp)) {
       forEachSize(r, devices, shape, [&](const PlanChoice &c) {
         anyValid = true;
-        RankedPlan p{c, predictCandidate(r.spec, r.cluster, r.setup, c)};
+        RankedPlan p{c, predictCandidate(r.model, r.cluster, r.setup, c)};
         ++result.candidates;
         all.push_back(p);
         if (!fastest || better(p, *fastest))
@@ -323,15 +323,18 @@ llvm::Expected<SearchResult> planner::searchPlan(const SearchRequest &r) {
   if (!anyValid)
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),
-        "no plan of '" + r.spec.text + "' on '" + r.cluster.spec +
+        "no plan of '" + r.model.name + "' on '" + r.cluster.spec +
             "' is valid with global batch " +
             std::to_string(r.setup.globalBatch) +
             (r.pins.dp || r.pins.tp || r.pins.pp || r.pins.micro ||
                      r.pins.zero || r.pins.schedule || r.pins.chunks
                  ? " and these --force choices"
                  : "") +
-            ": dp must divide the batch, tp the heads, kv heads and MLP "
-            "width, pp the layers");
+            ": dp must divide the batch, tp " +
+            (r.model.family == "gpt" || r.model.family == "llama"
+                 ? "the heads, kv heads and MLP width"
+                 : "every dimension it splits") +
+            ", pp the layers");
   if (!best)
     return noFit(r);
   result.best = *best;

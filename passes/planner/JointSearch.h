@@ -5,7 +5,8 @@
 // the ZeRO stage and activation recomputation: every valid combination is
 // costed (CandidateCost.h) after meshes that cannot fit at their leanest
 // are pruned, and the fastest that fits wins. Deterministic; a time budget
-// keeps the best found so far. docs/planner.md, "Joint search".
+// keeps the best found so far. The model is a cost table (ModelCost.h), a
+// model spec's or an imported model's alike. docs/planner.md, "Joint search".
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,7 +23,9 @@
 namespace mlir::loom::planner {
 
 struct SearchRequest {
-  GptSpec spec;
+  /// The model as the search costs it (a model spec's `modelCostOf`, or
+  /// the training step's IR).
+  ModelCost model;
   Cluster cluster;
   TrainingSetup setup;
   ChoicePins pins;

@@ -1,6 +1,7 @@
 //===- ModelSpec.cpp - A transformer described by its shape ------*- C++ -*-===//
 
 #include "passes/planner/ModelSpec.h"
+#include "passes/planner/PlanChoice.h"
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringSwitch.h"
@@ -123,4 +124,100 @@ llvm::Expected<GptSpec> mlir::loom::planner::parseModelSpec(StringRef text) {
                    ? 4 * spec.hidden
                    : (8 * spec.hidden / 3 + 255) / 256 * 256;
   return spec;
+}
+
+ModelCost mlir::loom::planner::modelCostOf(const GptSpec &spec,
+                                           Precision precision) {
+  double act = precision == Precision::Bf16 ? 2 : 4;
+  double s = double(spec.seq), h = double(spec.hidden);
+  double kv = double(spec.kvWidth()), f = double(spec.ffn);
+  double V = double(spec.vocab);
+  bool gpt = spec.arch == Arch::Gpt;
+  // The [s, h] residual stream of one sequence.
+  double stream = s * h * act;
+
+  ModelCost model;
+  model.name = spec.text;
+  model.family = gpt ? "gpt" : "llama";
+
+  PartCost layer;
+  layer.products = {{s, h + 2 * kv, h, TpSplit::Columns}, // q, k, v
+                    {s, h, h, TpSplit::Inner}, // the attention's projection
+                    {s, (gpt ? 1 : 2) * f, h, TpSplit::Columns}, // fc (+gate)
+                    {s, h, f, TpSplit::Inner}}; // the MLP's projection
+  // Causal attention over s keys: the kernels skip the masked half.
+  layer.attentionFlops = 2 * s * s * h;
+  // Memory-bound ops read and write each element once: the two norms (2h
+  // each), two residual adds (3h each), the MLP's activation (GELU 2f,
+  // SwiGLU 3f); the backward moves twice as much. Selective recomputation
+  // runs the norms and the activation again.
+  double normBytes = 4 * h * s * act;
+  double activationBytes = (gpt ? 2 : 3) * f * s * act;
+  layer.forwardBytes = normBytes + 6 * h * s * act + activationBytes;
+  layer.backwardBytes = 2 * layer.forwardBytes;
+  layer.selectiveBytes = (4 * h + (gpt ? 2 : 3) * f) * s * act;
+  layer.wholeParameters = double(spec.layerNormParameters());
+  layer.splitParameters =
+      double(spec.layerParameters()) - layer.wholeParameters;
+  layer.largestWeight = h * f; // the MLP's
+  // Two all-reduces of the layer's activations forward and two backward
+  // (all-gather + reduce-scatter under sequence parallelism, the same bytes
+  // on the wire); full recomputation runs the forward's again, selective
+  // gathers the split norms' outputs again.
+  layer.tpCollectives = {
+      {CollectiveKind::AllReduce, stream, TpPhase::Forward, 2},
+      {CollectiveKind::AllReduce, stream, TpPhase::Backward, 2},
+      {CollectiveKind::AllReduce, stream, TpPhase::FullRecompute, 2},
+      {CollectiveKind::AllGather, stream, TpPhase::SelectiveRecompute, 2}};
+  // Under tp the norms' inputs and outputs (4h a token, 2h when selective
+  // recomputation remakes the outputs) stay whole without sequence
+  // parallelism; full recomputation keeps the layer's input whole, or with
+  // sequence parallelism its input and the attention's reduce-scattered
+  // output, split.
+  auto kept = [&](Remat remat) {
+    return spec.keptElementsPerToken(stringifyRemat(remat)) * s * act;
+  };
+  layer.kept[size_t(Remat::None)] = {kept(Remat::None), 4 * h * s * act,
+                                     kept(Remat::None)};
+  layer.kept[size_t(Remat::Selective)] = {
+      kept(Remat::Selective), 2 * h * s * act, kept(Remat::Selective)};
+  layer.kept[size_t(Remat::Full)] = {stream, stream, 2 * stream};
+  layer.boundaryBytes = stream;
+  layer.kind = 0;
+  for (int64_t i = 0; i < spec.layers; ++i) {
+    model.layers.push_back(layer);
+    model.layers.back().name = "layer." + std::to_string(i);
+  }
+
+  // The embedding: the lookup and its gradient's scatter into the (split)
+  // table, the exchange of its output, which stays for the backward.
+  PartCost &first = model.first;
+  first.name = "embedding";
+  first.wholeBytes = 3 * stream;
+  first.fixedBytes = V * h * 4;
+  first.tpCollectives = {
+      {CollectiveKind::AllReduce, stream, TpPhase::Forward, 2}};
+  first.splitParameters = double(spec.embeddingParameters());
+  first.kept.fill({stream, stream, stream});
+  first.boundaryBytes = stream;
+
+  // The head and the loss: softmax cross-entropy over the local vocabulary
+  // reads and writes the f32 logits four times and all-reduces their row
+  // maxima and sums; the head's input gradient is all-reduced.
+  PartCost &last = model.last;
+  last.name = "head";
+  last.products = {{s, V, h, TpSplit::Columns}};
+  last.forwardBytes = 4 * s * V * 4;
+  last.tpCollectives = {
+      {CollectiveKind::AllReduce, s * 4, TpPhase::Forward, 2},
+      {CollectiveKind::AllReduce, stream, TpPhase::Backward, 2}};
+  last.splitParameters = double(spec.headParameters());
+  last.transientBytes = s * V * 4; // one micro-batch's f32 logits
+
+  model.tiedParameters = gpt ? V * h : 0; // GPT's head is the embedding
+  model.tpDivides = {spec.heads, spec.kvHeads, spec.ffn};
+  model.maxTp = spec.heads;
+  model.modelFlopsPerSample = 3 * spec.forwardFlopsPerSequence();
+  model.parameters = spec.parameters();
+  return model;
 }

@@ -3,12 +3,15 @@
 // `loomc --model-spec gpt:l=96,h=12288,a=96,s=2048,v=51200`: a decoder-only
 // transformer given by its shape, and what the joint search needs to know of
 // it: the parameters of each part, the matrix products one layer runs on a
-// micro-batch and the activations it keeps. docs/planner.md, "Joint search".
+// micro-batch and the activations it keeps, as the search's table
+// (`modelCostOf`, ModelCost.h). docs/planner.md, "Joint search".
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef LOOM_PASSES_PLANNER_MODELSPEC_H
 #define LOOM_PASSES_PLANNER_MODELSPEC_H
+
+#include "passes/planner/ModelCost.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -63,6 +66,12 @@ struct GptSpec {
 /// (l layers, h hidden width, a attention heads, s sequence length, v
 /// vocabulary). Errors name the item and say what is expected.
 llvm::Expected<GptSpec> parseModelSpec(llvm::StringRef text);
+
+/// The joint search's table of `spec` trained in `precision`: its layers
+/// alike (`layer.0`, ...), the embedding first and the head with the loss
+/// last, per sequence. The search's figures for the table are those of the
+/// closed forms docs/planner.md, "Joint search", writes out.
+ModelCost modelCostOf(const GptSpec &spec, Precision precision);
 
 } // namespace mlir::loom::planner
 

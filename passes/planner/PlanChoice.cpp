@@ -37,7 +37,8 @@ std::string PlanChoice::text() const {
 
 bool ChoicePins::admits(const PlanChoice &c) const {
   if ((dp && *dp != c.dp) || (tp && *tp != c.tp) || (pp && *pp != c.pp) ||
-      (micro && *micro != c.microBatches) || (zero && *zero != c.zero))
+      (micro && *micro != c.microBatches) || (zero && *zero != c.zero) ||
+      (microBatchSize && *microBatchSize != c.microBatchSize))
     return false;
   if (schedule && c.pp > 1 && *schedule != c.schedule)
     return false;

@@ -41,6 +41,8 @@ struct PlanChoice {
 /// The choices `--force` pins; the rest are free.
 struct ChoicePins {
   std::optional<int64_t> dp, tp, pp, micro, zero, chunks;
+  /// Samples a rank runs at once (`loomc --micro-batch`).
+  std::optional<int64_t> microBatchSize;
   std::optional<ScheduleKind> schedule;
   /// `none`, `selective`, `full` or `auto` (the least that fits: free for
   /// the joint search).

@@ -4,6 +4,8 @@
 
 #include "llvm/ADT/Twine.h"
 
+#include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <limits>
 
@@ -114,4 +116,50 @@ mlir::loom::planner::partitionStages(const StageRequest &r) {
     b = a;
   }
   return split;
+}
+
+std::vector<int64_t>
+mlir::loom::planner::splitLayersByTime(llvm::ArrayRef<double> seconds,
+                                       int64_t stages) {
+  int64_t layers = int64_t(seconds.size());
+  assert(stages >= 1 && stages <= layers && "a stage needs a layer");
+  // Stages a greedy pass needs when no stage may exceed `bound`.
+  auto stagesWithin = [&](double bound) {
+    int64_t count = 1;
+    double sum = 0;
+    for (double s : seconds) {
+      if (sum + s > bound && sum > 0)
+        ++count, sum = 0;
+      sum += s;
+    }
+    return count;
+  };
+  // The bound lies between the slowest layer (or an even share) and all
+  // of them; once it is within 1e-12 of the least that `stages` cover, that
+  // is the split's slowest stage to the same precision.
+  double total = 0, slowest = 0;
+  for (double s : seconds)
+    total += s, slowest = std::max(slowest, s);
+  double lo = std::max(slowest, total / double(stages)), hi = total;
+  if (stagesWithin(lo) <= stages)
+    hi = lo;
+  for (int i = 0; i < 200 && hi - lo > 1e-12 * hi; ++i) {
+    double mid = lo + (hi - lo) / 2;
+    (stagesWithin(mid) <= stages ? hi : lo) = mid;
+  }
+  // The greedy pass at that bound, cutting early where the layers left are
+  // as many as the stages left: exactly `stages`, none slower than the
+  // bound (each cut only shortens a stage).
+  std::vector<int64_t> counts(stages, 0);
+  int64_t stage = 0;
+  double sum = 0;
+  for (int64_t j = 0; j < layers; ++j) {
+    bool full = counts[stage] > 0 && sum + seconds[j] > hi;
+    bool needed = layers - j == stages - stage - 1;
+    if (counts[stage] > 0 && (full || needed))
+      ++stage, sum = 0;
+    ++counts[stage];
+    sum += seconds[j];
+  }
+  return counts;
 }

@@ -10,6 +10,7 @@
 #ifndef LOOM_PASSES_PLANNER_STAGEPARTITION_H
 #define LOOM_PASSES_PLANNER_STAGEPARTITION_H
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
@@ -49,6 +50,15 @@ struct StageSplit {
 /// split whose stages are closest in time). Errors: fewer layers than
 /// stages, or no split that fits.
 llvm::Expected<StageSplit> partitionStages(const StageRequest &request);
+
+/// The layers of each of `stages` contiguous stages (each at least one)
+/// whose slowest stage, the sum of its layers' `seconds`, is as fast as any
+/// split's, to a relative 1e-12: a bisection on that bound, each step one
+/// greedy pass, so O(L log) and no memory bound, for the joint search's
+/// inner loop (`partitionStages` is the exact one with a budget). Needs
+/// 1 <= stages <= seconds.size().
+std::vector<int64_t> splitLayersByTime(llvm::ArrayRef<double> seconds,
+                                       int64_t stages);
 
 } // namespace mlir::loom::planner
 

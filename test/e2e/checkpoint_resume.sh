@@ -23,7 +23,7 @@ loomc model.onnx --cluster cpu:4 --force dp=2,tp=2 "${opts[@]}" -o p4.loomplan -
 loomc model.onnx --cluster cpu:2 "${opts[@]}" -o p2.loomplan --quiet
 loomc model.onnx --cluster cpu:3 "${opts[@]}" -o p3.loomplan --quiet
 loomc model.onnx --cluster cpu:2 --force pp=2 "${opts[@]}" -o pp2.loomplan --quiet
-loomc model.onnx --cluster cpu:4 --force zero=3 "${opts[@]}" -o z3.loomplan --quiet
+loomc model.onnx --cluster cpu:4 --force dp=4,zero=3 "${opts[@]}" -o z3.loomplan --quiet
 
 # The uninterrupted reference, and its sensitivity.
 loom_run_np 4 p4.loomplan "${data[@]}" --steps 30 --metrics m4.jsonl

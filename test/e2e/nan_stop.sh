@@ -17,7 +17,7 @@ for sample, name in ((57, "x57.npy"), (61, "x61.npy")):
     np.save(name, bad)
 PY
 for n in 1 2; do
-  loomc model.onnx --cluster cpu:$n --global-batch 8 --loss cross_entropy \
+  loomc model.onnx --cluster cpu:$n --force dp=$n --global-batch 8 --loss cross_entropy \
     --optimizer adamw --lr 1e-3 -o p$n.loomplan --quiet
 done
 loomc model.onnx --cluster cpu:1 --global-batch 8 --loss cross_entropy \

@@ -22,7 +22,7 @@ loom_run p1.loomplan --model pert/model.onnx --data input_ids=pert/input_ids.npy
 LOOM_NUM_THREADS=2 loom_run p1.loomplan "${run[@]}" --metrics m1-threads2.jsonl
 
 for buckets in auto 0.0625 off; do
-  loomc model.onnx --cluster cpu:4 "${opts[@]}" --comm-buckets=$buckets \
+  loomc model.onnx --cluster cpu:4 "${opts[@]}" --force dp=4 --comm-buckets=$buckets \
     --summary-json s-$buckets.json -o p4-$buckets.loomplan
   loom_run_np 4 p4-$buckets.loomplan "${run[@]}" --metrics m4-$buckets.jsonl </dev/null
   echo "--comm-buckets=$buckets:"
@@ -33,7 +33,7 @@ done
 
 # What each plan holds: buckets started and waited for, in the summary and
 # in the plan's instructions; without buckets, none.
-count() { "$LOOM_BIN/loomc" model.onnx --cluster cpu:4 "${opts[@]}" --comm-buckets=$1 --dump-plan \
+count() { "$LOOM_BIN/loomc" model.onnx --cluster cpu:4 "${opts[@]}" --force dp=4 --comm-buckets=$1 --dump-plan \
   | grep -c "op: \"$2\"" || true; }
 for b in auto 0.0625; do
   n=$($PY -c "import json; print(json.load(open('s-$b.json'))['overlapped_buckets']['count'])")

@@ -25,7 +25,7 @@ declare -A ZERO_GRAD=(
   [llama]="")
 declare -A WEIGHT_RTOL=([gpt2]=1e-4 [bert]=1e-3 [llama]=1e-3)
 declare -A MESHES=(
-  [gpt2]="tp=2:2 tp=4:4 dp=2,tp=2:4 zero=1:4 zero=2:4 zero=3:4 dp=2,tp=2,zero=3:4"
+  [gpt2]="tp=2:2 tp=4:4 dp=2,tp=2:4 dp=4,zero=1:4 dp=4,zero=2:4 dp=4,zero=3:4 dp=2,tp=2,zero=3:4"
   [bert]="tp=2:2"
   [llama]="tp=2:2")
 opts=(--global-batch 8 --optimizer adamw --lr 1e-3)
@@ -66,9 +66,9 @@ sys.exit('no parameter is split over tp' if '$force'.count('tp=') and not tp els
     # a prefetched bucket of weights held besides), its whole step still
     # holds less than ZeRO-2's.
     cp tp.json "tp-$force.json"
-    if [ "$force" = zero=3 ]; then
+    if [ "$force" = dp=4,zero=3 ]; then
       for z in 2 3; do
-        "$LOOM_BIN/loomc" model.onnx --cluster cpu:$n --force zero=$z "${opts[@]}" \
+        "$LOOM_BIN/loomc" model.onnx --cluster cpu:$n --force dp=4,zero=$z "${opts[@]}" \
           --comm-buckets=off --plan-only --summary-json "off-zero=$z.json" > /dev/null
       done
       $PY -c "import json, sys
@@ -80,8 +80,8 @@ sys.exit('ZeRO-3 keeps gathered weights: activations %d > ZeRO-2 %d' %
          (held('off-zero=3.json', 1), held('off-zero=2.json', 1))
          if held('off-zero=3.json', 1) > held('off-zero=2.json', 1) else
          'ZeRO-3 with buckets holds %d > ZeRO-2 %d' %
-         (held('tp-zero=3.json', 0), held('tp-zero=2.json', 0))
-         if held('tp-zero=3.json', 0) > held('tp-zero=2.json', 0) else 0)" ||
+         (held('tp-dp=4,zero=3.json', 0), held('tp-dp=4,zero=2.json', 0))
+         if held('tp-dp=4,zero=3.json', 0) > held('tp-dp=4,zero=2.json', 0) else 0)" ||
         fail "$m --force zero=3: memory"
     fi
     # On CPU ranks GPT-2's layer norms run sequence-parallel: each tp rank

@@ -36,8 +36,8 @@ $PY "$MODELS/hf_models.py" --model resnet18 --out . --batch 8 --image-size 32 \
 perturbed pert model.onnx config.json images.npy target.npy
 opts=(--global-batch 8 --optimizer adamw --lr 3e-6 --quiet)
 loomc model.onnx --cluster cpu:1 "${opts[@]}" --verify-plan -o p1.loomplan
-loomc model.onnx --cluster cpu:2 "${opts[@]}" --verify-plan -o p2.loomplan --summary-json s2.json
-loomc model.onnx --cluster cpu:2 "${opts[@]}" --local-batchnorm -o p2-local.loomplan
+loomc model.onnx --cluster cpu:2 --force dp=2 "${opts[@]}" --verify-plan -o p2.loomplan --summary-json s2.json
+loomc model.onnx --cluster cpu:2 --force dp=2 "${opts[@]}" --local-batchnorm -o p2-local.loomplan
 loomc model.onnx --cluster cpu:1 --global-batch 8 --optimizer adamw --lr 0 --quiet -o still.loomplan
 run=(--data target=target.npy --steps 5 --quiet)
 loom_run p1.loomplan --data images=images.npy "${run[@]}" --metrics m1.jsonl --export-onnx t1.onnx
@@ -97,8 +97,8 @@ $PY "$MODELS/hf_models.py" --model mobilenetv2 --out . --batch 8 --image-size 32
 perturbed pert model.onnx config.json images.npy target.npy
 opts=(--global-batch 8 --optimizer adamw --lr 3e-6 --quiet)
 loomc model.onnx --cluster cpu:1 "${opts[@]}" -o p1.loomplan
-loomc model.onnx --cluster cpu:2 "${opts[@]}" -o p2.loomplan
-loomc model.onnx --cluster cpu:2 "${opts[@]}" --local-batchnorm -o p2-local.loomplan
+loomc model.onnx --cluster cpu:2 --force dp=2 "${opts[@]}" -o p2.loomplan
+loomc model.onnx --cluster cpu:2 --force dp=2 "${opts[@]}" --local-batchnorm -o p2-local.loomplan
 run=(--data target=target.npy --steps 1 --quiet)
 loom_run p1.loomplan --data images=images.npy "${run[@]}" --metrics m1.jsonl --export-onnx t1.onnx
 loom_run p1.loomplan --model pert/model.onnx --data images=pert/images.npy "${run[@]}" \
@@ -126,7 +126,7 @@ expect_mismatch $PY "$MODELS/compare.py" --onnx t2-local.onnx "${stats[@]}"
 # in one line, with or without --local-batchnorm (docs/auto-shard.md).
 for local in "" --local-batchnorm; do
   expect_error "reads a value of one micro-batch and a value combined over all of them" \
-    loomc model.onnx --cluster cpu:2 --global-batch 8 --force micro=2 $local -o micro.loomplan
+    loomc model.onnx --cluster cpu:2 --global-batch 8 --force dp=2,micro=2 $local -o micro.loomplan
 done
 cd ..
 echo "syncbn_parity: ok"
