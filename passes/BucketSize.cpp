@@ -13,7 +13,6 @@
 using namespace mlir;
 using namespace mlir::loom;
 
-static constexpr int64_t kMinBucketBytes = 64 * 1024;
 
 FailureOr<int64_t>
 mlir::loom::linkBucketBytes(func::FuncOp func,
@@ -43,8 +42,3 @@ mlir::loom::linkBucketBytes(func::FuncOp func,
   return target;
 }
 
-int64_t mlir::loom::bucketTarget(int64_t given, int64_t link, int64_t total) {
-  if (given > 0)
-    return given;
-  return std::max<int64_t>(kMinBucketBytes, std::min<int64_t>(link, total / 4));
-}

@@ -10,6 +10,8 @@
 #ifndef LOOM_PASSES_BUCKETSIZE_H
 #define LOOM_PASSES_BUCKETSIZE_H
 
+#include "passes/planner/CostModel.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Support/LLVM.h"
 
@@ -25,10 +27,7 @@ FailureOr<int64_t> linkBucketBytes(func::FuncOp func,
                                    ArrayRef<SmallVector<int16_t>> axisGroups,
                                    StringRef cluster, StringRef pass);
 
-/// The bucket size for a group of `total` bytes: `given` when positive;
-/// otherwise `link`, at most a quarter of the group (so that most buckets
-/// overlap) and at least 64 KiB.
-int64_t bucketTarget(int64_t given, int64_t link, int64_t total);
+using planner::bucketTarget;
 
 } // namespace mlir::loom
 

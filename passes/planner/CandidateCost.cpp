@@ -493,6 +493,16 @@ CandidatePrediction planner::predictCandidate(const ModelCost &model,
   // for the first bucket, the backward's with the reduce-scatters behind
   // the backward.
   double grads = 4 * maxParams;
+  // The gradients go in buckets as loom-bucket-all-reduces makes them
+  // (bucketTarget over the dp link), each collective paying its latency.
+  AxisGroup dpGroup = k.mesh.group(1u);
+  const Link &dpLink = cluster.link(dpGroup.level);
+  bucket = double(bucketTarget(0, bucketBytes(dpGroup.size, dpLink),
+                               int64_t(grads)));
+  double buckets = grads > 0 ? std::ceil(grads / bucket) : 1;
+  auto bucketed = [&](CollectiveKind kind) {
+    return buckets * k.collective(kind, grads / buckets, 1);
+  };
   double window = k.sumOver(busy, [](const PartTime &l, double n) {
     return n * (l.backwardInput + l.backwardWeight);
   });
@@ -504,11 +514,10 @@ CandidatePrediction planner::predictCandidate(const ModelCost &model,
     return onCores + std::max(beside - window, lastBucket);
   };
   if (c.dp > 1) {
-    double gather = k.collective(CollectiveKind::AllGather, grads, 1);
-    double scatter = k.collective(CollectiveKind::ReduceScatter, grads, 1);
+    double gather = bucketed(CollectiveKind::AllGather);
+    double scatter = bucketed(CollectiveKind::ReduceScatter);
     if (c.zero == 0)
-      b.dataParallel =
-          hidden(k.collective(CollectiveKind::AllReduce, grads, 1));
+      b.dataParallel = hidden(bucketed(CollectiveKind::AllReduce));
     else if (c.zero == 1)
       b.dataParallel = hidden(scatter) + gather;
     else if (c.zero == 2)

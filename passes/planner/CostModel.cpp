@@ -169,6 +169,12 @@ int64_t planner::bucketBytes(int64_t groupSize, const Link &link) {
   return std::clamp<int64_t>(int64_t(bytes), 64 << 10, kMaxBucketBytes);
 }
 
+int64_t planner::bucketTarget(int64_t given, int64_t link, int64_t total) {
+  if (given > 0)
+    return given;
+  return std::max<int64_t>(64 << 10, std::min<int64_t>(link, total / 4));
+}
+
 StepEstimate planner::estimateStep(const StepRequest &request,
                                    const Cluster &cluster,
                                    const MeshTopology &topology) {

@@ -120,6 +120,13 @@ inline constexpr int64_t kMaxBucketBytes = 25 << 20;
 /// (PyTorch DDP's default bucket is 25 MiB).
 int64_t bucketBytes(int64_t groupSize, const Link &link);
 
+/// The bucket size for a group of `total` bytes: `given` when positive;
+/// otherwise `link`, at most a quarter of the group (so that most buckets
+/// overlap) and at least 64 KiB (loom-bucket-all-reduces and
+/// loom-bucket-block-collectives, and the joint search's gradient
+/// collectives).
+int64_t bucketTarget(int64_t given, int64_t link, int64_t total);
+
 /// What one device executes in a step, on a mesh.
 struct StepRequest {
   std::vector<OpRecord> ops;
