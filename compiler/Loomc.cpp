@@ -12,6 +12,7 @@
 #include "compiler/Sbatch.h"
 #include "compiler/Summary.h"
 #include "emit/PlanEmitter.h"
+#include "frontend/ModelSpecModule.h"
 #include "frontend/OnnxImporter.h"
 #include "ir/EntryFunction.h"
 #include "ir/LoomDialect.h"
@@ -531,7 +532,7 @@ int runBeside(const Options &o, const plan::Plan &plan,
   }
   llvm::SmallVector<llvm::StringRef> args = {
       loomRun, planPath, "--verify-against", refPath, "--steps", "2"};
-  if (o.noWeights) // the weights come from their init rules
+  if (o.noWeights || !o.modelSpec.empty()) // weights from their init rules
     args.append({"--init", "random:1"});
   std::optional<llvm::StringRef> redirects[] = {std::nullopt, outPath.str(),
                                                 errPath.str()};
@@ -644,13 +645,18 @@ int run(Options &o, Attempt attempt, plan::Plan *planOut) {
     llvm::outs() << listSupportedOnnxOps();
     return 0;
   }
-  if (!o.modelSpec.empty()) {
-    if (!o.model.empty())
-      return fail("give a model file or --model-spec, not both");
-    if (!o.outputFile.empty() || o.dumpPlan || o.emit != EmitKind::Plan ||
-        !o.emitSbatch.empty())
-      return fail("--model-spec plans by shape and writes no plan or IR; "
-                  "use --plan-only or --summary-json FILE (docs/loomc.md)");
+  if (!o.modelSpec.empty() && !o.model.empty())
+    return fail("give a model file or --model-spec, not both");
+  if (!o.modelSpec.empty() && o.sbatchElastic)
+    return fail("--sbatch-elastic runs loom-elastic, which plans a model "
+                "file; give -o PLAN for a --model-spec job");
+  // A model spec asked for a plan or IR is built as the model it describes
+  // (frontend/ModelSpecModule.h) and compiled below like an ONNX model
+  // without weights; planning alone runs the search on its closed forms.
+  bool specModule = !o.modelSpec.empty() &&
+                    ((!o.outputFile.empty() && !o.planOnly) || o.dumpPlan ||
+                     o.emit != EmitKind::Plan || !o.emitSbatch.empty());
+  if (!o.modelSpec.empty() && !specModule) {
     ModelSpecOptions spec;
     spec.spec = o.modelSpec;
     spec.cluster = clusterSpecOf(o);
@@ -667,9 +673,12 @@ int run(Options &o, Attempt attempt, plan::Plan *planOut) {
   }
   if (!(o.searchSeconds > 0))
     return fail("--search-seconds must be positive");
-  if (o.model.empty())
+  if (o.model.empty() && !specModule)
     return fail("no model given; usage: loomc MODEL.onnx --cluster SPEC "
                 "--global-batch B -o PLAN (see --help)");
+  if (specModule && (o.forwardOnly || o.globalBatch <= 0))
+    return fail("--model-spec builds a training step: give --global-batch "
+                "and no --forward-only");
   std::optional<Precision> precision = parsePrecision(o.precision);
   if (!precision)
     return fail("unknown --precision '" + o.precision +
@@ -766,7 +775,16 @@ int run(Options &o, Attempt attempt, plan::Plan *planOut) {
   importOptions.allowMissingWeights = o.noWeights;
   importOptions.trainPattern = o.train;
   importOptions.freezePattern = o.freeze;
-  OwningOpRef<ModuleOp> module = importOnnxFile(&ctx, o.model, importOptions);
+  OwningOpRef<ModuleOp> module;
+  if (specModule) {
+    llvm::Expected<planner::GptSpec> spec =
+        planner::parseModelSpec(o.modelSpec);
+    if (!spec)
+      return fail(llvm::toString(spec.takeError()));
+    module = buildModelSpecModule(&ctx, *spec, o.globalBatch);
+  } else {
+    module = importOnnxFile(&ctx, o.model, importOptions);
+  }
   if (!module)
     return 1;
   // Batch norms take the whole batch's statistics: no micro-batches.
@@ -826,7 +844,8 @@ int run(Options &o, Attempt attempt, plan::Plan *planOut) {
       request.pins.microBatchSize = o.microBatch.getValue();
     request.timeBudgetSeconds = o.searchSeconds;
     llvm::Expected<SearchedPlan> found =
-        searchTrainingPlan(*module, pipeline, request, o.model);
+        searchTrainingPlan(*module, pipeline, request,
+                           specModule ? o.modelSpec : o.model);
     // Without a plan from the search (no valid choice or none that fits
     // by its estimate), the data-parallel plan and its attempts below
     // give the compiler's own verdict.
@@ -842,6 +861,7 @@ int run(Options &o, Attempt attempt, plan::Plan *planOut) {
   }
   if (attempt.search) {
     const planner::PlanChoice &c = attempt.search->result.best.choice;
+    pipeline.plan.stageBudgetGib = -1; // the search weighed the stages
     forced->dp = c.dp;
     forced->tp = c.tp;
     forced->pp = c.pp;
@@ -905,8 +925,13 @@ int run(Options &o, Attempt attempt, plan::Plan *planOut) {
         std::make_unique<MemoryEstimateProbe>(std::move(e), estimate));
   }
   buildLoomCompilerPipeline(pm, pipeline);
-  if (failed(pm.run(*module)))
+  if (failed(pm.run(*module))) {
+    if (attempt.search && !probing)
+      llvm::errs() << "loomc: note: while compiling the searched plan, "
+                   << attempt.search->result.best.choice.text()
+                   << " (pin another with --force)\n";
     return 1;
+  }
   if (o.emit == EmitKind::Raised || o.emit == EmitKind::Train ||
       o.emit == EmitKind::Planned)
     return failed(printModule(*module, o.outputFile)) ? 1 : 0;
@@ -926,7 +951,7 @@ int run(Options &o, Attempt attempt, plan::Plan *planOut) {
   if (auto path = (*module)->getAttrOfType<StringAttr>("loom.model_path"))
     emitOptions.modelPath = path.str();
   emitOptions.producer = "loomc 0.1";
-  emitOptions.storedWeights = !o.noWeights;
+  emitOptions.storedWeights = !o.noWeights && !specModule;
   plan::Training &t = emitOptions.training;
   if (training) {
     t.set_loss(o.loss);

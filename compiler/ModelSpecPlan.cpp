@@ -2,15 +2,21 @@
 
 #include "compiler/ModelSpecPlan.h"
 #include "compiler/PlanSearch.h"
+#include "frontend/ModelSpecModule.h"
+#include "ir/LoomDialect.h"
 #include "passes/Options.h"
 #include "passes/planner/JointSearch.h"
 #include "passes/planner/ModelSpec.h"
 #include "runtime/support/AtomicFile.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
+#include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
+using namespace mlir;
 using namespace mlir::loom;
 using namespace mlir::loom::planner;
 
@@ -95,7 +101,36 @@ int mlir::loom::planModelSpec(const ModelSpecOptions &o) {
     return fail("--search-seconds must be positive");
   r.timeBudgetSeconds = o.searchSeconds;
 
-  llvm::Expected<SearchResult> found = searchPlan(r);
+  // A GPT shape is the model it describes (frontend/ModelSpecModule.h):
+  // its training step read into the table, as an ONNX model's is; other
+  // shapes (LLaMA) by the closed forms of ModelSpec.h.
+  DialectRegistry registry;
+  registry.insert<LoomDialect, func::FuncDialect, shard::ShardDialect>();
+  MLIRContext ctx(registry);
+  ctx.loadAllAvailableDialects();
+  llvm::Expected<SearchResult> found = llvm::createStringError(
+      llvm::inconvertibleErrorCode(), "no search ran");
+  if (spec->arch == Arch::Gpt) {
+    llvm::consumeError(found.takeError());
+    OwningOpRef<ModuleOp> module =
+        buildModelSpecModule(&ctx, *spec, r.setup.globalBatch);
+    if (!module)
+      return 1;
+    CompilerPipelineOptions phases;
+    phases.train.optimizer = *optimizer;
+    phases.train.momentum = o.momentum;
+    phases.train.precision = *precision;
+    llvm::Expected<SearchedPlan> searched =
+        searchTrainingPlan(*module, phases, r, spec->text);
+    if (!searched)
+      return fail(llvm::toString(searched.takeError()));
+    r.model = std::move(searched->model);
+    r.model.family = "gpt";
+    found = std::move(searched->result);
+  } else {
+    llvm::consumeError(found.takeError());
+    found = searchPlan(r);
+  }
   if (!found)
     return fail(llvm::toString(found.takeError()));
   if (!o.quiet)

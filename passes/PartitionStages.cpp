@@ -190,8 +190,11 @@ struct PartitionStagesPass
     }
     for (int64_t s = 0; s < stages; ++s)
       request.inFlight.push_back(order.inFlight(s % order.devices));
-    double budget = memoryBudgetGib > 0 ? memoryBudgetGib * (1ull << 30)
-                                        : cluster.usableMemoryBytes();
+    // A negative budget: the plan search chose the stages and checked their
+    // memory; the emitted arena proves it. (0 is no limit to the split.)
+    double budget = memoryBudgetGib > 0   ? memoryBudgetGib * (1ull << 30)
+                    : memoryBudgetGib < 0 ? 0
+                                          : cluster.usableMemoryBytes();
     request.budgetBytes = budget;
     llvm::Expected<planner::StageSplit> split =
         planner::partitionStages(request);

@@ -94,7 +94,9 @@ void mlir::loom::buildLoomPlanPipeline(OpPassManager &pm,
     stages.schedule = options.schedule;
     stages.virtualStages = options.virtualStages;
     stages.cluster = options.cluster;
-    stages.memoryBudgetGib = options.memoryBudgetGib;
+    stages.memoryBudgetGib = options.stageBudgetGib != 0
+                                 ? options.stageBudgetGib
+                                 : options.memoryBudgetGib;
     pm.addPass(createLoomPartitionStagesPass(stages));
   }
   // Batch statistics over the global batch; CSE then merges them with the
@@ -203,6 +205,7 @@ void mlir::loom::buildLoomCompilerPipeline(
   plan.microBatch = options.plan.microBatch.getValue();
   plan.cluster = options.plan.cluster.getValue();
   plan.memoryBudgetGib = options.plan.memoryBudgetGib.getValue();
+  plan.stageBudgetGib = options.plan.stageBudgetGib.getValue();
   plan.zero = options.plan.zero.getValue();
   plan.bucketBytes = options.plan.bucketBytes.getValue();
   plan.blockBucketBytes = options.plan.blockBucketBytes.getValue();

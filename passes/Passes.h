@@ -112,6 +112,12 @@ struct PlanPipelineOptions : public PassPipelineOptions<PlanPipelineOptions> {
       llvm::cl::desc("per-device memory for parameters and optimizer state, "
                      "in GiB (0: the cluster's device memory)"),
       llvm::cl::init(0)};
+  Option<double> stageBudgetGib{
+      *this, "stage-budget-gib",
+      llvm::cl::desc("per-device memory loom-partition-stages cuts the layers "
+                     "within, in GiB (0: memory-budget-gib; negative: no "
+                     "limit, when a plan search chose the stages)"),
+      llvm::cl::init(0)};
   Option<int64_t> zero{*this, "zero",
                        llvm::cl::desc("the ZeRO stage, 0 to 3 (loom-shard-zero)"),
                        llvm::cl::init(0)};

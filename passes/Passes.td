@@ -257,7 +257,9 @@ def LoomPartitionStagesPass : Pass<"loom-partition-stages", "mlir::ModuleOp"> {
     Option<"cluster", "cluster", "std::string", "\"cpu:1\"",
            "the cluster whose devices cost the layers (docs/cluster-spec.md)">,
     Option<"memoryBudgetGib", "memory-budget-gib", "double", "0",
-           "bytes a device may hold, in GiB (0: the cluster's device memory)">,
+           "bytes a device may hold, in GiB (0: the cluster's device memory; "
+           "negative: no limit, the stage count was chosen by a search that "
+           "checked the memory)">,
   ];
   let dependentDialects = ["::mlir::shard::ShardDialect"];
 }

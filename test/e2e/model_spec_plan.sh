@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# loomc --model-spec -o: a transformer given by its shape is built as the
+# model an exported Hugging Face GPT-2 of that shape imports to, planned by
+# the default search and compiled once; `loom-run --init random:SEED` trains
+# it. Its losses equal those of the exported GPT-2 of the same shape planned
+# --no-weights (same parameter names, so the same initial values), and its
+# plan on 2 ranks trains like its 1-rank plan within 1e-5 (docs/loomc.md,
+# "Planning by shape").
+source "$(dirname "$0")/lib.sh"
+
+# test/models/hf_models.py's GPT-2: 2 layers, width 128, 4 heads, 64 tokens,
+# 512 symbols.
+$PY "$MODELS/hf_models.py" --model gpt2 --out . --batch 8 > /dev/null
+spec=gpt:l=2,h=128,a=4,s=64,v=512
+opts=(--global-batch 8 --optimizer adamw --lr 1e-3)
+loomc --model-spec $spec --cluster cpu:1 "${opts[@]}" -o spec1.loomplan --quiet
+loomc --model-spec $spec --cluster cpu:2 "${opts[@]}" -o spec2.loomplan \
+  --summary-json spec2.json --verify-plan | tee spec2.txt
+grep -q "verify-plan: 2 steps on 2 CPU ranks match" spec2.txt || fail "the model-spec plan was not verified"
+grep -q "^  chosen      dp=" spec2.txt || fail "the model-spec plan names no search choice"
+loomc model.onnx --no-weights --cluster cpu:1 "${opts[@]}" -o onnx1.loomplan --quiet
+
+DATA=(--data input_ids=input_ids.npy --data target=target.npy --steps 5 --quiet --init random:7)
+loom_run spec1.loomplan "${DATA[@]}" --metrics spec1.jsonl
+loom_run onnx1.loomplan "${DATA[@]}" --metrics onnx1.jsonl
+loom_run_np 2 spec2.loomplan "${DATA[@]}" --metrics spec2.jsonl
+LOOM_NUM_THREADS=2 loom_run spec1.loomplan "${DATA[@]}" --metrics spec1-threads2.jsonl
+# The same step as the export's, op for op (the norms' epsilon and the
+# attention's scale rounded to f32 as the export stores them): bit for bit.
+$PY "$MODELS/compare.py" --metrics spec1.jsonl --metrics2 onnx1.jsonl --rtol 0
+$PY "$MODELS/compare.py" --metrics spec2.jsonl --metrics2 spec1.jsonl --rtol 1e-5 \
+  --sensitivity spec1-threads2.jsonl
+
+# A LLaMA shape is planned but not yet built: asked for a plan, one line.
+expect_error "only arch=gpt is built as a model yet" \
+  loomc --model-spec gpt:arch=llama,l=2,h=64,a=4,s=16,v=128 --global-batch 8 -o l.loomplan
+expect_error "--model-spec builds a training step: give --global-batch" \
+  loomc --model-spec $spec -o x.loomplan
