@@ -37,7 +37,9 @@ struct Options {
                "file: gpt:l=LAYERS,h=HIDDEN,a=HEADS,s=SEQ,v=VOCAB[,ffn=N,"
                "kv_heads=N,arch=gpt|llama]; the joint search chooses dp, tp, "
                "pp, micro-batches, schedule, ZeRO and recomputation and "
-               "prints the plan (no plan file)"),
+               "prints the plan; with -o, an arch=gpt spec is built as the "
+               "GPT-2 export of that shape and its plan written (run it "
+               "with loom-run --init random:SEED)"),
       cl::value_desc("SPEC"), cl::cat(cat)};
   cl::opt<bool> explain{
       "explain",
