@@ -139,6 +139,19 @@ int mlir::loom::planModelSpec(const ModelSpecOptions &o) {
     return 0;
 
   llvm::json::Object plan = rankedPlanJson(found->best);
+  // The fields an ONNX model's summary has at the top (docs/loomc.md,
+  // "Summary JSON"), from the search's prediction: one schema for both.
+  const PlanChoice &c = found->best.choice;
+  const CandidatePrediction &q = found->best.prediction;
+  llvm::json::Object predicted{
+      {"step_time_s", q.stepSeconds},
+      {"peak_memory_bytes_per_device",
+       llvm::json::Array{q.memory.total()}},
+      {"model_tflops_per_device", q.modelTflopsPerDevice},
+      {"mfu", q.mfu},
+      {"memory_breakdown_bytes_per_device",
+       llvm::json::Object(
+           *plan.getObject("memory_breakdown_bytes_per_device"))}};
   llvm::json::Object summary{
       {"model_spec", r.model.name},
       {"num_parameters", r.model.parameters},
@@ -148,6 +161,14 @@ int mlir::loom::planModelSpec(const ModelSpecOptions &o) {
       {"device_usable_memory_bytes", r.cluster.usableMemoryBytes()},
       {"global_batch", r.setup.globalBatch},
       {"precision", o.precision},
+      {"mesh", llvm::json::Object{{"dp", c.dp}, {"tp", c.tp}, {"pp", c.pp}}},
+      {"micro_batch", c.microBatchSize},
+      {"num_micro_batches", c.microBatches},
+      {"schedule",
+       c.pp > 1 ? stringifySchedule(c.schedule).str() : std::string("none")},
+      {"zero_stage", c.zero},
+      {"remat", stringifyRemat(c.remat)},
+      {"predicted", std::move(predicted)},
       {"plan", std::move(plan)}};
   addSearchJson(summary, *found);
   std::string text;
