@@ -46,8 +46,9 @@ void printPlan(llvm::raw_ostream &os, const SearchRequest &r,
      << llvm::format(", %.1f GiB usable)\n", usable)
      << "  plan        " << best.choice.text() << "\n"
      << llvm::format("  predicted   step %.3f s, %.1f TFLOP/s per device, "
-                     "MFU %.1f%%\n",
-                     q.stepSeconds, q.modelTflopsPerDevice, 100 * q.mfu)
+                     "MFU %.1f%% (%s)\n",
+                     q.stepSeconds, q.modelTflopsPerDevice, 100 * q.mfu,
+                     r.cluster.predictionBasis().c_str())
      << llvm::format("  memory      %.2f GiB per device of %.1f GiB usable "
                      "(parameters %.2f, gradients %.2f, optimizer %.2f, "
                      "activations %.2f)\n",
@@ -145,6 +146,7 @@ int mlir::loom::planModelSpec(const ModelSpecOptions &o) {
   const CandidatePrediction &q = found->best.prediction;
   llvm::json::Object predicted{
       {"step_time_s", q.stepSeconds},
+      {"basis", r.cluster.calibration.empty() ? "datasheet" : "calibration"},
       {"peak_memory_bytes_per_device",
        llvm::json::Array{q.memory.total()}},
       {"model_tflops_per_device", q.modelTflopsPerDevice},

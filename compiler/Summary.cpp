@@ -235,6 +235,7 @@ llvm::json::Object mlir::loom::summaryJson(const plan::Plan &plan,
       {"predicted",
        llvm::json::Object{
            {"step_time_s", step.stepSeconds},
+           {"basis", cluster.calibration.empty() ? "datasheet" : "calibration"},
            {"communication_s", step.totalCommSeconds()},
            {"exposed_communication_s", step.exposedCommSeconds},
            {"peak_memory_bytes_per_device", std::move(peaks)},
@@ -440,7 +441,7 @@ std::string mlir::loom::summaryText(const plan::Plan &plan,
     os << (i ? " + " : " = ") << axis.axes << " " << ms(axis.seconds);
   if (!step.commSeconds.empty())
     os << ", exposed " << ms(step.exposedCommSeconds);
-  os << ")\n";
+  os << "; " << cluster.predictionBasis() << ")\n";
   BucketTotals buckets = bucketTotals(figures.collectives);
   if (buckets.buckets) {
     os << "  overlap     ";

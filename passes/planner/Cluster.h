@@ -88,9 +88,20 @@ struct Cluster {
   std::map<std::string, KernelCost, std::less<>> kernels;
   double kernelCallSeconds = 0;
   /// Set when a calibration file (`loomc --calibration`) replaced the
-  /// figures above with measured ones: the step estimate of a compiled plan
-  /// then runs each product at its shape's efficiency.
+  /// figures above with measured ones.
   std::string calibration;
+
+  /// What the predictions on this cluster rest on, as the summaries say
+  /// it: `calibrated by FILE`, or an uncalibrated estimate from the
+  /// datasheet figures.
+  std::string predictionBasis() const {
+    return calibration.empty()
+               ? "uncalibrated estimate from " +
+                     (deviceName == "cpu"
+                          ? std::string("the cpu preset's stand-in figures")
+                          : "the " + deviceName + " datasheet")
+               : "calibrated by " + calibration;
+  }
 
   int64_t numDevices() const { return nodes * devicesPerNode; }
   /// Whether the plan runs on the CPU kernels (OpCost.h's `hostKernels`).
