@@ -65,12 +65,10 @@ LogicalResult printModule(ModuleOp module, const std::string &path) {
   return success();
 }
 
-/// The predicted step time of the plan `attempt` compiles, when it fits
-/// (infinity otherwise); nothing is written or printed.
-double probe(Options &o, Attempt attempt);
-
 int run(Options &o, Attempt attempt = {}, plan::Plan *planOut = nullptr);
 
+/// The predicted step time of the plan `attempt` compiles, when it fits
+/// (infinity otherwise); nothing is written or printed.
 double probe(Options &o, Attempt attempt) {
   double seconds = std::numeric_limits<double>::infinity();
   attempt.stepSeconds = &seconds;
@@ -127,7 +125,7 @@ int run(Options &o, Attempt attempt, plan::Plan *planOut) {
                      o.emit != EmitKind::Plan || !o.emitSbatch.empty());
   if (!o.modelSpec.empty() && !specModule)
     return planModelSpec(modelSpecOptions(o));
-  std::optional<Checked> checked = checkOptions(o, specModule, planOut);
+  std::optional<Checked> checked = checkOptions(o, specModule, planOut != nullptr);
   if (!checked)
     return 1;
   bool training = checked->training, wantsPlan = checked->wantsPlan;

@@ -65,6 +65,41 @@ void printPlan(llvm::raw_ostream &os, const SearchRequest &r,
     os << explainText(s);
 }
 
+/// The search of `spec` with `r`'s cluster, setup and pins, `r.model`
+/// filled: a GPT shape is the model it describes
+/// (frontend/ModelSpecModule.h), its training step read into the table as
+/// an ONNX model's is; other shapes (LLaMA) by the closed forms of
+/// ModelSpec.h.
+llvm::Expected<SearchResult> searchSpec(SearchRequest &r, const GptSpec &spec,
+                                        const ModelSpecOptions &o,
+                                        mlir::loom::Precision precision,
+                                        OptimizerKind optimizer) {
+  if (spec.arch != Arch::Gpt) {
+    r.model = modelCostOf(spec, r.setup.precision);
+    return searchPlan(r);
+  }
+  DialectRegistry registry;
+  registry.insert<LoomDialect, func::FuncDialect, shard::ShardDialect>();
+  MLIRContext ctx(registry);
+  ctx.loadAllAvailableDialects();
+  OwningOpRef<ModuleOp> module =
+      buildModelSpecModule(&ctx, spec, r.setup.globalBatch);
+  if (!module) // GPT shapes are built; their checks ran in parseModelSpec
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "cannot build '" + spec.text + "'");
+  CompilerPipelineOptions phases;
+  phases.train.optimizer = optimizer;
+  phases.train.momentum = o.momentum;
+  phases.train.precision = precision;
+  llvm::Expected<SearchedPlan> searched =
+      searchTrainingPlan(*module, phases, r, spec.text);
+  if (!searched)
+    return searched.takeError();
+  r.model = std::move(searched->model);
+  r.model.family = "gpt";
+  return std::move(searched->result);
+}
+
 } // namespace
 
 int mlir::loom::planModelSpec(const ModelSpecOptions &o) {
@@ -86,7 +121,6 @@ int mlir::loom::planModelSpec(const ModelSpecOptions &o) {
   r.setup.precision = *precision == mlir::loom::Precision::Bf16
                           ? planner::Precision::Bf16
                           : planner::Precision::Fp32;
-  r.model = modelCostOf(*spec, r.setup.precision);
   std::optional<OptimizerKind> optimizer = parseOptimizer(o.optimizer);
   if (!optimizer)
     return fail("unknown --optimizer '" + o.optimizer +
@@ -102,36 +136,8 @@ int mlir::loom::planModelSpec(const ModelSpecOptions &o) {
     return fail("--search-seconds must be positive");
   r.timeBudgetSeconds = o.searchSeconds;
 
-  // A GPT shape is the model it describes (frontend/ModelSpecModule.h):
-  // its training step read into the table, as an ONNX model's is; other
-  // shapes (LLaMA) by the closed forms of ModelSpec.h.
-  DialectRegistry registry;
-  registry.insert<LoomDialect, func::FuncDialect, shard::ShardDialect>();
-  MLIRContext ctx(registry);
-  ctx.loadAllAvailableDialects();
-  llvm::Expected<SearchResult> found = llvm::createStringError(
-      llvm::inconvertibleErrorCode(), "no search ran");
-  if (spec->arch == Arch::Gpt) {
-    llvm::consumeError(found.takeError());
-    OwningOpRef<ModuleOp> module =
-        buildModelSpecModule(&ctx, *spec, r.setup.globalBatch);
-    if (!module)
-      return 1;
-    CompilerPipelineOptions phases;
-    phases.train.optimizer = *optimizer;
-    phases.train.momentum = o.momentum;
-    phases.train.precision = *precision;
-    llvm::Expected<SearchedPlan> searched =
-        searchTrainingPlan(*module, phases, r, spec->text);
-    if (!searched)
-      return fail(llvm::toString(searched.takeError()));
-    r.model = std::move(searched->model);
-    r.model.family = "gpt";
-    found = std::move(searched->result);
-  } else {
-    llvm::consumeError(found.takeError());
-    found = searchPlan(r);
-  }
+  llvm::Expected<SearchResult> found = searchSpec(r, *spec, o, *precision,
+                                                  *optimizer);
   if (!found)
     return fail(llvm::toString(found.takeError()));
   if (!o.quiet)

@@ -100,7 +100,7 @@ struct BucketAllReducesPass
         total += m.bytes;
       // Enough bytes to reach the link's bandwidth, and at least four
       // buckets, so that most of them overlap the backward pass.
-      int64_t target = bucketTarget(bucketBytes, *linkTarget, total);
+      int64_t target = planner::bucketTarget(bucketBytes, *linkTarget, total);
       SmallVector<Member> bucket;
       auto flush = [&] {
         if (!bucket.empty())

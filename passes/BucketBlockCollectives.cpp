@@ -144,7 +144,7 @@ struct BucketBlockCollectivesPass
         for (const auto &entry : shards)
           total += entry.second;
       }
-      int64_t target = bucketTarget(bucketBytes, *link, total);
+      int64_t target = planner::bucketTarget(bucketBytes, *link, total);
       ArrayRef<int16_t> axes = std::get<1>(key);
       if (std::get<3>(key))
         prefetch(members, target, axes);

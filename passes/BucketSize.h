@@ -27,8 +27,6 @@ FailureOr<int64_t> linkBucketBytes(func::FuncOp func,
                                    ArrayRef<SmallVector<int16_t>> axisGroups,
                                    StringRef cluster, StringRef pass);
 
-using planner::bucketTarget;
-
 } // namespace mlir::loom
 
 #endif // LOOM_PASSES_BUCKETSIZE_H

@@ -405,15 +405,15 @@ FailureOr<ModelCost> mlir::loom::analyzeModelCost(ModuleOp module,
          embedding.boundaryBytes};
 
   // Identical layers: the same ops over the same types.
+  std::vector<SmallVector<Operation *>> opsOf(numLayers);
+  for (auto [op, layer] : llvm::zip(a.fwd.ops, a.fwd.layerOf))
+    if (layer >= 0 && layer < numLayers)
+      opsOf[layer].push_back(op);
   std::map<llvm::hash_code, int64_t> kinds;
-  for (int64_t l = 0; l < numLayers; ++l) {
-    SmallVector<Operation *> ops;
-    for (auto [op, layer] : llvm::zip(a.fwd.ops, a.fwd.layerOf))
-      if (layer == l)
-        ops.push_back(op);
+  for (int64_t l = 0; l < numLayers; ++l)
     a.part(l).kind =
-        kinds.try_emplace(layerShape(ops), int64_t(kinds.size())).first->second;
-  }
+        kinds.try_emplace(layerShape(opsOf[l]), int64_t(kinds.size()))
+            .first->second;
 
   out.name = name.str();
   out.family = "onnx";
