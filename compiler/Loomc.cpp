@@ -214,7 +214,7 @@ int run(Options &o, Attempt attempt, plan::Plan *planOut) {
   }
   if (attempt.search) {
     const planner::PlanChoice &c = attempt.search->result.best.choice;
-    pipeline.plan.stageBudgetGib = -1; // the search weighed the stages
+    pipeline.plan.searched = true; // the search weighed the memory
     forced->dp = c.dp;
     forced->tp = c.tp;
     forced->pp = c.pp;

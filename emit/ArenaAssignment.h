@@ -20,12 +20,18 @@ inline constexpr int64_t kArenaAlignment = 64;
 
 /// Programs of more buffers are placed by the O(n log n) sweep alone.
 inline constexpr size_t kThoroughPlacementRanges = 20000;
+/// Programs of at most so many buffers, when no other placement reaches
+/// the bound, also try `kPerturbedPlacements` perturbed largest-first
+/// orders.
+inline constexpr size_t kPerturbedPlacementRanges = 4000;
+inline constexpr uint64_t kPerturbedPlacements = 32;
 
 /// Assigns each range a `kArenaAlignment`-aligned offset so that ranges that
 /// are live at the same time never overlap; returns the offsets and sets
 /// `arenaBytes`: the smallest of a few greedy placements (first and best fit
-/// over three orders, a sweep in time, skylines), stopping at the first that
-/// reaches `liveSetBytes`; above `kThoroughPlacementRanges` ranges, the sweep.
+/// over three orders, a sweep in time, skylines, perturbed largest-first
+/// orders), stopping at the first that reaches `liveSetBytes`; above
+/// `kThoroughPlacementRanges` ranges, the sweep.
 std::vector<int64_t> assignArenaOffsets(const std::vector<LiveRange> &ranges,
                                         int64_t &arenaBytes);
 

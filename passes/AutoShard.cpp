@@ -101,13 +101,22 @@ public:
             grid.getShape()[kTensorAxis], cluster.devicesPerNode)),
         tp(grid.getShape()[kTensorAxis]) {}
 
-  LogicalResult run(double memoryBudgetBytes);
+  /// `leastMemory`: when nothing fits the budget, the fastest sharding of
+  /// those that hold the least.
+  LogicalResult run(double memoryBudgetBytes, bool leastMemory);
 
 private:
   LogicalResult readDataParallel();
   void stripAnnotations();
   void addStrategies();
   planner::IlpRequest buildRequest(double memoryBudgetBytes);
+  /// Each pipeline device's share of the step's saved activations held at
+  /// once (its micro-batches in flight over the step's); one device
+  /// without stages.
+  LogicalResult readSchedule();
+  /// The pipeline device of `node`: its op's stage, or a parameter's
+  /// first user's (0 without stages).
+  int deviceOf(const Node &node) const;
   void groupLayers(planner::IlpRequest &request);
   void annotate(ArrayRef<unsigned> choice);
 
@@ -145,7 +154,44 @@ private:
   DenseMap<unsigned, unsigned> returnedArg;
   /// The op computing the loss: ops before it are the forward pass.
   Operation *lossOp = nullptr;
+  int64_t pp = 1;
+  std::vector<double> inFlightShare{1.0};
 };
+
+LogicalResult AutoSharder::readSchedule() {
+  pp = gridShape[kPipelineAxis];
+  if (pp == 1) {
+    inFlightShare = {1.0 / double(microAxisSize(grid))};
+    return success();
+  }
+  llvm::Expected<planner::PipelineSchedule> schedule =
+      pipelineScheduleOf(grid);
+  if (!schedule)
+    return func.emitError("loom-auto-shard: ")
+           << llvm::toString(schedule.takeError());
+  inFlightShare.clear();
+  for (int64_t d = 0; d < pp; ++d)
+    inFlightShare.push_back(
+        double(schedule->inFlight(d)) /
+        double(schedule->microBatches * schedule->chunks));
+  return success();
+}
+
+int AutoSharder::deviceOf(const Node &node) const {
+  if (pp == 1)
+    return 0;
+  StringRef mark = LoomDialect::StageAttrHelper::getNameStr();
+  auto stageOf = [&](Operation *op) -> int {
+    auto s = op->getAttrOfType<IntegerAttr>(mark);
+    return s ? int(s.getInt() % pp) : -1;
+  };
+  if (node.op)
+    return std::max(stageOf(node.op), 0);
+  for (Operation *user : node.arg.getUsers())
+    if (int d = stageOf(user); d >= 0)
+      return d;
+  return 0;
+}
 
 int64_t AutoSharder::devices(ArrayRef<GridAxis> axes) const {
   int64_t n = 1;
@@ -354,6 +400,10 @@ planner::IlpRequest AutoSharder::buildRequest(double memoryBudgetBytes) {
   request.memoryBudgetBytes = memoryBudgetBytes;
   for (Node &node : nodes) {
     planner::IlpNode ilp;
+    ilp.device = deviceOf(node);
+    // A micro-batch's activations live from its forward to its backward:
+    // the device holds those of the micro-batches in flight.
+    double held = inFlightShare[ilp.device];
     for (unsigned c = 0; c < node.choices.size(); ++c) {
       if (node.op) {
         ilp.cost.push_back(opSeconds(node, c));
@@ -370,7 +420,7 @@ planner::IlpRequest AutoSharder::buildRequest(double memoryBudgetBytes) {
           saved += bytesOf(result) / dpShare /
                    (layout(node, c, t) >= 0 ? tp : 1);
         }
-        ilp.memory.push_back(saved);
+        ilp.memory.push_back(saved * held);
         continue;
       }
       ilp.cost.push_back(0);
@@ -631,7 +681,7 @@ void AutoSharder::annotate(ArrayRef<unsigned> choice) {
   }
 }
 
-LogicalResult AutoSharder::run(double memoryBudgetBytes) {
+LogicalResult AutoSharder::run(double memoryBudgetBytes, bool leastMemory) {
   // Returned parameters, optimizer states and running statistics by their
   // argument.
   for (unsigned r = 0; r < func.getNumResults(); ++r) {
@@ -648,7 +698,7 @@ LogicalResult AutoSharder::run(double memoryBudgetBytes) {
           func.getArgAttr(i, attr::kRunningVar) == var)
         returnedArg[r] = i;
   }
-  if (failed(readDataParallel()))
+  if (failed(readDataParallel()) || failed(readSchedule()))
     return failure();
   stripAnnotations();
   Operation *ret = func.getBody().front().getTerminator();
@@ -656,6 +706,7 @@ LogicalResult AutoSharder::run(double memoryBudgetBytes) {
     lossOp = ret->getOperand(0).getDefiningOp();
   addStrategies();
   planner::IlpRequest request = buildRequest(memoryBudgetBytes);
+  request.leastMemoryOverBudget = leastMemory;
   groupLayers(request);
   llvm::Expected<planner::IlpSolution> solution =
       planner::solveShardingIlp(request);
@@ -694,7 +745,7 @@ struct AutoShardPass
     if (budget <= 0)
       budget = kForbidden;
     AutoSharder sharder(func, grid, *parsed);
-    if (failed(sharder.run(budget)))
+    if (failed(sharder.run(budget, searched)))
       return signalPassFailure();
   }
 };

@@ -94,9 +94,8 @@ void mlir::loom::buildLoomPlanPipeline(OpPassManager &pm,
     stages.schedule = options.schedule;
     stages.virtualStages = options.virtualStages;
     stages.cluster = options.cluster;
-    stages.memoryBudgetGib = options.stageBudgetGib != 0
-                                 ? options.stageBudgetGib
-                                 : options.memoryBudgetGib;
+    stages.memoryBudgetGib =
+        options.searched ? -1.0 : options.memoryBudgetGib.getValue();
     pm.addPass(createLoomPartitionStagesPass(stages));
   }
   // Batch statistics over the global batch; CSE then merges them with the
@@ -117,6 +116,7 @@ void mlir::loom::buildLoomPlanPipeline(OpPassManager &pm,
     LoomAutoShardPassOptions autoShard;
     autoShard.cluster = options.cluster;
     autoShard.memoryBudgetGib = options.memoryBudgetGib;
+    autoShard.searched = options.searched;
     pm.addPass(createLoomAutoShardPass(autoShard));
   }
   if (options.zero > 0) {
@@ -205,7 +205,7 @@ void mlir::loom::buildLoomCompilerPipeline(
   plan.microBatch = options.plan.microBatch.getValue();
   plan.cluster = options.plan.cluster.getValue();
   plan.memoryBudgetGib = options.plan.memoryBudgetGib.getValue();
-  plan.stageBudgetGib = options.plan.stageBudgetGib.getValue();
+  plan.searched = options.plan.searched.getValue();
   plan.zero = options.plan.zero.getValue();
   plan.bucketBytes = options.plan.bucketBytes.getValue();
   plan.blockBucketBytes = options.plan.blockBucketBytes.getValue();

@@ -112,12 +112,14 @@ struct PlanPipelineOptions : public PassPipelineOptions<PlanPipelineOptions> {
       llvm::cl::desc("per-device memory for parameters and optimizer state, "
                      "in GiB (0: the cluster's device memory)"),
       llvm::cl::init(0)};
-  Option<double> stageBudgetGib{
-      *this, "stage-budget-gib",
-      llvm::cl::desc("per-device memory loom-partition-stages cuts the layers "
-                     "within, in GiB (0: memory-budget-gib; negative: no "
-                     "limit, when a plan search chose the stages)"),
-      llvm::cl::init(0)};
+  Option<bool> searched{
+      *this, "searched",
+      llvm::cl::desc("a plan search that weighed the whole plan's memory "
+                     "chose the mesh and stages: loom-partition-stages takes "
+                     "no memory limit, and loom-auto-shard the sharding of "
+                     "least memory when none fits (the emitted arena is "
+                     "checked)"),
+      llvm::cl::init(false)};
   Option<int64_t> zero{*this, "zero",
                        llvm::cl::desc("the ZeRO stage, 0 to 3 (loom-shard-zero)"),
                        llvm::cl::init(0)};

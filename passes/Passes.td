@@ -418,6 +418,11 @@ def LoomAutoShardPass : Pass<"loom-auto-shard", "mlir::ModuleOp"> {
     Option<"memoryBudgetGib", "memory-budget-gib", "double", "0",
            "per-device memory for parameters and optimizer state, in GiB "
            "(0: the cluster's device memory)">,
+    Option<"searched", "searched", "bool", "false",
+           "a plan search that weighed the whole plan's memory chose the "
+           "mesh: when no sharding fits the budget, take the fastest of "
+           "those that hold the least (the plan's arena is checked after) "
+           "instead of failing">,
   ];
   let dependentDialects = ["::mlir::shard::ShardDialect"];
 }
@@ -559,8 +564,11 @@ def LoomRegatherParametersPass
     (`loom-unroll-micro-batches`) every pass of every micro-batch makes its
     own copy, as DeepSpeed's ZeRO-3 gathers per micro-batch: a pass ends at
     a micro-batch's loss or just before the next micro-batch's first read of
-    its data (`loom.sample_offset` arguments). The plan pipeline runs it at
-    ZeRO stage 3.
+    its data (`loom.sample_offset` arguments). On a pipeline device's
+    program (`loom-split-stages`), which has no loss and interleaves the
+    micro-batches' passes, the ops' `loom.micro_batch` and `loom.backward`
+    marks say which pass each use is in. The plan pipeline runs it at ZeRO
+    stage 3.
 
     ```mlir
     // before

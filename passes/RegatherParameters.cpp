@@ -6,7 +6,11 @@
 // whole parameter then stays in memory from its forward use to its
 // backward one, for every layer at once, which is what ZeRO-3 exists to
 // avoid. This pass gives the backward its own gather, made just before the
-// first backward use, so each whole copy lives during one pass only.
+// first backward use, so each whole copy lives during one pass only. With
+// micro-batches each micro-batch's forward and backward get their own; in
+// a pipeline device's program (loom-split-stages), where the passes of the
+// micro-batches interleave, the ops' micro-batch and backward marks say
+// which pass each use is in.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,6 +23,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 
+#include <functional>
 #include <map>
 
 namespace mlir::loom {
@@ -62,42 +67,79 @@ struct RegatherParametersPass
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
-    if (func.getNumResults() == 0 || !func.getResultAttr(0, attr::kLoss))
-      return;
     Block &body = func.getBody().front();
-    SmallVector<Operation *> bounds = passBoundaries(func);
-    if (bounds.empty())
-      return;
     OpBuilder b(func.getContext());
-    // The copies made before the first boundary (the first forward pass):
-    // partition makes each parameter's copy there, CSE merges the others.
+    // A pass of a user: which forward or backward over the layers it is in
+    // (-1: none, the user keeps the copy it reads).
+    std::function<int64_t(Operation *)> passOf;
     SmallVector<Operation *> copies;
-    for (Operation &op : body)
-      if (op.isBeforeInBlock(bounds.front()) && copiesParameter(&op))
-        copies.push_back(&op);
+    StringRef backward = LoomDialect::BackwardAttrHelper::getNameStr();
+    bool marked = llvm::any_of(
+        body, [&](Operation &op) { return op.hasAttr(backward); });
+    SmallVector<Operation *> bounds;
+    if (marked) {
+      // A pipeline device's program (loom-split-stages): its ops carry
+      // their micro-batch and whether they are the backward's, and the
+      // copies CSE merged serve every micro-batch's passes.
+      // With one micro-batch no op carries one; with several, an op
+      // without one runs once a step (the optimizer's update, the sums of
+      // the micro-batches' gradients).
+      StringRef micro = LoomDialect::MicroBatchAttrHelper::getNameStr();
+      bool perMicroBatch = llvm::any_of(
+          body, [&](Operation &op) { return op.hasAttr(micro); });
+      passOf = [=](Operation *op) -> int64_t {
+        auto mb = op->getAttrOfType<IntegerAttr>(micro);
+        if ((!mb && perMicroBatch) || isa<AdamwOp, SgdOp>(op))
+          return -1;
+        return 2 * (mb ? mb.getInt() : 0) + (op->hasAttr(backward) ? 1 : 0);
+      };
+      for (Operation &op : body)
+        if (copiesParameter(&op))
+          copies.push_back(&op);
+    } else {
+      if (func.getNumResults() == 0 || !func.getResultAttr(0, attr::kLoss))
+        return;
+      bounds = passBoundaries(func);
+      if (bounds.empty())
+        return;
+      passOf = [&](Operation *user) -> int64_t {
+        int64_t pass = 0;
+        while (pass < int64_t(bounds.size()) &&
+               bounds[pass]->isBeforeInBlock(user))
+          ++pass;
+        return pass;
+      };
+      // The copies made before the first boundary (the first forward
+      // pass): partition makes each parameter's copy there, CSE merges the
+      // others.
+      for (Operation &op : body)
+        if (op.isBeforeInBlock(bounds.front()) && copiesParameter(&op))
+          copies.push_back(&op);
+    }
     for (Operation *copy : copies) {
       Value v = copy->getResult(0);
-      // The uses by pass: after boundary k and not after boundary k + 1.
-      std::map<size_t, SmallVector<OpOperand *>> byPass;
+      // The uses by pass, and each pass's first user.
+      std::map<int64_t, SmallVector<OpOperand *>> byPass;
+      std::map<int64_t, Operation *> firstOf;
+      Operation *earliest = nullptr;
       for (OpOperand &use : v.getUses()) {
         Operation *user = use.getOwner();
-        if (copiesParameter(user))
+        int64_t pass = passOf(user);
+        if (copiesParameter(user) || pass < 0)
           continue;
-        size_t pass = 0;
-        while (pass < bounds.size() && bounds[pass]->isBeforeInBlock(user))
-          ++pass;
         byPass[pass].push_back(&use);
+        Operation *&first = firstOf[pass];
+        if (!first || user->isBeforeInBlock(first))
+          first = user;
+        if (!earliest || user->isBeforeInBlock(earliest))
+          earliest = user;
       }
-      // The first pass keeps the copy; each later one makes its own just
-      // before its first use.
+      // The pass that reads it first keeps the copy; each other one makes
+      // its own just before its first use.
       for (auto &[pass, uses] : byPass) {
-        if (pass == byPass.begin()->first)
+        if (firstOf[pass] == earliest)
           continue;
-        Operation *first = uses.front()->getOwner();
-        for (OpOperand *use : uses)
-          if (use->getOwner()->isBeforeInBlock(first))
-            first = use->getOwner();
-        Value again = cloneChain(v, first, b);
+        Value again = cloneChain(v, firstOf[pass], b);
         for (OpOperand *use : uses)
           use->set(again);
       }

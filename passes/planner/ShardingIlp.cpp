@@ -127,9 +127,12 @@ IlpSolution mlir::loom::planner::evaluateChoice(
     const IlpRequest &request, const std::vector<unsigned> &choice) {
   IlpSolution sol;
   sol.choice = choice;
+  std::map<int, double> onDevice;
   for (auto [n, node] : llvm::enumerate(request.nodes)) {
     sol.seconds += node.cost[choice[n]];
-    sol.memoryBytes += memoryOf(node, choice[n]);
+    double &bytes = onDevice[node.device];
+    bytes += memoryOf(node, choice[n]);
+    sol.memoryBytes = std::max(sol.memoryBytes, bytes);
   }
   std::map<LayoutPair, double> shared = layoutPairCosts(request);
   std::set<LayoutPair> paid;
@@ -149,9 +152,12 @@ IlpSolution mlir::loom::planner::evaluateChoice(
 /// The ILP of `request` without groups (an edge may join a node to itself:
 /// both ends then take the same strategy). Value v's pairs of layouts cost
 /// `copies[v]` times their seconds (identical layers' values, merged).
+/// With `leastMemory`, the choice whose busiest device holds the least
+/// (seconds break ties) instead, the budget aside.
 static llvm::Expected<IlpSolution>
 solveUngrouped(const IlpRequest &request,
-               const std::map<int, double> &copies = {}) {
+               const std::map<int, double> &copies = {},
+               bool leastMemory = false) {
   size_t numNodes = request.nodes.size();
   for (const IlpEdge &edge : request.edges)
     if (edge.from >= numNodes || edge.to >= numNodes ||
@@ -321,34 +327,67 @@ solveUngrouped(const IlpRequest &request,
         problem.addRow(terms, coefs, 'G', 0);
     }
   }
-  // Memory: what the constants hold leaves the rest of the budget.
-  double fixedMemory = 0;
-  std::vector<int> memCols;
-  std::vector<double> memCoefs;
+  // Memory, a row a device: what its constants hold leaves the rest of the
+  // budget.
+  struct DeviceRow {
+    double fixed = 0;
+    std::vector<int> cols;
+    std::vector<double> coefs;
+  };
+  std::map<int, DeviceRow> rows;
   for (unsigned n = 0; n < numNodes; ++n) {
+    DeviceRow &row = rows[request.nodes[n].device];
     if (fixedTo[n] >= 0) {
-      fixedMemory += memoryOf(request.nodes[n], fixedTo[n]);
+      row.fixed += memoryOf(request.nodes[n], fixedTo[n]);
       continue;
     }
     for (auto [s, col] : llvm::enumerate(x[n]))
       if (double m = memoryOf(request.nodes[n], s)) {
-        memCols.push_back(col);
-        memCoefs.push_back(m);
+        row.cols.push_back(col);
+        row.coefs.push_back(m);
       }
   }
-  if (std::isfinite(request.memoryBudgetBytes)) {
-    double left = request.memoryBudgetBytes - fixedMemory;
+  if (leastMemory) {
+    // z, the most a device holds, as a fraction of all any device could
+    // hold, outweighs every second: each row's sum stays below z.
+    double most = 1, seconds = 1;
+    for (const IlpNode &node : request.nodes)
+      for (auto [s, m] : llvm::enumerate(node.memory)) {
+        most += m;
+        if (node.cost[s] != kForbidden)
+          seconds += std::abs(node.cost[s]) * kScale;
+      }
+    for (const IlpEdge &edge : request.edges)
+      for (double c : edge.cost)
+        if (c != kForbidden)
+          seconds += std::abs(c) * kScale;
+    int z = problem.addColumn(0, kUnbounded, 1e3 * seconds,
+                              /*integer=*/false);
+    for (auto &[device, row] : rows) {
+      std::vector<int> cols = row.cols;
+      std::vector<double> coefs;
+      for (double c : row.coefs)
+        coefs.push_back(c / most);
+      cols.push_back(z);
+      coefs.push_back(-1);
+      problem.addRow(cols, coefs, 'L', -row.fixed / most);
+    }
+  }
+  for (auto &[device, row] : rows) {
+    if (leastMemory || !std::isfinite(request.memoryBudgetBytes))
+      break;
+    double left = request.memoryBudgetBytes - row.fixed;
     if (left < 0)
       return llvm::createStringError(llvm::formatv(
           "what cannot be sharded already takes {0} bytes, over the memory "
           "budget of {1} bytes per device",
-          fixedMemory, request.memoryBudgetBytes).str());
-    if (!memCols.empty()) {
-      // As fractions of the budget, so the row is well scaled at any size.
-      for (double &c : memCoefs)
-        c /= request.memoryBudgetBytes;
-      problem.addRow(memCols, memCoefs, 'L', left / request.memoryBudgetBytes);
-    }
+          row.fixed, request.memoryBudgetBytes).str());
+    if (row.cols.empty())
+      continue;
+    // As fractions of the budget, so the row is well scaled at any size.
+    for (double &c : row.coefs)
+      c /= request.memoryBudgetBytes;
+    problem.addRow(row.cols, row.coefs, 'L', left / request.memoryBudgetBytes);
   }
 
   std::vector<unsigned> choice(numNodes, 0);
@@ -388,42 +427,93 @@ solveUngrouped(const IlpRequest &request,
   return result;
 }
 
+static llvm::Expected<IlpSolution> solveGrouped(const IlpRequest &request,
+                                                bool leastMemory);
+
 llvm::Expected<IlpSolution>
 mlir::loom::planner::solveShardingIlp(const IlpRequest &request) {
+  llvm::Expected<IlpSolution> solved = solveGrouped(request, false);
+  if (solved || !request.leastMemoryOverBudget)
+    return solved;
+  llvm::consumeError(solved.takeError());
+  // Nothing fits: the fastest of the choices that hold the least.
+  llvm::Expected<IlpSolution> least = solveGrouped(request, true);
+  if (!least)
+    return least.takeError();
+  IlpRequest within = request;
+  within.memoryBudgetBytes = least->memoryBytes * (1 + 1e-9);
+  within.leastMemoryOverBudget = false;
+  llvm::Expected<IlpSolution> fastest = solveGrouped(within, false);
+  if (!fastest) {
+    llvm::consumeError(fastest.takeError());
+    return least;
+  }
+  fastest->overBudget = true;
+  return fastest;
+}
+
+static llvm::Expected<IlpSolution> solveGrouped(const IlpRequest &request,
+                                                bool leastMemory) {
   // Each group becomes one node: its members' costs and memory summed, its
-  // members' edges its own.
+  // members' edges its own. Members on another device than the group's
+  // first put their memory on a shadow node there, which costs nothing and
+  // takes the group's strategy (an edge forbids the others).
   std::vector<unsigned> index(request.nodes.size());
   std::map<int, unsigned> groupIndex;
+  std::map<std::pair<int, int>, unsigned> shadowIndex; // (group, device)
+  std::vector<IlpEdge> shadowEdges;
+  bool grouped = false;
   IlpRequest reduced;
   reduced.memoryBudgetBytes = request.memoryBudgetBytes;
   reduced.timeLimitSeconds = request.timeLimitSeconds;
+  auto addNode = [&](const IlpNode &like, double cost, int device) {
+    IlpNode node;
+    node.cost.assign(like.cost.size(), cost);
+    node.memory.assign(like.cost.size(), 0);
+    node.device = device;
+    reduced.nodes.push_back(std::move(node));
+    return unsigned(reduced.nodes.size() - 1);
+  };
   for (auto [n, node] : llvm::enumerate(request.nodes)) {
     auto [it, added] =
         node.group < 0 ? std::pair{groupIndex.end(), true}
                        : groupIndex.try_emplace(node.group,
                                                 reduced.nodes.size());
     if (added) {
-      index[n] = reduced.nodes.size();
-      IlpNode merged;
-      merged.cost = node.cost;
-      merged.memory.assign(node.cost.size(), 0);
-      reduced.nodes.push_back(std::move(merged));
+      index[n] = addNode(node, 0, node.device);
     } else {
       index[n] = it->second;
+      grouped = true;
     }
     IlpNode &merged = reduced.nodes[index[n]];
     if (merged.cost.size() != node.cost.size())
       return llvm::createStringError(llvm::formatv(
           "sharding ILP: the nodes of group {0} have different numbers of "
           "strategies", node.group).str());
-    if (!added)
-      for (auto [s, c] : llvm::enumerate(node.cost))
-        merged.cost[s] += c;
+    for (auto [s, c] : llvm::enumerate(node.cost))
+      merged.cost[s] += c;
+    unsigned holder = index[n];
+    if (node.device != merged.device) {
+      auto [shadow, made] =
+          shadowIndex.try_emplace({node.group, node.device}, 0);
+      if (made) {
+        shadow->second = addNode(node, 0, node.device);
+        IlpEdge same{index[n], shadow->second, {}};
+        size_t k = node.cost.size();
+        for (size_t i = 0; i < k; ++i)
+          for (size_t j = 0; j < k; ++j)
+            same.cost.push_back(i == j ? 0 : kForbidden);
+        shadowEdges.push_back(std::move(same));
+      }
+      holder = shadow->second;
+    }
     for (size_t s = 0; s < node.cost.size(); ++s)
-      merged.memory[s] += memoryOf(node, s);
+      reduced.nodes[holder].memory[s] += memoryOf(node, s);
   }
-  if (reduced.nodes.size() == request.nodes.size())
-    return solveUngrouped(request);
+  if (!grouped)
+    return solveUngrouped(request, {}, leastMemory);
+  for (IlpEdge &e : shadowEdges)
+    reduced.edges.push_back(std::move(e));
   // A shared value whose uses map onto the same edges as another's (the
   // same value of another layer) merges with it: its pairs cost once per
   // copy, with one set of rows.
@@ -459,7 +549,8 @@ mlir::loom::planner::solveShardingIlp(const IlpRequest &request) {
     for (IlpEdge &e : uses)
       reduced.edges.push_back(std::move(e));
   }
-  llvm::Expected<IlpSolution> solved = solveUngrouped(reduced, copies);
+  llvm::Expected<IlpSolution> solved =
+      solveUngrouped(reduced, copies, leastMemory);
   if (!solved)
     return solved.takeError();
   std::vector<unsigned> choice(request.nodes.size());

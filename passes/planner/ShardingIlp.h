@@ -4,8 +4,8 @@
 // (`auto_sharding_solver.h`) and Alpa's intra-operator pass: every node (an
 // op, or a parameter's layout) chooses one of its strategies; a node costs
 // the seconds of its choice, an edge the seconds of resharding between the
-// choices of its two ends; the sum of the nodes' memory stays within a
-// budget. CBC solves it (docs/auto-shard.md gives the formulation).
+// choices of its two ends; the sum of the memory of the nodes on each
+// device stays within a budget. CBC solves it (docs/auto-shard.md gives the formulation).
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,8 +24,12 @@ inline constexpr double kForbidden = std::numeric_limits<double>::infinity();
 struct IlpNode {
   /// Seconds of each strategy (kForbidden rules one out).
   std::vector<double> cost;
-  /// Bytes each strategy holds for the whole step (empty: none).
+  /// Bytes each strategy holds on its device for the whole step (empty:
+  /// none).
   std::vector<double> memory;
+  /// The device whose memory holds it (a pipeline device): the budget
+  /// holds on each device.
+  int device = 0;
   /// Nodes with the same `group` (>= 0) take the same strategy: identical
   /// layers share their variables, so the solver sees one layer. They must
   /// have as many strategies.
@@ -51,17 +55,24 @@ struct IlpRequest {
   std::vector<IlpNode> nodes;
   std::vector<IlpEdge> edges;
   double memoryBudgetBytes = std::numeric_limits<double>::infinity();
+  /// When no choice fits the budget: the fastest of those whose busiest
+  /// device holds the least, instead of an error (the plan's memory is
+  /// checked later as a whole).
+  bool leastMemoryOverBudget = false;
   double timeLimitSeconds = 60;
 };
 
 struct IlpSolution {
   std::vector<unsigned> choice; // one strategy per node
   double seconds = 0;           // the objective: nodes' plus edges' seconds
+  /// The most bytes any device holds.
   double memoryBytes = 0;
   /// Whether CBC proved the choice optimal (false: the best found in the
   /// time limit).
   bool optimal = false;
   unsigned variables = 0, constraints = 0;
+  /// Chosen for the least memory, over the budget.
+  bool overBudget = false;
 };
 
 /// The cheapest choice of one strategy per node within the memory budget;

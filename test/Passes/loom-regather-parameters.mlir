@@ -82,3 +82,29 @@ func.func @forward(%x: tensor<4x4xf32>, %w: tensor<2x4xf32>) -> (tensor<4x4xf32>
   %z = loom.matmul %y, %wf : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
   return %y, %z : tensor<4x4xf32>, tensor<4x4xf32>
 }
+
+// -----
+
+// A pipeline device's program (loom-split-stages: no loss, its passes
+// interleaved as 1F1B runs them, F0 F1 B0 B1): each micro-batch's forward
+// and backward, known by the ops' marks, gathers the weight for itself.
+// CHECK-LABEL: func.func @stage
+// CHECK:         %[[F0:.*]] = shard.all_gather %arg2
+// CHECK-NEXT:    loom.matmul %arg0, %[[F0]] {loom.micro_batch = 0 : i64}
+// CHECK-NEXT:    %[[F1:.*]] = shard.all_gather %arg2
+// CHECK-NEXT:    loom.matmul %arg1, %[[F1]] {loom.micro_batch = 1 : i64}
+// CHECK-NEXT:    %[[B0:.*]] = shard.all_gather %arg2
+// CHECK-NEXT:    loom.matmul %{{.*}}, %[[B0]] {loom.backward, loom.micro_batch = 0 : i64, transpose_rhs}
+// CHECK-NEXT:    %[[B1:.*]] = shard.all_gather %arg2
+// CHECK-NEXT:    loom.matmul %{{.*}}, %[[B1]] {loom.backward, loom.micro_batch = 1 : i64, transpose_rhs}
+// CHECK-NOT:     shard.all_gather
+shard.grid @mesh(shape = 1x2x1)
+func.func @stage(%x0: tensor<2x4xf32>, %x1: tensor<2x4xf32>, %w: tensor<2x4xf32>,
+                 %g0: tensor<2x4xf32>, %g1: tensor<2x4xf32>) -> (tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>) {
+  %wf = shard.all_gather %w on @mesh grid_axes = [1] gather_axis = 0 : tensor<2x4xf32> -> tensor<4x4xf32>
+  %y0 = loom.matmul %x0, %wf {loom.micro_batch = 0 : i64} : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+  %y1 = loom.matmul %x1, %wf {loom.micro_batch = 1 : i64} : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+  %d0 = loom.matmul %g0, %wf {loom.backward, loom.micro_batch = 0 : i64, transpose_rhs} : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+  %d1 = loom.matmul %g1, %wf {loom.backward, loom.micro_batch = 1 : i64, transpose_rhs} : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+  return %y0, %y1, %d0, %d1 : tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>
+}

@@ -67,6 +67,29 @@ TEST(ShardingIlpTest, MemoryBudgetPicksTheSlowerShardedLayout) {
   EXPECT_DOUBLE_EQ(sol->memoryBytes, 10);
 }
 
+TEST(ShardingIlpTest, TheBudgetHoldsOnEachDevice) {
+  // The two parameters of the test above on two pipeline devices: each
+  // holds its own 8 bytes, so both stay replicated.
+  IlpRequest r;
+  r.nodes = {{{1.0, 1.5}, {8, 2}}, {{1.0, 1.2}, {8, 2}}};
+  r.nodes[1].device = 1;
+  r.memoryBudgetBytes = 10;
+  auto sol = solveShardingIlp(r);
+  ASSERT_TRUE(static_cast<bool>(sol)) << llvm::toString(sol.takeError());
+  EXPECT_EQ(sol->choice, (std::vector<unsigned>{0, 0}));
+  EXPECT_DOUBLE_EQ(sol->memoryBytes, 8);
+  // One layer's node on each device, grouped: the group's strategy must
+  // fit on both; with a third node on device 1 only sharding fits there.
+  r.nodes.push_back({{1.0, 1.0}, {8, 8}});
+  r.nodes[2].device = 1;
+  r.nodes[0].group = r.nodes[1].group = 0;
+  sol = solveShardingIlp(r);
+  ASSERT_TRUE(static_cast<bool>(sol)) << llvm::toString(sol.takeError());
+  EXPECT_EQ(sol->choice[0], 1u);
+  EXPECT_EQ(sol->choice[1], 1u);
+  EXPECT_DOUBLE_EQ(sol->memoryBytes, 10);
+}
+
 TEST(ShardingIlpTest, RefusesWhatCannotFit) {
   IlpRequest r;
   r.nodes = {{{1.0, 1.5}, {8, 4}}, {{1.0}, {8}}};
@@ -175,6 +198,11 @@ TEST(ShardingIlpTest, MatchesBruteForceOnRandomRequests) {
       for (size_t i = 0; i < n; ++i)
         r.nodes[i].group = static_cast<int>(r.nodes[i].cost.size()) +
                            10 * static_cast<int>(rng() % 2);
+    // Every third trial: the nodes on two devices (pipeline stages), a
+    // group's members on either.
+    if (trial % 3 == 0)
+      for (IlpNode &node : r.nodes)
+        node.device = static_cast<int>(rng() % 2);
     r.memoryBudgetBytes = 4.0 * n;
     std::vector<unsigned> best;
     double expected = bruteForce(r, best);
