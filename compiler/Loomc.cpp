@@ -17,6 +17,7 @@
 #include "emit/PlanEmitter.h"
 #include "frontend/ModelSpecModule.h"
 #include "frontend/OnnxImporter.h"
+#include "ir/ErrorKind.h"
 #include "ir/LoomDialect.h"
 #include "ir/LoomOps.h"
 #include "passes/MemoryEstimate.h"
@@ -77,6 +78,7 @@ double probe(Options &o, Attempt attempt) {
   probing = true;
   int rc = run(o, attempt, &plan);
   probing = wasProbing;
+  takeErrorKind(); // a probe's failure only rules its choice out
   return rc == 0 ? seconds : std::numeric_limits<double>::infinity();
 }
 
@@ -312,9 +314,11 @@ int run(Options &o, Attempt attempt, plan::Plan *planOut) {
   if (o.verifyPlan) {
     ::loom::runtime::Status valid = ::loom::runtime::validatePlanFormat(
         *plan, o.outputFile.empty() ? std::string("plan") : o.outputFile.getValue());
-    if (!valid)
+    if (!valid) {
+      recordErrorKind(ErrorKind::Internal);
       return fail("internal error: the emitted plan fails the runtime's "
                   "validation (" + valid.message() + "); please report it");
+    }
   }
   PlanFigures figures = stepFigures(*module, *plan, memory, *cluster,
                                     *precision);
@@ -337,6 +341,7 @@ int run(Options &o, Attempt attempt, plan::Plan *planOut) {
         [&](const Attempt &a) { return probe(o, a); });
     if (auto *retry = std::get_if<Attempt>(&next))
       return run(o, *retry, planOut);
+    recordErrorKind(ErrorKind::DoesNotFit);
     return fail(std::get<std::string>(next));
   }
 
@@ -381,6 +386,10 @@ int mlir::loom::loomcMain(int argc, char **argv) {
       "loomc - compile an ONNX model into a distributed training plan\n\n"
       "  loomc MODEL.onnx --cluster cpu:4 --global-batch 64 --loss "
       "cross_entropy --optimizer adamw --lr 1e-3 -o model.loomplan\n\n"
-      "See docs/loomc.md.\n");
-  return run(options);
+      "See docs/loomc.md.\n\n"
+      "Exit codes: 0 success, 1 bad input (a file, option, shape or value),\n"
+      "2 a model Loom does not support yet, 3 no plan fits the memory, 4 an\n"
+      "internal error.\n");
+  // The exit code says what kind of failure it was (docs/loomc.md).
+  return run(options) == 0 ? 0 : static_cast<int>(takeErrorKind());
 }

@@ -3,10 +3,12 @@
 #include "compiler/ModelSpecPlan.h"
 #include "compiler/PlanSearch.h"
 #include "frontend/ModelSpecModule.h"
+#include "ir/ErrorKind.h"
 #include "ir/LoomDialect.h"
 #include "passes/Options.h"
 #include "passes/planner/JointSearch.h"
 #include "passes/planner/ModelSpec.h"
+#include "passes/planner/NoFit.h"
 #include "runtime/support/AtomicFile.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -138,8 +140,13 @@ int mlir::loom::planModelSpec(const ModelSpecOptions &o) {
 
   llvm::Expected<SearchResult> found = searchSpec(r, *spec, o, *precision,
                                                   *optimizer);
-  if (!found)
-    return fail(llvm::toString(found.takeError()));
+  if (!found) {
+    bool noFit = false;
+    std::string why = takeMessage(found.takeError(), noFit);
+    if (noFit)
+      recordErrorKind(ErrorKind::DoesNotFit);
+    return fail(why);
+  }
   if (!o.quiet)
     printPlan(llvm::outs(), r, *found, o.explain);
   if (o.summaryJson.empty())

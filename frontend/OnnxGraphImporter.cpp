@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontend/OnnxGraphImporter.h"
+#include "ir/ErrorKind.h"
 
 #include "ir/EntryFunction.h"
 #include "ir/LoomOps.h"
@@ -280,6 +281,7 @@ LogicalResult GraphImporter::checkSupportedOps() {
     if (!reported.insert(opName).second)
       continue;
     ok = false;
+    recordErrorKind(ErrorKind::Unsupported);
     emitError(nodeLocs[i]) << "unsupported ONNX op '" << opName << "' (opset "
                            << version << ") at node '" << nodeName(node, i)
                            << "'; run 'loomc --list-ops' for the supported set";
@@ -517,6 +519,12 @@ FailureOr<Value> GraphImporter::integerOutput(StringRef name) {
 
 InFlightDiagnostic GraphImporter::error(const Twine &what,
                                         const Twine &detail) {
+  // The converters say what Loom lacks in their own words: "unsupported
+  // ..." or "... not supported".
+  std::string text = what.str() + " " + detail.str();
+  if (StringRef(text).contains("unsupported") ||
+      StringRef(text).contains("not supported"))
+    recordErrorKind(ErrorKind::Unsupported);
   InFlightDiagnostic diag = emitError(currentLoc)
                             << what << " at node '" << currentName << "'";
   if (!detail.isTriviallyEmpty())

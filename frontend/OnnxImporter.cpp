@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontend/OnnxImporter.h"
+#include "ir/ErrorKind.h"
 #include "frontend/OnnxGraphImporter.h"
 
 #include "ir/LoomDialect.h"
@@ -134,10 +135,12 @@ static FailureOr<int64_t> defaultOpset(Location loc, StringRef path,
   for (const auto &imp : model.opset_import()) {
     if (!imp.domain().empty() && imp.domain() != "ai.onnx")
       continue;
-    if (imp.version() < kMinOpset || imp.version() > kMaxOpset)
+    if (imp.version() < kMinOpset || imp.version() > kMaxOpset) {
+      recordErrorKind(ErrorKind::Unsupported);
       return emitError(loc)
              << "model '" << path << "' uses ONNX opset " << imp.version()
              << "; supported opsets are " << kMinOpset << "-" << kMaxOpset;
+    }
     return imp.version();
   }
   return emitError(loc) << "model '" << path

@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ir/EntryFunction.h"
+#include "ir/ErrorKind.h"
 #include "ir/LoomOps.h"
 #include "ir/sharding/LoopNest.h"
 #include "ir/NodeName.h"
@@ -24,6 +25,7 @@
 #include "passes/planner/CostModel.h"
 #include "passes/planner/LayerName.h"
 #include "passes/planner/MeshTopology.h"
+#include "passes/planner/NoFit.h"
 #include "passes/planner/ShardingIlp.h"
 
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
@@ -710,9 +712,13 @@ LogicalResult AutoSharder::run(double memoryBudgetBytes, bool leastMemory) {
   groupLayers(request);
   llvm::Expected<planner::IlpSolution> solution =
       planner::solveShardingIlp(request);
-  if (!solution)
-    return func.emitError("loom-auto-shard: ")
-           << llvm::toString(solution.takeError());
+  if (!solution) {
+    bool noFit = false;
+    std::string why = planner::takeMessage(solution.takeError(), noFit);
+    if (noFit)
+      recordErrorKind(ErrorKind::DoesNotFit);
+    return func.emitError("loom-auto-shard: ") << why;
+  }
   annotate(solution->choice);
   return success();
 }

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ir/EntryFunction.h"
+#include "ir/ErrorKind.h"
 #include "ir/LoomOps.h"
 #include "ir/NodeName.h"
 #include "passes/ForwardLayers.h"
@@ -22,6 +23,7 @@
 #include "passes/planner/Cluster.h"
 #include "passes/planner/CostModel.h"
 #include "passes/planner/LayerName.h"
+#include "passes/planner/NoFit.h"
 #include "passes/planner/PipelineSchedule.h"
 #include "passes/planner/StagePartition.h"
 
@@ -198,10 +200,15 @@ struct PartitionStagesPass
     request.budgetBytes = budget;
     llvm::Expected<planner::StageSplit> split =
         planner::partitionStages(request);
-    if (!split)
+    if (!split) {
+      bool noFit = false;
+      std::string why = planner::takeMessage(split.takeError(), noFit);
+      if (noFit)
+        recordErrorKind(ErrorKind::DoesNotFit);
       return func.emitError("cannot cut the model into pipeline stages: ")
-                 << llvm::toString(split.takeError()),
+                 << why,
              failure();
+    }
 
     // Marks: each forward op its layer's stage; every other op the stage of
     // the forward op whose location it has, or else of its first operand

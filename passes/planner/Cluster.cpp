@@ -107,6 +107,8 @@ static llvm::Expected<Cluster> parseJsonCluster(StringRef spec) {
   const llvm::json::Object *device = root->getObject("device");
   if (!device)
     return specError(spec, "missing object 'device'");
+  // Messages name the device ("... but the device has 10.5 KiB").
+  c.deviceName = "the device";
   if (auto name = device->getString("name"))
     c.deviceName = name->str();
   if (auto e = need(device, "memory_gib", c.memoryGiB))

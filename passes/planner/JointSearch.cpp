@@ -1,6 +1,7 @@
 //===- JointSearch.cpp - Every plan choice at once ---------------*- C++ -*-===//
 
 #include "passes/planner/JointSearch.h"
+#include "passes/planner/NoFit.h"
 
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Format.h"
@@ -179,7 +180,7 @@ llvm::Error noFit(const SearchRequest &r) {
     line += ": the least memory a plan needs is " +
             gib(double(lean->prediction.memory.total())) + " per device (" +
             lean->choice.text() + "; the most of it " +
-            largestPart(lean->prediction.memory) + ") but the " +
+            largestPart(lean->prediction.memory) + ") but " +
             r.cluster.deviceName + " has " +
             gib(r.cluster.usableMemoryBytes()) + " usable";
   bool isCpu = llvm::StringRef(r.cluster.spec).starts_with("cpu:");
@@ -193,12 +194,12 @@ llvm::Error noFit(const SearchRequest &r) {
                     bigger.usableMemoryBytes()) {
       line += "; the smallest such cluster that fits is " + name +
               " (give --cluster " + name + ")";
-      return llvm::createStringError(llvm::inconvertibleErrorCode(), line);
+      return noFitError(line);
     }
   }
   line += "; no cluster of up to 64 times the nodes fits at this global "
           "batch: use a smaller model or batch";
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), line);
+  return noFitError(line);
 }
 
 /// Whether `b` is `a` with another `dimension`: another mesh (whatever its

@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/planner/ShardingIlp.h"
+#include "passes/planner/NoFit.h"
 
 #include "Cbc_C_Interface.h"
 
@@ -378,7 +379,7 @@ solveUngrouped(const IlpRequest &request,
       break;
     double left = request.memoryBudgetBytes - row.fixed;
     if (left < 0)
-      return llvm::createStringError(llvm::formatv(
+      return noFitError(llvm::formatv(
           "what cannot be sharded already takes {0} bytes, over the memory "
           "budget of {1} bytes per device",
           row.fixed, request.memoryBudgetBytes).str());
@@ -400,7 +401,7 @@ solveUngrouped(const IlpRequest &request,
     problem.load(model.get());
     Cbc_solve(model.get());
     if (Cbc_isProvenInfeasible(model.get()))
-      return llvm::createStringError(llvm::formatv(
+      return noFitError(llvm::formatv(
           "no sharding fits the memory budget of {0:F3} MiB per device",
           request.memoryBudgetBytes / (1024.0 * 1024.0)).str());
     const double *sol = Cbc_getColSolution(model.get());

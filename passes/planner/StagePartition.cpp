@@ -1,6 +1,7 @@
 //===- StagePartition.cpp - Layers into pipeline stages -------------------===//
 
 #include "passes/planner/StagePartition.h"
+#include "passes/planner/NoFit.h"
 
 #include "llvm/ADT/Twine.h"
 
@@ -100,7 +101,7 @@ mlir::loom::planner::partitionStages(const StageRequest &r) {
         }
       }
   if (!std::isfinite(best[stages - 1][layers].worst))
-    return fail("no split of the " + llvm::Twine(layers) + " layers into " +
+    return noFitError("no split of the " + llvm::Twine(layers) + " layers into " +
                 llvm::Twine(stages) + " stages fits " +
                 llvm::Twine(static_cast<int64_t>(r.budgetBytes)) +
                 " bytes a device");

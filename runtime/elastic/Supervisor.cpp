@@ -176,13 +176,19 @@ StatusOr<int64_t> Supervisor::planFor(int64_t available, std::string &plan) {
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
-    if (exitStatus(status) == 0) {
+    int code = exitStatus(status);
+    if (code == 0) {
       planned.insert(n);
       say("planned for %lld device(s) (--cluster %s) in %s",
           static_cast<long long>(n), spec.c_str(), plan.c_str());
       return n;
     }
     lastError = errorLine(log);
+    // loomc's exit codes (docs/loomc.md): a model it does not support (2)
+    // or its own error (4) does not plan on fewer devices either.
+    if (code == 2 || code == 4)
+      return makeError("loomc cannot plan the model (exit %d): %s", code,
+                       lastError.c_str());
     say("no plan for %lld device(s): %s", static_cast<long long>(n),
         lastError.c_str());
     if (n == 1)

@@ -8,10 +8,11 @@ $PY "$MODELS/mlp.py" --out . --sizes 8,16,4 --samples 64 --seed 1
 $PY "$MODELS/bad_inputs.py" --out bad --sizes 8,16,4 --samples 64
 
 expect_error "cannot parse" loomc bad/truncated.onnx --cluster cpu:1 --global-batch 8 -o p.loomplan
-expect_error "unsupported ONNX op 'Hardmax' (opset 17) at node 'n3'" \
+# A model Loom does not support yet exits 2 (docs/loomc.md, "Exit codes").
+expect_error_code 2 "unsupported ONNX op 'Hardmax' (opset 17) at node 'n3'" \
   loomc bad/unknown_op.onnx --cluster cpu:1 --global-batch 8 -o p.loomplan
 # A node name of a megabyte is cut in the one error line.
-expect_error "unsupported ONNX op 'Hardmax' (opset 17) at node 'nnnn" \
+expect_error_code 2 "unsupported ONNX op 'Hardmax' (opset 17) at node 'nnnn" \
   loomc bad/long_name.onnx --cluster cpu:1 --global-batch 8 -o p.loomplan
 grep -qF "...(1048576 bytes)'" err.txt || fail "the long node name is not cut"
 [ "$(wc -c < err.txt)" -lt 1000 ] || fail "the long node name's error is $(wc -c < err.txt) bytes"
@@ -48,6 +49,14 @@ expect_error "--momentum applies to --optimizer sgd only" \
 echo '{"nodes": 100000, "devices_per_node": 100000, "device": {"memory_gib": 80, "peak_tflops": {"fp32": 1, "bf16": 1}}, "intra_node": {"bandwidth_gbps": 1}, "inter_node": {"bandwidth_gbps": 1}}' > huge-cluster.json
 expect_error "at most 2147483647" loomc model.onnx --cluster huge-cluster.json --global-batch 8 -o p.loomplan
 expect_error "too large to address" loomc model.onnx --global-batch 4611686018427387904 -o p.loomplan
+# A plan that does not fit exits 3: the default plan (the search, and the
+# compile it chose) and a pinned mesh alike.
+echo '{"nodes": 1, "devices_per_node": 2, "device": {"memory_gib": 0.00001, "peak_tflops": {"fp32": 1, "bf16": 1}, "hbm_gbps": 1}, "intra_node": {"bandwidth_gbps": 1}}' > small-cluster.json
+expect_error_code 3 "per device" loomc model.onnx --cluster small-cluster.json --global-batch 8 -o p.loomplan
+expect_error_code 3 "use more devices or a smaller batch" \
+  loomc model.onnx --cluster small-cluster.json --global-batch 8 --force dp=2 -o p.loomplan
+expect_error_code 3 "fits" loomc --model-spec gpt:l=2,h=64,a=4,s=16,v=128 \
+  --cluster small-cluster.json --global-batch 8
 $PY - <<'PY'
 # A .npy header claiming 2^61 int64 values with no data behind it.
 import struct

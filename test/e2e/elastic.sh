@@ -132,6 +132,13 @@ expect_error "--cluster takes a preset's name without a count" "$LOOM_BIN/loom-e
   --cluster cpu:2 --model model.onnx --steps 3 --checkpoint-dir x
 expect_error "how many devices?" "$LOOM_BIN/loom-elastic" --model model.onnx --steps 3 \
   --checkpoint-dir x
+# A model loomc does not support (its exit code 2) is not retried on fewer
+# devices.
+$PY "$MODELS/bad_inputs.py" --out bad --sizes 8,16,4 --samples 64 > /dev/null
+expect_error "loomc cannot plan the model (exit 2): bad/unknown_op.onnx:0:0: error: unsupported ONNX op 'Hardmax'" \
+  "$LOOM_BIN/loom-elastic" --np 2 --model bad/unknown_op.onnx --global-batch 8 --steps 3 \
+  --checkpoint-dir unsupported
+! grep -q "no plan for 1 device" err.txt || fail "retried an unsupported model on fewer devices"
 # A launcher that starts no rank is not a lost rank: no restart.
 expect_error "mpirun started no rank" elastic nostart --np 2 --mpirun-arg=--no-such-flag
 echo "elastic: ok"

@@ -41,13 +41,16 @@ PY
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-# expect_error EXPECTED_SUBSTRING CMD... : the command must exit 1 (not a
-# signal), print exactly one line mentioning 'error:' and EXPECTED.
-expect_error() {
-  local want=$1; shift
+# expect_error EXPECTED_SUBSTRING CMD... : the command must exit 1 (bad
+# input; not a signal), print exactly one line mentioning 'error:' and
+# EXPECTED. expect_error_code CODE EXPECTED_SUBSTRING CMD... : the same with
+# another exit code (loomc's: 2 unsupported model, 3 does not fit).
+expect_error() { expect_error_code 1 "$@"; }
+expect_error_code() {
+  local code=$1 want=$2; shift 2
   local rc=0
   "$@" >out.txt 2>err.txt || rc=$?
-  [ "$rc" -eq 1 ] || { cat out.txt err.txt; fail "'$*' exited $rc, expected 1"; }
+  [ "$rc" -eq "$code" ] || { cat out.txt err.txt; fail "'$*' exited $rc, expected $code"; }
   local n
   n=$(grep -c "error:" err.txt || true)
   [ "$n" -eq 1 ] || { cat err.txt; fail "'$*' printed $n error lines, expected 1"; }

@@ -45,7 +45,7 @@ grep -q "mesh        pp=1 dp=2 tp=2" pinned.txt || { cat pinned.txt; fail "tp=2 
 
 # No plan fits: the search says why, and the data-parallel plan's refusal ends it.
 echo '{"nodes": 1, "devices_per_node": 4, "device": {"name": "tiny", "memory_gib": 0.001, "peak_tflops": {"fp32": 1, "bf16": 1}}, "intra_node": {"bandwidth_gbps": 1}}' > tiny.json
-expect_error "the plan needs" loomc model.onnx --cluster tiny.json "${opts[@]}" --plan-only
+expect_error_code 3 "the plan needs" loomc model.onnx --cluster tiny.json "${opts[@]}" --plan-only
 expect_error "--search-seconds must be positive" \
   loomc model.onnx --cluster cpu:4 "${opts[@]}" --plan-only --search-seconds 0
 
