@@ -7,6 +7,7 @@
 
 #include "compiler/Loomc.h"
 #include "compiler/Beside.h"
+#include "compiler/CompilePlan.h"
 #include "compiler/LoomcOptions.h"
 #include "compiler/ModelSpecPlan.h"
 #include "compiler/PlanOutputs.h"
@@ -53,61 +54,9 @@ using namespace mlir::loom::loomc;
 
 namespace {
 
-LogicalResult printModule(ModuleOp module, const std::string &path) {
-  std::string error;
-  auto out = openOutputFile(path.empty() ? "-" : path, &error);
-  if (!out) {
-    fail(error);
-    return failure();
-  }
-  module.print(out->os());
-  out->os() << "\n";
-  out->keep();
-  return success();
-}
-
-int run(Options &o, Attempt attempt = {}, plan::Plan *planOut = nullptr);
-
-/// The predicted step time of the plan `attempt` compiles, when it fits
-/// (infinity otherwise); nothing is written or printed.
-double probe(Options &o, Attempt attempt) {
-  double seconds = std::numeric_limits<double>::infinity();
-  attempt.stepSeconds = &seconds;
-  plan::Plan plan;
-  bool wasProbing = probing;
-  probing = true;
-  int rc = run(o, attempt, &plan);
-  probing = wasProbing;
-  takeErrorKind(); // a probe's failure only rules its choice out
-  return rc == 0 ? seconds : std::numeric_limits<double>::infinity();
-}
-
-/// The one-device plan of the model `o` compiles (for --verify-plan).
-int compileReference(Options &o, plan::Plan &reference) {
-  std::string cluster = o.cluster, force = o.force,
-              calibration = o.calibration;
-  int64_t microBatch = o.microBatch;
-  o.cluster = "cpu:1";
-  o.calibration = "";
-  o.force = "";
-  o.microBatch = 0;
-  o.verifyPlan = false;
-  Attempt oneDevice;
-  oneDevice.searched = true; // nothing to split
-  int rc = run(o, oneDevice, &reference);
-  o.cluster = cluster;
-  o.calibration = calibration;
-  o.force = force;
-  o.microBatch = microBatch;
-  o.verifyPlan = true;
-  return rc;
-}
-
-/// Compiles the model once with `attempt`'s choices (a plan that does not
-/// fit retries the next). With `planOut` the plan goes there and nothing is
-/// written or printed.
-int run(Options &o, Attempt attempt, plan::Plan *planOut) {
-  int64_t zero = attempt.zero, micro = attempt.micro;
+/// Imports the model once, plans it (the search, then the attempts that
+/// make the compiled plan fit), checks it (--verify-plan) and writes it.
+int run(Options &o) {
   auto start = std::chrono::steady_clock::now();
   if (o.listOps) {
     llvm::outs() << listSupportedOnnxOps();
@@ -127,22 +76,22 @@ int run(Options &o, Attempt attempt, plan::Plan *planOut) {
                      o.emit != EmitKind::Plan || !o.emitSbatch.empty());
   if (!o.modelSpec.empty() && !specModule)
     return planModelSpec(modelSpecOptions(o));
-  std::optional<Checked> checked = checkOptions(o, specModule, planOut != nullptr);
+  std::optional<Checked> checked = checkOptions(o, specModule, false);
   if (!checked)
     return 1;
-  bool training = checked->training, wantsPlan = checked->wantsPlan;
-  std::optional<Precision> precision = checked->precision;
-  std::optional<OptimizerKind> optimizer = checked->optimizer;
+  bool training = checked->training;
 
-  std::string clusterSpec = clusterSpecOf(o);
-  llvm::Expected<Cluster> cluster = parseCluster(clusterSpec);
+  Target target;
+  target.clusterSpec = clusterSpecOf(o);
+  llvm::Expected<Cluster> cluster = parseCluster(target.clusterSpec);
   if (!cluster)
     return fail(llvm::toString(cluster.takeError()));
+  target.cluster = *cluster;
   llvm::Expected<Forced> forced = parseForce(o.force);
   if (!forced)
     return fail(llvm::toString(forced.takeError()));
-  if (forced->zeroGiven)
-    zero = forced->zero;
+  target.forced = *forced;
+  target.microBatch = o.microBatch;
 
   DialectRegistry registry;
   registry.insert<LoomDialect, func::FuncDialect, shard::ShardDialect>();
@@ -151,45 +100,15 @@ int run(Options &o, Attempt attempt, plan::Plan *planOut) {
   // Diagnostics name the op; printing whole functions helps nobody.
   ctx.printOpOnDiagnostic(false);
   llvm::SourceMgr sourceMgr;
-  // A probe's errors only rule its choice out: they are not printed.
-  std::optional<SourceMgrDiagnosticHandler> diagHandler;
-  std::optional<ScopedDiagnosticHandler> quietHandler;
-  if (probing)
-    quietHandler.emplace(&ctx, [](Diagnostic &) { return success(); });
-  else
-    diagHandler.emplace(sourceMgr, &ctx);
+  SourceMgrDiagnosticHandler diagHandler(sourceMgr, &ctx);
 
-  OnnxImportOptions importOptions;
-  if (training && o.globalBatch > 0)
-    importOptions.batchSize = o.globalBatch.getValue();
-  if (failed(parseInputShapes(o.inputShapes, importOptions)))
+  std::optional<Model> model = importModel(&ctx, o, *checked, specModule);
+  if (!model)
     return 1;
-  importOptions.allowMissingWeights = o.noWeights;
-  importOptions.trainPattern = o.train;
-  importOptions.freezePattern = o.freeze;
-  OwningOpRef<ModuleOp> module;
-  if (specModule) {
-    llvm::Expected<planner::GptSpec> spec =
-        planner::parseModelSpec(o.modelSpec);
-    if (!spec)
-      return fail(llvm::toString(spec.takeError()));
-    module = buildModelSpecModule(&ctx, *spec, o.globalBatch);
-  } else {
-    module = importOnnxFile(&ctx, o.model, importOptions);
-  }
-  if (!module)
-    return 1;
-  // Batch norms take the whole batch's statistics: no micro-batches.
-  bool hasBatchNorm =
-      module->walk([](BatchNormOp) { return WalkResult::interrupt(); })
-          .wasInterrupted();
   if (o.emit == EmitKind::Import)
-    return failed(printModule(*module, o.outputFile)) ? 1 : 0;
-
-  // Without --global-batch, the model's own static batch is the global one.
-  int64_t globalBatch = o.globalBatch > 0 ? o.globalBatch : batchOf(*module);
+    return failed(printModule(*model->module, o.outputFile)) ? 1 : 0;
   if (o.emit != EmitKind::Raised) {
-    if (training && globalBatch <= 0)
+    if (training && model->globalBatch <= 0)
       return fail("the model has no batch dimension to train over; give "
                   "--global-batch");
     if (cluster->numDevices() > std::numeric_limits<int32_t>::max())
@@ -200,177 +119,83 @@ int run(Options &o, Attempt attempt, plan::Plan *planOut) {
           "--forward-only plans run on one device; use --cluster cpu:1");
   }
 
-  // One pipeline: raise (GELU, norms, linear layers, attention), train,
-  // plan, lower, up to the phase --emit asks for.
-  CompilerPipelineOptions pipeline;
-  setPhaseOptions(pipeline, o, *checked);
   // The default plan: search every choice --force leaves free on the
   // training step, once; the attempts below start from its choice.
-  if (!attempt.searched && training && !forced->meshGiven &&
-      cluster->numDevices() > 1 && o.emit != EmitKind::Raised &&
-      o.emit != EmitKind::Train) {
-    searchDefaultPlan(o, *module, pipeline, *cluster, *forced, globalBatch,
-                      specModule ? o.modelSpec : o.model, attempt);
-    micro = attempt.micro;
-    zero = attempt.zero;
+  Attempt attempt;
+  if (training && !forced->meshGiven && cluster->numDevices() > 1 &&
+      o.emit != EmitKind::Raised && o.emit != EmitKind::Train) {
+    CompilerPipelineOptions phases;
+    setPhaseOptions(phases, o, *checked);
+    searchDefaultPlan(o, *model->module, phases, *cluster, *forced,
+                      model->globalBatch, specModule ? o.modelSpec : o.model,
+                      attempt);
   }
-  if (attempt.search) {
-    const planner::PlanChoice &c = attempt.search->result.best.choice;
-    pipeline.plan.searched = true; // the search weighed the memory
-    forced->dp = c.dp;
-    forced->tp = c.tp;
-    forced->pp = c.pp;
-    forced->virtualStages = c.chunks;
-    forced->schedule = planner::stringifySchedule(c.schedule).str();
-  }
-  pipeline.plan.devices = cluster->numDevices();
-  pipeline.plan.dp = forced->dp;
-  pipeline.plan.tp = forced->tp;
-  pipeline.plan.pp = forced->pp;
-  // Pipeline stages without a micro-batch count: enough micro-batches to
-  // keep the schedule's waits small (docs/loomc.md).
-  if (training && forced->pp > 1 && forced->micro == 0 &&
-      o.microBatch == 0 && micro == 1 && !hasBatchNorm && !attempt.search) {
-    int64_t dp = forced->dp > 0
-                     ? forced->dp
-                     : cluster->numDevices() / (forced->tp * forced->pp);
-    if (std::optional<planner::ScheduleKind> kind =
-            planner::parseSchedule(forced->schedule);
-        kind && dp > 0 && globalBatch % dp == 0)
-      micro = planner::defaultMicroBatches(*kind, forced->pp,
-                                           globalBatch / dp,
-                                           forced->virtualStages);
-  }
-  pipeline.plan.micro = forced->micro > 0 ? forced->micro : micro;
-  pipeline.plan.schedule = forced->schedule;
-  pipeline.plan.virtualStages = forced->virtualStages;
-  pipeline.plan.microBatch = training ? o.microBatch.getValue() : 0;
-  pipeline.plan.cluster = clusterSpec;
-  pipeline.plan.zero = zero;
-  pipeline.plan.localBatchNorm = o.localBatchNorm;
-  pipeline.plan.remat = forced->remat.empty() ? attempt.remat : forced->remat;
-  pipeline.plan.memoryBudgetGib = attempt.rematBudgetGib;
-  pipeline.plan.bucketBytes = checked->bucketBytes;
-  pipeline.plan.blockBucketBytes =
-      attempt.blockBuckets ? pipeline.plan.bucketBytes.getValue() : -1;
-  PassManager pm(&ctx);
-  int64_t norms = 0, sequenceParallelNorms = 0;
-  pm.addInstrumentation(
-      std::make_unique<SequenceParallelProbe>(norms, sequenceParallelNorms));
-  std::optional<MemoryEstimate> estimate;
-  // Not for a plan compiled only to be compared or checked against
-  // (`planOut`), which prints no summary.
-  if (!planOut) {
-    MemoryEstimateOptions e;
-    e.remat = pipeline.plan.remat.getValue();
-    e.cluster = pipeline.plan.cluster.getValue();
-    e.memoryBudgetGib = pipeline.plan.memoryBudgetGib.getValue();
-    e.bucketBytes = pipeline.plan.bucketBytes.getValue();
-    e.blockBucketBytes = pipeline.plan.blockBucketBytes.getValue();
-    pm.addInstrumentation(
-        std::make_unique<MemoryEstimateProbe>(std::move(e), estimate));
-  }
-  buildLoomCompilerPipeline(pm, pipeline);
-  if (failed(pm.run(*module))) {
-    if (attempt.search && !probing)
-      llvm::errs() << "loomc: note: while compiling the searched plan, "
-                   << attempt.search->result.best.choice.text()
-                   << " (pin another with --force)\n";
-    return 1;
-  }
-  if (o.emit == EmitKind::Raised || o.emit == EmitKind::Train ||
-      o.emit == EmitKind::Planned)
-    return failed(printModule(*module, o.outputFile)) ? 1 : 0;
-
-  // The decisions as the plan phase made them.
-  int64_t dp = 1, numMicroBatches = 1;
-  if (shard::GridOp grid = lookupMesh(*module)) {
-    dp = grid.getShape()[kDataAxis];
-    if (auto m = grid->getAttrOfType<IntegerAttr>(
-            LoomDialect::NumMicroBatchesAttrHelper::getNameStr()))
-      numMicroBatches = m.getInt();
-  }
-  if (o.emit == EmitKind::Lowered)
-    return failed(printModule(*module, o.outputFile)) ? 1 : 0;
-
-  EmitOptions emitOptions;
-  if (auto path = (*module)->getAttrOfType<StringAttr>("loom.model_path"))
-    emitOptions.modelPath = path.str();
-  emitOptions.producer = "loomc 0.1";
-  emitOptions.storedWeights = !o.noWeights && !specModule;
-  setTrainingSettings(emitOptions.training, *module, o, *checked,
-                      globalBatch, dp, numMicroBatches, zero);
-
-  MemoryBreakdown memory;
-  FailureOr<plan::Plan> plan = emitPlan(*module, emitOptions, &memory);
-  if (failed(plan))
-    return 1;
-  if (!plan->model_path().empty()) {
-    auto sum = ::loom::runtime::fileChecksum(plan->model_path());
-    if (!sum)
-      return fail(sum.status().message());
-    plan->set_model_checksum(*sum);
-  }
-  if (o.verifyPlan) {
-    ::loom::runtime::Status valid = ::loom::runtime::validatePlanFormat(
-        *plan, o.outputFile.empty() ? std::string("plan") : o.outputFile.getValue());
-    if (!valid) {
-      recordErrorKind(ErrorKind::Internal);
-      return fail("internal error: the emitted plan fails the runtime's "
-                  "validation (" + valid.message() + "); please report it");
-    }
-  }
-  PlanFigures figures = stepFigures(*module, *plan, memory, *cluster,
-                                    *precision);
-  figures.norms = norms;
-  figures.sequenceParallelNorms = sequenceParallelNorms;
-  figures.remat = rematFiguresOf(*module);
-  if (estimate)
-    figures.estimatedBytes = estimate->peakBytes();
-  std::string summary = summaryText(*plan, *cluster, figures);
-  summary += searchSummary(attempt, o.explain, cluster->numDevices());
-  plan->set_summary(summary);
-
-  planner::MemoryFit fit = planner::checkMemoryFit(
-      figures.memory, static_cast<int64_t>(cluster->usableMemoryBytes()));
-  if (!fit.fits) {
-    FitState state{training, hasBatchNorm, dp, zero, numMicroBatches,
-                   globalBatch, fit, figures, *cluster};
+  // Compiled once with the chosen plan; one that does not fit the device
+  // is compiled again with less memory (compiler/PlanAttempts.h).
+  Compiled compiled;
+  while (true) {
+    compiled = Compiled();
+    if (int rc = compileOnce(o, *checked, *model, target, attempt,
+                             /*quiet=*/false, compiled))
+      return rc;
+    if (compiled.printed)
+      return 0;
+    if (compiled.fit.fits)
+      break;
+    FitState state{training,          model->hasBatchNorm,
+                   compiled.dp,       compiled.zero,
+                   compiled.numMicroBatches, model->globalBatch,
+                   compiled.fit,      compiled.figures,
+                   *cluster};
     std::variant<Attempt, std::string> next = nextAttempt(
-        o, *forced, attempt, state,
-        [&](const Attempt &a) { return probe(o, a); });
-    if (auto *retry = std::get_if<Attempt>(&next))
-      return run(o, *retry, planOut);
+        o, *forced, attempt, state, [&](const Attempt &a) {
+          Compiled probe;
+          int rc = compileOnce(o, *checked, *model, target, a,
+                               /*quiet=*/true, probe);
+          takeErrorKind(); // a probe's failure only rules its choice out
+          return rc == 0 && probe.fit.fits
+                     ? probe.figures.step.stepSeconds
+                     : std::numeric_limits<double>::infinity();
+        });
+    if (auto *retry = std::get_if<Attempt>(&next)) {
+      attempt = *retry;
+      continue;
+    }
     recordErrorKind(ErrorKind::DoesNotFit);
     return fail(std::get<std::string>(next));
   }
 
-  if (planOut) {
-    if (attempt.stepSeconds)
-      *attempt.stepSeconds = figures.step.stepSeconds;
-    *planOut = std::move(*plan);
-    return 0;
-  }
   double seconds = std::chrono::duration<double>(
                        std::chrono::steady_clock::now() - start)
                        .count();
   int numRanks = 0;
-  for (const plan::Program &prog : plan->programs())
+  for (const plan::Program &prog : compiled.plan.programs())
     numRanks += prog.ranks_size();
   // loom-run reads binary ONNX only: a plan of a .onnxtext model (the lit
-  // tests') is checked against the format alone.
+  // tests') is checked against the format alone. The reference is the same
+  // imported model compiled for one device, unsplit.
   if (o.verifyPlan && training && numRanks > 1 &&
       !llvm::StringRef(o.model).ends_with(".onnxtext")) {
-    plan::Plan reference;
-    if (int rc = compileReference(o, reference))
+    std::optional<Checked> oneDevice = checkOptions(o, specModule, true);
+    if (!oneDevice)
+      return 1;
+    Target single;
+    single.clusterSpec = "cpu:1";
+    single.cluster = cantFail(parseCluster(single.clusterSpec));
+    single.reference = true;
+    Attempt unsplit;
+    unsplit.searched = true; // nothing to split
+    Compiled reference;
+    if (int rc = compileOnce(o, *oneDevice, *model, single, unsplit,
+                             /*quiet=*/false, reference))
       return rc;
-    if (int rc = runBeside(o, *plan, reference))
+    if (int rc = runBeside(o, compiled.plan, reference.plan))
       return rc;
   }
 
-  return writeOutputs(o, *plan, *cluster, figures,
+  return writeOutputs(o, compiled.plan, *cluster, compiled.figures,
                       attempt.search ? &attempt.search->result : nullptr,
-                      seconds, summary, training);
+                      seconds, compiled.summary, training);
 }
 
 } // namespace

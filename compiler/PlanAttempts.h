@@ -46,8 +46,6 @@ struct Attempt {
   /// go in overlapped buckets (whose staging holds memory) under
   /// `--comm-buckets=auto`.
   bool blockBuckets = true;
-  /// Where a plan compiled into `planOut` leaves its predicted step time.
-  double *stepSeconds = nullptr;
   /// Whether the plan search ran (or is not to run: a pinned mesh, the
   /// one-device reference), and what it chose: the mesh and schedule it
   /// pins; its micro-batches, ZeRO stage and recomputation start the
