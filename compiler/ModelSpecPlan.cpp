@@ -175,6 +175,7 @@ int mlir::loom::planModelSpec(const ModelSpecOptions &o) {
       {"device_memory_bytes", r.cluster.memoryBytes()},
       {"device_usable_memory_bytes", r.cluster.usableMemoryBytes()},
       {"global_batch", r.setup.globalBatch},
+      {"planning_time_s", found->seconds},
       {"precision", o.precision},
       {"mesh", llvm::json::Object{{"dp", c.dp}, {"tp", c.tp}, {"pp", c.pp}}},
       {"micro_batch", c.microBatchSize},

@@ -19,6 +19,23 @@ loomc --model-spec $spec --cluster cpu:2 "${opts[@]}" -o spec2.loomplan \
 grep -q "verify-plan: 2 steps on 2 CPU ranks match" spec2.txt || fail "the model-spec plan was not verified"
 grep -q "^  chosen      dp=" spec2.txt || fail "the model-spec plan names no search choice"
 loomc model.onnx --no-weights --cluster cpu:1 "${opts[@]}" -o onnx1.loomplan --quiet
+# One summary schema: the plan-only search's JSON has the fields of the
+# compiled plan's that a search can know, with the same values.
+loomc --model-spec $spec --cluster cpu:2 "${opts[@]}" --summary-json spec2-search.json --quiet
+$PY - <<'PY'
+import json
+a, b = json.load(open("spec2-search.json")), json.load(open("spec2.json"))
+shared = ["mesh", "micro_batch", "num_micro_batches", "schedule", "zero_stage", "remat",
+          "precision", "world_size", "global_batch", "cluster", "device_memory_bytes",
+          "device_usable_memory_bytes", "planning_time_s", "num_parameters"]
+missing = [k for k in shared if k not in a or k not in b]
+assert not missing, missing
+same = [k for k in shared if k not in ("planning_time_s", "num_parameters")]
+assert all(a[k] == b[k] for k in same), [(k, a[k], b[k]) for k in same if a[k] != b[k]]
+for s in (a, b):
+    assert s["predicted"]["step_time_s"] > 0 and s["predicted"]["basis"] == "datasheet", s
+print("one schema:", {k: a[k] for k in ("mesh", "micro_batch", "zero_stage", "remat")})
+PY
 
 DATA=(--data input_ids=input_ids.npy --data target=target.npy --steps 5 --quiet --init random:7)
 loom_run spec1.loomplan "${DATA[@]}" --metrics spec1.jsonl
