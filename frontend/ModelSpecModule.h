@@ -1,7 +1,8 @@
 //===- ModelSpecModule.h - A model spec as loom IR --------------*- C++ -*-===//
 //
 // `loomc --model-spec gpt:l=..,h=..`: the forward function an exported
-// Hugging Face GPT-2 of that shape imports to and raises to (input
+// Hugging Face GPT-2 (or, with arch=llama, LLaMA) of that shape imports to
+// and raises to (input
 // `input_ids` [B, s] int64, output `logits` [B, s, V]; parameters named as
 // the state dict, without values), so a transformer given by its shape is
 // planned, compiled and emitted like an ONNX file planned with
@@ -20,7 +21,7 @@
 namespace mlir::loom {
 
 /// The forward function of `spec` at `batch` sequences, or null after an
-/// error on `ctx` (a LLaMA spec: not yet built).
+/// error on `ctx` (a LLaMA head dimension that is odd).
 OwningOpRef<ModuleOp> buildModelSpecModule(MLIRContext *ctx,
                                            const planner::GptSpec &spec,
                                            int64_t batch);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # loomc --model-spec -o: a transformer given by its shape is built as the
-# model an exported Hugging Face GPT-2 of that shape imports to, planned by
+# model an exported Hugging Face GPT-2 (or LLaMA) of that shape imports to, planned by
 # the default search and compiled once; `loom-run --init random:SEED` trains
 # it. Its losses equal those of the exported GPT-2 of the same shape planned
 # --no-weights (same parameter names, so the same initial values), and its
@@ -48,8 +48,21 @@ $PY "$MODELS/compare.py" --metrics spec1.jsonl --metrics2 onnx1.jsonl --rtol 0
 $PY "$MODELS/compare.py" --metrics spec2.jsonl --metrics2 spec1.jsonl --rtol 1e-5 \
   --sensitivity spec1-threads2.jsonl
 
-# A LLaMA shape is planned but not yet built: asked for a plan, one line.
-expect_error "only arch=gpt is built as a model yet" \
-  loomc --model-spec gpt:arch=llama,l=2,h=64,a=4,s=16,v=128 --global-batch 8 -o l.loomplan
+# A LLaMA shape is built as the model an exported Hugging Face LLaMA of
+# that shape imports to (test/models/hf_models.py's: 2 layers, width 128, 4
+# heads over 2 key-value heads, MLP 344, 64 tokens, 512 symbols): bit for
+# bit the export's step, and its 2-rank plan verified against its 1-rank.
+$PY "$MODELS/hf_models.py" --model llama --out llama --batch 8 > /dev/null
+llama=gpt:arch=llama,l=2,h=128,a=4,kv_heads=2,ffn=344,s=64,v=512
+loomc --model-spec $llama --cluster cpu:1 "${opts[@]}" -o llama1.loomplan --quiet
+loomc llama/model.onnx --no-weights --cluster cpu:1 "${opts[@]}" -o llama-onnx1.loomplan --quiet
+LDATA=(--data input_ids=llama/input_ids.npy --data target=llama/target.npy --steps 5 --quiet --init random:7)
+loom_run llama1.loomplan "${LDATA[@]}" --metrics llama1.jsonl
+loom_run llama-onnx1.loomplan "${LDATA[@]}" --metrics llama-onnx1.jsonl
+$PY "$MODELS/compare.py" --metrics llama1.jsonl --metrics2 llama-onnx1.jsonl --rtol 0
+loomc --model-spec $llama --cluster cpu:2 "${opts[@]}" -o llama2.loomplan --verify-plan | tee llama2.txt
+grep -q "verify-plan: 2 steps on 2 CPU ranks match" llama2.txt || fail "the LLaMA spec's plan was not verified"
+expect_error "the head dimension 5 is odd; rotary embeddings rotate pairs" \
+  loomc --model-spec gpt:arch=llama,l=2,h=20,a=4,s=16,v=128 --global-batch 8 -o l.loomplan
 expect_error "--model-spec builds a training step: give --global-batch" \
   loomc --model-spec $spec -o x.loomplan
