@@ -76,17 +76,13 @@ llvm::Expected<SearchResult> searchSpec(SearchRequest &r, const GptSpec &spec,
                                         const ModelSpecOptions &o,
                                         mlir::loom::Precision precision,
                                         OptimizerKind optimizer) {
-  if (spec.arch != Arch::Gpt) {
-    r.model = modelCostOf(spec, r.setup.precision);
-    return searchPlan(r);
-  }
   DialectRegistry registry;
   registry.insert<LoomDialect, func::FuncDialect, shard::ShardDialect>();
   MLIRContext ctx(registry);
   ctx.loadAllAvailableDialects();
-  OwningOpRef<ModuleOp> module =
-      buildModelSpecModule(&ctx, spec, r.setup.globalBatch);
-  if (!module) // GPT shapes are built; their checks ran in parseModelSpec
+  OwningOpRef<ModuleOp> module = buildModelSpecModule(
+      &ctx, spec, r.setup.globalBatch, /*constantValues=*/false);
+  if (!module)
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "cannot build '" + spec.text + "'");
   CompilerPipelineOptions phases;
@@ -98,7 +94,7 @@ llvm::Expected<SearchResult> searchSpec(SearchRequest &r, const GptSpec &spec,
   if (!searched)
     return searched.takeError();
   r.model = std::move(searched->model);
-  r.model.family = "gpt";
+  r.model.family = spec.arch == Arch::Gpt ? "gpt" : "llama";
   return std::move(searched->result);
 }
 

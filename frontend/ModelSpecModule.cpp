@@ -245,7 +245,8 @@ struct LlamaText : ModelText {
     norm("%n1_" + n, x, "%g1_" + n, node + "input_layernorm");
     // The heads of q, k and v: [b, heads, s, e].
     auto heads = [&](llvm::StringRef q, int64_t count, llvm::StringRef proj) {
-      std::string out = "%" + q.str() + n;
+      // `_` ends the layer's number: "%q1_" + "1" is not layer 11's "%q11_".
+      std::string out = "%" + q.str() + n + "_";
       project(out + "p", "%n1_" + n, "%w" + q.str() + n, h, count * e,
               node + "self_attn/" + proj.str());
       op(llvm::formatv("{0}r = loom.reshape {0}p [0, 0, -1, {1}] : {2} -> {3}",
@@ -416,7 +417,8 @@ void rotaryTables(ModuleOp module, const planner::GptSpec &spec) {
 
 OwningOpRef<ModuleOp>
 mlir::loom::buildModelSpecModule(MLIRContext *ctx,
-                                 const planner::GptSpec &spec, int64_t batch) {
+                                 const planner::GptSpec &spec, int64_t batch,
+                                 bool constantValues) {
   if (spec.hidden % spec.heads != 0) {
     emitError(UnknownLoc::get(ctx))
         << "--model-spec '" << spec.text << "': the width " << spec.hidden
@@ -437,7 +439,7 @@ mlir::loom::buildModelSpecModule(MLIRContext *ctx,
   LlamaText text{{spec, batch, "", ""}};
   OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(
       text.text(), ParserConfig(ctx), "model-spec");
-  if (module)
+  if (module && constantValues)
     rotaryTables(*module, spec);
   return module;
 }

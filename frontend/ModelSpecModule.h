@@ -21,10 +21,13 @@
 namespace mlir::loom {
 
 /// The forward function of `spec` at `batch` sequences, or null after an
-/// error on `ctx` (a LLaMA head dimension that is odd).
+/// error on `ctx` (a LLaMA head dimension that is odd). Without
+/// `constantValues` (a module only planned), LLaMA's rotary tables are
+/// zeros of their shape, not s x e cosines and sines.
 OwningOpRef<ModuleOp> buildModelSpecModule(MLIRContext *ctx,
                                            const planner::GptSpec &spec,
-                                           int64_t batch);
+                                           int64_t batch,
+                                           bool constantValues = true);
 
 } // namespace mlir::loom
 
