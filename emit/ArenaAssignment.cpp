@@ -376,7 +376,10 @@ mlir::loom::assignArenaOffsets(const std::vector<LiveRange> &ranges,
     x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
     return x ^ (x >> 31);
   };
-  for (uint64_t t = 0; t < kPerturbedPlacements; ++t) {
+  double n = double(ranges.size());
+  uint64_t tries = std::min<uint64_t>(
+      kPerturbedPlacements, uint64_t(kPerturbedPlacementWork / (n * n)));
+  for (uint64_t t = 0; t < tries; ++t) {
     std::vector<std::pair<int64_t, size_t>> keys;
     for (size_t i = 0; i < ranges.size(); ++i) {
       int64_t scale = 700 + int64_t(mix(t * 1000003 + i) % 601);

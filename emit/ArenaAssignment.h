@@ -21,10 +21,12 @@ inline constexpr int64_t kArenaAlignment = 64;
 /// Programs of more buffers are placed by the O(n log n) sweep alone.
 inline constexpr size_t kThoroughPlacementRanges = 20000;
 /// Programs of at most so many buffers, when no other placement reaches
-/// the bound, also try `kPerturbedPlacements` perturbed largest-first
-/// orders.
+/// the bound, also try perturbed largest-first orders: at most
+/// `kPerturbedPlacements`, and fewer for more buffers (each try compares
+/// every pair, so n x n x tries stays under `kPerturbedPlacementWork`).
 inline constexpr size_t kPerturbedPlacementRanges = 4000;
 inline constexpr uint64_t kPerturbedPlacements = 32;
+inline constexpr double kPerturbedPlacementWork = 1e7;
 
 /// Assigns each range a `kArenaAlignment`-aligned offset so that ranges that
 /// are live at the same time never overlap; returns the offsets and sets
