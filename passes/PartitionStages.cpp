@@ -110,7 +110,14 @@ struct PartitionStagesPass
     const SmallVector<int64_t> &layerOf = found->layerOf;
     int64_t layers = found->numLayers();
     int64_t stages = order.devices * order.chunks;
-    if (layers < stages)
+    if (layers < stages) {
+      // One of the model's own layer names, or the form they take.
+      std::string example = "such as '/h.3/...'";
+      for (auto [op, layer] : llvm::zip(forward, layerOf))
+        if (layer >= 0) {
+          example = "such as '" + onnxNodeName(op->getLoc()).str() + "'";
+          break;
+        }
       return func.emitError("pp = ")
                  << order.devices
                  << (order.chunks > 1
@@ -118,8 +125,9 @@ struct PartitionStagesPass
                          : std::string())
                  << " needs at least " << stages
                  << " stages' worth of layers: the op names show " << layers
-                 << " numbered layers (such as '/h.3/...'); use a smaller pp",
+                 << " numbered layers (" << example << "); use a smaller pp",
              failure();
+    }
 
     // Costs per layer (-1 and `layers` are the two ends), forward and
     // backward: a backward op has its forward op's location.

@@ -15,7 +15,7 @@ module {
 // Each of the pp x chunks stages needs a layer, found in the op names.
 module {
   shard.grid @mesh(shape = 2x1x1x2) {loom.mesh_axes = ["pp", "dp", "tp", "micro"]}
-  // expected-error @+1 {{pp = 2 x 2 chunks needs at least 4 stages' worth of layers: the op names show 2 numbered layers (such as '/h.3/...'); use a smaller pp}}
+  // expected-error @+1 {{pp = 2 x 2 chunks needs at least 4 stages' worth of layers: the op names show 2 numbered layers (such as '/h.0/Tanh'); use a smaller pp}}
   func.func @main(%x: tensor<8x4xf32> {loom.input = "x"}) -> (tensor<f32> {loom.loss}) {
     %0 = loom.tanh %x : tensor<8x4xf32> loc("/h.0/Tanh")
     %1 = loom.tanh %0 : tensor<8x4xf32> loc("/h.1/Tanh")
