@@ -104,6 +104,26 @@ TEST(ShardingIlpTest, RefusesWhatCannotFit) {
   EXPECT_TRUE(noFit);
 }
 
+TEST(ShardingIlpTest, LeastMemoryWhenNothingFits) {
+  // Nothing fits 4 bytes: asked to, the fastest choice of the least memory
+  // (both sharded: 2 + 2 on device 0; device 1's 3 bytes are fixed) instead
+  // of an error; ties in memory go to the faster strategy.
+  IlpRequest r;
+  r.nodes = {{{1.0, 1.5, 2.0}, {8, 2, 2}}, {{1.0, 1.2}, {8, 2}},
+             {{1.0}, {3}}};
+  r.nodes[2].device = 1;
+  r.memoryBudgetBytes = 3.5;
+  auto refused = solveShardingIlp(r);
+  ASSERT_FALSE(static_cast<bool>(refused));
+  llvm::consumeError(refused.takeError());
+  r.leastMemoryOverBudget = true;
+  auto sol = solveShardingIlp(r);
+  ASSERT_TRUE(static_cast<bool>(sol)) << llvm::toString(sol.takeError());
+  EXPECT_EQ(sol->choice, (std::vector<unsigned>{1, 1, 0}));
+  EXPECT_DOUBLE_EQ(sol->memoryBytes, 4);
+  EXPECT_TRUE(sol->overBudget);
+}
+
 TEST(ShardingIlpTest, ForbiddenPairsAreNeverChosen) {
   // A returned parameter must keep its argument's layout: every pair but
   // the diagonal is forbidden, however cheap.
