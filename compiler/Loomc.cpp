@@ -10,42 +10,22 @@
 #include "compiler/CompilePlan.h"
 #include "compiler/LoomcOptions.h"
 #include "compiler/ModelSpecPlan.h"
-#include "compiler/PlanOutputs.h"
 #include "compiler/PlanAttempts.h"
-#include "compiler/PlanSearch.h"
-#include "compiler/StepProbes.h"
-#include "compiler/Summary.h"
-#include "emit/PlanEmitter.h"
-#include "frontend/ModelSpecModule.h"
 #include "frontend/OnnxImporter.h"
 #include "ir/ErrorKind.h"
 #include "ir/LoomDialect.h"
-#include "ir/LoomOps.h"
-#include "passes/MemoryEstimate.h"
-#include "passes/MeshUtils.h"
-#include "passes/Passes.h"
 #include "passes/planner/Cluster.h"
-#include "passes/planner/PipelineSchedule.h"
-#include "passes/planner/PlanChoice.h"
-#include "runtime/PlanFormat.h"
-#include "runtime/support/Checksum.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/Pass/PassManager.h"
-#include "mlir/Support/FileUtilities.h"
-#include "llvm/Support/Format.h"
-#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
-#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
-#include <cmath>
 #include <limits>
 
 using namespace mlir;
