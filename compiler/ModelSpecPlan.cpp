@@ -155,7 +155,7 @@ int mlir::loom::planModelSpec(const ModelSpecOptions &o) {
   const CandidatePrediction &q = found->best.prediction;
   llvm::json::Object predicted{
       {"step_time_s", q.stepSeconds},
-      {"basis", r.cluster.calibration.empty() ? "datasheet" : "calibration"},
+      {"basis", r.cluster.predictionBasisKey()},
       {"peak_memory_bytes_per_device",
        llvm::json::Array{q.memory.total()}},
       {"model_tflops_per_device", q.modelTflopsPerDevice},

@@ -235,7 +235,7 @@ llvm::json::Object mlir::loom::summaryJson(const plan::Plan &plan,
       {"predicted",
        llvm::json::Object{
            {"step_time_s", step.stepSeconds},
-           {"basis", cluster.calibration.empty() ? "datasheet" : "calibration"},
+           {"basis", cluster.predictionBasisKey()},
            {"communication_s", step.totalCommSeconds()},
            {"exposed_communication_s", step.exposedCommSeconds},
            {"peak_memory_bytes_per_device", std::move(peaks)},

@@ -91,16 +91,26 @@ struct Cluster {
   /// figures above with measured ones.
   std::string calibration;
 
-  /// What the predictions on this cluster rest on, as the summaries say
-  /// it: `calibrated by FILE`, or an uncalibrated estimate from the
-  /// datasheet figures.
+  /// What the predictions on this cluster rest on, as a word (the summary
+  /// JSON's `predicted.basis`): `calibration`, `cluster_file` or
+  /// `datasheet`.
+  llvm::StringRef predictionBasisKey() const {
+    if (!calibration.empty())
+      return "calibration";
+    return llvm::StringRef(spec).ends_with(".json") ? "cluster_file"
+                                                     : "datasheet";
+  }
+  /// The same as the summaries say it: `calibrated by FILE`, or an
+  /// uncalibrated estimate from the preset's datasheet figures (the cpu
+  /// preset's stand-ins) or from the figures of a cluster file.
   std::string predictionBasis() const {
-    return calibration.empty()
-               ? "uncalibrated estimate from " +
-                     (deviceName == "cpu"
-                          ? std::string("the cpu preset's stand-in figures")
-                          : "the " + deviceName + " datasheet")
-               : "calibrated by " + calibration;
+    if (!calibration.empty())
+      return "calibrated by " + calibration;
+    if (llvm::StringRef(spec).ends_with(".json"))
+      return "uncalibrated estimate from the figures in " + spec;
+    return "uncalibrated estimate from " +
+           (deviceName == "cpu" ? std::string("the cpu preset's stand-in figures")
+                                : "the " + deviceName + " datasheet");
   }
 
   int64_t numDevices() const { return nodes * devicesPerNode; }
